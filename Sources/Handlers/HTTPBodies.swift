@@ -1,0 +1,52 @@
+import Hummingbird
+import NIOCore
+import SyncAPI
+
+/// Reading JSON request bodies and writing JSON answers, shared by every route.
+enum HTTPBodies {
+    /// Collects at most `limit` bytes (413 `payload_too_large` past it) and parses them strictly (400 `invalid_json`).
+    static func json(_ request: Request, limit: Int) async throws -> JSONValue {
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+            throw SyncError.payloadTooLarge(limit: limit)
+        }
+        var request = request
+        let buffer = try await request.collectBody(upTo: limit)
+        guard buffer.readableBytes > 0 else { throw SyncError.invalidJSON("The body is empty; a JSON object is expected.") }
+        do {
+            return try JSONParser.parse(buffer.readableBytesView)
+        } catch {
+            throw SyncError.invalidJSON("The body is not valid JSON: \(error).")
+        }
+    }
+
+    /// A JSON answer.
+    static func response(_ status: HTTPResponse.Status = .ok, json: some Collection<UInt8>, etag: String? = nil) -> Response {
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let etag { headers[.eTag] = etag }
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
+    }
+
+    static func response(_ status: HTTPResponse.Status = .ok, json: String, etag: String? = nil) -> Response {
+        response(status, json: Array(json.utf8), etag: etag)
+    }
+
+    /// 304 with the entity tag and no body.
+    static func notModified(etag: String) -> Response {
+        Response(status: .notModified, headers: [.eTag: etag])
+    }
+}
+
+extension RouterMethods {
+    /// Registers `handlers` on `path` and answers 405 `method_not_allowed` for the other common methods.
+    func resource(
+        _ path: RouterPath, _ handlers: [HTTPRequest.Method: @Sendable (Request, Context) async throws -> Response]
+    ) {
+        for method in [HTTPRequest.Method.get, .put, .post, .delete, .patch] {
+            if let handler = handlers[method] {
+                on(path, method: method, use: handler)
+            } else {
+                on(path, method: method) { _, _ -> Response in throw SyncError.methodNotAllowed }
+            }
+        }
+    }
+}

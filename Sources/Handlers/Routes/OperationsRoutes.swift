@@ -1,0 +1,34 @@
+import Hummingbird
+import SyncAPI
+
+/// `GET /health`, `GET /ready` and the server description `GET /api/v1/` (protocol §8).
+struct OperationsRoutes {
+    let store: any SyncStore
+    let configuration: AppConfiguration
+
+    func add(to router: Router<AppRequestContext>, api: RouterGroup<AppRequestContext>) {
+        router.resource("health", [.get: { _, _ in HTTPBodies.response(json: #"{"status":"ok"}"#) }])
+        router.resource("ready", [
+            .get: { _, _ in
+                try await store.ping()
+                return HTTPBodies.response(json: #"{"status":"ready"}"#)
+            }
+        ])
+        let description = JSONWriter.encode(
+            .object([
+                ("version", .string(SyncAPIVersion.string)),
+                (
+                    "limits",
+                    .object([
+                        ("groupMaxRequests", .number(Double(configuration.groupMaxRequests))),
+                        ("nbMax", .number(500)),
+                        ("maxChildren", .number(100)),
+                        ("bodyMaxBytes", .number(Double(configuration.bodyMaxBytes))),
+                    ])
+                ),
+                ("tombstoneRetentionSeconds", .number(Double(configuration.tombstoneRetentionSeconds))),
+                ("signup", .bool(configuration.accounts.signupEnabled)),
+            ]))
+        api.resource("", [.get: { _, _ in HTTPBodies.response(json: description) }])
+    }
+}

@@ -1,0 +1,48 @@
+import Crypto
+import Foundation
+import HummingbirdBcrypt
+import NIOPosix
+
+/// Turns passwords into slow salted hashes and checks them; slow on purpose, so it runs off the event loops.
+public protocol PasswordHasher: Sendable {
+    /// A new salted hash of `password`.
+    func hash(_ password: String) async throws -> String
+    /// True when `password` matches `hash`.
+    func verify(_ password: String, hash: String) async throws -> Bool
+}
+
+/// bcrypt over SHA-256 of the password (so passwords longer than bcrypt's 72 bytes keep all their strength),
+/// computed on NIO's blocking thread pool.
+public struct BcryptPasswordHasher: PasswordHasher {
+    /// bcrypt cost (log2 rounds); 12 in production, 4 (the minimum) makes tests fast.
+    public let cost: UInt8
+
+    public init(cost: UInt8 = 12) { self.cost = cost }
+
+    static func prehash(_ password: String) -> String {
+        Data(SHA256.hash(data: Data(password.utf8))).base64EncodedString()
+    }
+
+    public func hash(_ password: String) async throws -> String {
+        let cost = self.cost
+        return try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(Self.prehash(password), cost: cost) }
+    }
+
+    public func verify(_ password: String, hash: String) async throws -> Bool {
+        try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(Self.prehash(password), hash: hash) }
+    }
+}
+
+/// Bearer tokens: 256 random bits for the client, SHA-256 of them for the store.
+public enum BearerToken {
+    public static func generate() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        return Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    public static func storageHash(_ token: String) -> String {
+        SHA256.hash(data: Data(token.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Where the data lives, from `--database` / `SYNCAPI_DATABASE`: `sqlite:PATH` or `postgres://user:pass@host:port/db`.
+public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
+    case sqlite(path: String)
+    case postgres(host: String, port: Int, username: String, password: String?, database: String, requireTLS: Bool)
+
+    /// Parses a database URL; the error message is one line a person can act on.
+    public init(parsing text: String) throws(DatabaseURLError) {
+        if text.hasPrefix("sqlite:") {
+            var path = String(text.dropFirst("sqlite:".count))
+            if path.hasPrefix("//") { path.removeFirst(2) }
+            guard !path.isEmpty else { throw DatabaseURLError("sqlite URL needs a file path, e.g. sqlite:data/syncapi.sqlite") }
+            self = .sqlite(path: path)
+            return
+        }
+        guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://"), let url = URLComponents(string: text),
+            let host = url.host, !host.isEmpty
+        else {
+            throw DatabaseURLError(
+                "unsupported database URL \"\(text)\": use sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE")
+        }
+        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+        guard !database.isEmpty else { throw DatabaseURLError("postgres URL needs a database name after the host: …/DATABASE") }
+        guard let user = url.user, !user.isEmpty else { throw DatabaseURLError("postgres URL needs a user name: postgres://USER@…") }
+        let sslmode = url.queryItems?.first { $0.name == "sslmode" }?.value ?? "disable"
+        guard ["disable", "require"].contains(sslmode) else {
+            throw DatabaseURLError("sslmode must be disable or require, not \(sslmode)")
+        }
+        self = .postgres(
+            host: host, port: url.port ?? 5432, username: user.removingPercentEncoding ?? user,
+            password: url.password.map { $0.removingPercentEncoding ?? $0 }, database: database, requireTLS: sslmode == "require")
+    }
+
+    /// The URL without its password, for logs.
+    public var description: String {
+        switch self {
+        case .sqlite(let path): return "sqlite:\(path)"
+        case .postgres(let host, let port, let user, _, let db, _): return "postgres://\(user)@\(host):\(port)/\(db)"
+        }
+    }
+}
+
+/// A database URL that cannot be used, with a message for the operator.
+public struct DatabaseURLError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A store ready to use, plus the client that must run in the service group (PostgreSQL only).
+public struct OpenedStore: Sendable {
+    public let store: any SyncStore
+    /// Run this (`run()`) for the store to work; nil for SQLite.
+    public let postgresClient: PostgresClient?
+
+    /// Runs the PostgreSQL client until cancelled (returns at once for SQLite).
+    public func runClient() async {
+        await postgresClient?.run()
+    }
+
+    /// Opens the database a URL names (SQLite file created if needed; PostgreSQL client not yet running).
+    public static func open(_ url: DatabaseURL, logger: Logger) throws -> OpenedStore {
+        switch url {
+        case .sqlite(let path):
+            return OpenedStore(store: try SQLiteStore(path: path), postgresClient: nil)
+        case .postgres(let host, let port, let username, let password, let database, let requireTLS):
+            var configuration = PostgresClient.Configuration(
+                host: host, port: port, username: username, password: password, database: database,
+                tls: requireTLS ? .require(.makeClientConfiguration()) : .disable)
+            configuration.options.connectTimeout = .seconds(5)
+            let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+            return OpenedStore(store: PostgresStore(client: client, logger: logger), postgresClient: client)
+        }
+    }
+}

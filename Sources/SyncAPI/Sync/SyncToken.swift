@@ -1,0 +1,51 @@
+/// The date of sync: an opaque string naming one position of one family's change counter in one database.
+///
+/// Wire form `<databaseID>.<familyID>.<version>`. Clients must not parse it; the server recognises a token from
+/// another database or family and answers it as a first sync (protocol §3).
+public struct SyncToken: Sendable, Equatable {
+    public let databaseID: String
+    public let familyID: String
+    public let version: Int64
+
+    public init(databaseID: String, familyID: String, version: Int64) {
+        self.databaseID = databaseID
+        self.familyID = familyID
+        self.version = version
+    }
+
+    public var string: String { "\(databaseID).\(familyID).\(version)" }
+
+    /// What a client's `date` parameter means.
+    public enum Parsed: Sendable, Equatable {
+        /// No date: a first (full) sync.
+        case absent
+        /// A position this server issued for this family.
+        case position(Int64)
+        /// Well-formed but not answerable here (other database, other family, garbage): answer `sync: false`.
+        case unanswerable
+    }
+
+    /// Reads a `date` parameter; throws `invalid_date` when it is malformed (protocol §3).
+    public static func parse(_ text: String?, databaseID: String, familyID: String) throws -> Parsed {
+        guard let text else { return .absent }
+        guard isWellFormed(text) else {
+            throw SyncError.invalidDate("date must be 1 to 128 characters of A-Z a-z 0-9 . _ ~ -, sent back as received.")
+        }
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == databaseID, parts[1] == familyID,
+            let version = Int64(parts[2]), version >= 0, String(version) == parts[2]
+        else { return .unanswerable }
+        return .position(version)
+    }
+
+    /// 1–128 characters of `[A-Za-z0-9._~-]`.
+    public static func isWellFormed(_ text: String) -> Bool {
+        let utf8 = text.utf8
+        guard (1...128).contains(utf8.count) else { return false }
+        return utf8.allSatisfy { b in
+            (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z"))
+                || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: ".") || b == UInt8(ascii: "_")
+                || b == UInt8(ascii: "~") || b == UInt8(ascii: "-")
+        }
+    }
+}
