@@ -62,6 +62,14 @@ public struct NewAccount: Sendable {
     public let passwordHash: String
     /// The account's public profile, as `familysync` sends it.
     public let profileBody: String
+
+    public init(id: String, username: String, displayName: String, passwordHash: String, profileBody: String) {
+        self.id = id
+        self.username = username
+        self.displayName = displayName
+        self.passwordHash = passwordHash
+        self.profileBody = profileBody
+    }
 }
 
 /// What login needs to check a password.

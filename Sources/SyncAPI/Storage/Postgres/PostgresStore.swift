@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
@@ -31,7 +32,10 @@ public struct PostgresStore: SyncStore {
                     applied.insert(name)
                 }
                 for migration in EmbeddedMigrations.postgres where !applied.contains(migration.name) {
-                    try await conn.query(PostgresQuery(unsafeSQL: migration.sql), logger: logger)
+                    // The extended protocol takes one statement at a time.
+                    for statement in Self.statements(of: migration.sql) {
+                        try await conn.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
                     let now = WallClock.nowMs()
                     try await conn.query(
                         "INSERT INTO syncapi_migrations (name, applied_ms) VALUES (\(migration.name), \(now))", logger: logger)
@@ -42,6 +46,12 @@ public struct PostgresStore: SyncStore {
                     logger: logger)
             }
         }
+    }
+
+    /// The statements of a migration file: comment lines dropped, split at `;`.
+    static func statements(of sql: String) -> [String] {
+        let code = sql.split(separator: "\n").filter { !$0.trimmingPrefix(" ").hasPrefix("--") }.joined(separator: "\n")
+        return code.split(separator: ";").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
     }
 
     public func databaseID() async throws -> String {

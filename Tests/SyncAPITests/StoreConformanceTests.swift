@@ -1,0 +1,176 @@
+import SyncAPI
+import Testing
+import TestSupport
+
+/// One conformance suite, run on SQLite and on a real PostgreSQL: both stores must behave the same.
+@Suite("Store conformance")
+struct StoreConformanceTests {
+    static func account(_ name: String) -> NewAccount {
+        NewAccount(
+            id: DatabaseIdentity.uuid(), username: name, displayName: name, passwordHash: "hash-\(name)",
+            profileBody: #"{"id":"x","username":"\#(name)"}"#)
+    }
+
+    /// A store with one family; returns the family id.
+    static func family(_ store: any SyncStore, _ user: String = "alice") async throws -> String {
+        let id = DatabaseIdentity.uuid()
+        try await store.createFamily(id: id, name: "Smith", account: account(user), nowMs: 1000)
+        return id
+    }
+
+    static func put(_ store: any SyncStore, _ family: String, _ id: String, _ body: String, collection: String = "contacts")
+        async throws -> WriteOutcome
+    {
+        try await store.write(familyID: family, key: ItemKey(collection: collection, id: id), nowMs: 2000) { _ in .put(body: body) }
+    }
+
+    static func delete(_ store: any SyncStore, _ family: String, _ id: String) async throws -> WriteOutcome {
+        try await store.write(familyID: family, key: ItemKey(collection: "contacts", id: id), nowMs: 3000) { existing in
+            existing == nil ? .unchanged : .delete
+        }
+    }
+
+    @Test("migrate is idempotent and the database id is stable", arguments: Backend.allCases)
+    func migrateTwice(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let first = try await store.databaseID()
+            try await store.migrate()
+            #expect(try await store.databaseID() == first)
+            #expect(first.count == 16)
+            try await store.ping()
+        }
+    }
+
+    @Test("usernames are unique case-insensitively across families", arguments: Backend.allCases)
+    func usernameUnique(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let family = try await Self.family(store, "Alice")
+            await #expect(throws: SyncError.usernameTaken) {
+                try await store.createFamily(id: DatabaseIdentity.uuid(), name: "Other", account: Self.account("alice"), nowMs: 1)
+            }
+            await #expect(throws: SyncError.usernameTaken) {
+                try await store.createAccount(Self.account("ALICE"), familyID: family, nowMs: 1)
+            }
+            try await store.createAccount(Self.account("bob"), familyID: family, nowMs: 1)
+            let credentials = try #require(try await store.credentials(usernameKey: "bob"))
+            #expect(credentials.familyID == family)
+            #expect(credentials.passwordHash == "hash-bob")
+            #expect(try await store.credentials(usernameKey: "carol") == nil)
+        }
+    }
+
+    @Test("tokens expire and can be revoked", arguments: Backend.allCases)
+    func tokens(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let family = try await Self.family(store)
+            let credentials = try #require(try await store.credentials(usernameKey: "alice"))
+            let session = Session(accountID: credentials.accountID, familyID: family)
+            try await store.insertToken(hash: "h1", session: session, expiresMs: 5000)
+            #expect(try await store.session(tokenHash: "h1", nowMs: 4999) == session)
+            #expect(try await store.session(tokenHash: "h1", nowMs: 5000) == nil)
+            #expect(try await store.session(tokenHash: "nope", nowMs: 0) == nil)
+            try await store.deleteToken(hash: "h1")
+            #expect(try await store.session(tokenHash: "h1", nowMs: 0) == nil)
+        }
+    }
+
+    @Test("failed logins count inside a window and reset", arguments: Backend.allCases)
+    func failedLogins(backend: Backend) async throws {
+        try await backend.withStore { store in
+            #expect(try await store.failedLogins(usernameKey: "alice") == nil)
+            for t in 0..<3 { try await store.recordFailedLogin(usernameKey: "alice", nowMs: 1000 + Int64(t), windowMs: 100) }
+            let counted = try #require(try await store.failedLogins(usernameKey: "alice"))
+            #expect(counted.count == 3 && counted.windowStartMs == 1000)
+            try await store.recordFailedLogin(usernameKey: "alice", nowMs: 1100, windowMs: 100)
+            let reset = try #require(try await store.failedLogins(usernameKey: "alice"))
+            #expect(reset.count == 1 && reset.windowStartMs == 1100)
+            try await store.clearFailedLogins(usernameKey: "alice")
+            #expect(try await store.failedLogins(usernameKey: "alice") == nil)
+        }
+    }
+
+    @Test("every write takes the next version; a delta returns exactly what changed after a version", arguments: Backend.allCases)
+    func versionsAndDelta(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let family = try await Self.family(store)
+            let start = try await store.delta(familyID: family, collection: "contacts", since: nil)
+            #expect(start.rows.isEmpty)
+            let a = try await Self.put(store, family, "a", "{\"id\":\"a\"}")
+            let b = try await Self.put(store, family, "b", "{\"id\":\"b\"}")
+            #expect(a.item?.version == start.version + 1 && b.item?.version == start.version + 2)
+            _ = try await Self.put(store, family, "p", "{\"id\":\"p\"}", collection: "places")
+            let full = try await store.delta(familyID: family, collection: "contacts", since: nil)
+            #expect(full.rows.map(\.id) == ["a", "b"])
+            #expect(full.version == start.version + 3)
+            _ = try await Self.put(store, family, "a", "{\"id\":\"a\",\"v\":2}")
+            _ = try await Self.delete(store, family, "b")
+            let delta = try await store.delta(familyID: family, collection: "contacts", since: full.version)
+            #expect(delta.rows.map(\.id) == ["a", "b"])
+            #expect(delta.rows[0].body == "{\"id\":\"a\",\"v\":2}" && !delta.rows[0].deleted)
+            #expect(delta.rows[1].deleted && delta.rows[1].body == nil)
+            // A full answer never carries tombstones.
+            #expect(try await store.delta(familyID: family, collection: "contacts", since: nil).rows.map(\.id) == ["a"])
+            #expect(try await store.delta(familyID: family, collection: "contacts", since: delta.version).rows.isEmpty)
+        }
+    }
+
+    @Test("unchanged plans and deletes of missing items use no version", arguments: Backend.allCases)
+    func unchangedWrites(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let family = try await Self.family(store)
+            let before = try await store.delta(familyID: family, collection: "contacts", since: nil).version
+            let missing = try await Self.delete(store, family, "ghost")
+            #expect(!missing.changed)
+            let kept = try await store.write(familyID: family, key: ItemKey(collection: "contacts", id: "x"), nowMs: 1) { _ in .unchanged }
+            #expect(!kept.changed && kept.item == nil)
+            #expect(try await store.delta(familyID: family, collection: "contacts", since: nil).version == before)
+        }
+    }
+
+    @Test("a tombstone comes back to life with a new version", arguments: Backend.allCases)
+    func resurrection(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let family = try await Self.family(store)
+            _ = try await Self.put(store, family, "a", "{\"id\":\"a\"}")
+            let deleted = try await Self.delete(store, family, "a")
+            let again = try await Self.delete(store, family, "a")
+            #expect(deleted.changed && !again.changed)
+            let tomb = try #require(try await store.item(familyID: family, key: ItemKey(collection: "contacts", id: "a")))
+            #expect(tomb.deleted)
+            let back = try await Self.put(store, family, "a", "{\"id\":\"a\",\"n\":1}")
+            #expect(back.item!.version > tomb.version)
+            let live = try #require(try await store.item(familyID: family, key: ItemKey(collection: "contacts", id: "a")))
+            #expect(!live.deleted && live.body == "{\"id\":\"a\",\"n\":1}")
+        }
+    }
+
+    @Test("families never see each other's items or counters", arguments: Backend.allCases)
+    func tenancy(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let smith = try await Self.family(store, "alice")
+            let jones = try await Self.family(store, "bob")
+            _ = try await Self.put(store, smith, "same", "{\"id\":\"same\",\"f\":\"smith\"}")
+            _ = try await Self.put(store, jones, "same", "{\"id\":\"same\",\"f\":\"jones\"}")
+            _ = try await Self.delete(store, smith, "same")
+            #expect(try await store.item(familyID: jones, key: ItemKey(collection: "contacts", id: "same"))?.deleted == false)
+            let jonesRows = try await store.delta(familyID: jones, collection: "contacts", since: nil)
+            #expect(jonesRows.rows.map(\.body) == ["{\"id\":\"same\",\"f\":\"jones\"}"])
+            #expect(try await store.delta(familyID: smith, collection: "contacts", since: nil).rows.isEmpty)
+        }
+    }
+
+    @Test("a plan that throws changes nothing", arguments: Backend.allCases)
+    func planThrows(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let family = try await Self.family(store)
+            let before = try await store.delta(familyID: family, collection: "contacts", since: nil).version
+            await #expect(throws: SyncError.preconditionFailed) {
+                _ = try await store.write(familyID: family, key: ItemKey(collection: "contacts", id: "a"), nowMs: 1) { _ in
+                    throw SyncError.preconditionFailed
+                }
+            }
+            #expect(try await store.delta(familyID: family, collection: "contacts", since: nil).version == before)
+            #expect(try await store.item(familyID: family, key: ItemKey(collection: "contacts", id: "a")) == nil)
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+import Logging
+import SyncAPI
+
+/// The two storage backends every store and contract test runs on.
+public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
+    case sqlite
+    case postgres
+
+    public var description: String { rawValue }
+
+    /// A URL naming a fresh, empty database of this backend.
+    public func freshDatabaseURL() async throws -> DatabaseURL {
+        switch self {
+        case .sqlite:
+            let folder = NSTemporaryDirectory() + "syncapi-tests"
+            return .sqlite(path: "\(folder)/\(UUID().uuidString).sqlite")
+        case .postgres:
+            return try DatabaseURL(parsing: try await TestPostgres.shared.newDatabaseURL())
+        }
+    }
+
+    /// Runs `body` with a migrated store on a fresh database (its client running meanwhile).
+    public func withStore<T: Sendable>(_ body: @Sendable (any SyncStore) async throws -> T) async throws -> T {
+        let opened = try OpenedStore.open(try await freshDatabaseURL(), logger: Logger(label: "test"))
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await opened.runClient() }
+            defer { group.cancelAll() }
+            try await opened.store.migrate()
+            return try await body(opened.store)
+        }
+    }
+}
+
+/// bcrypt cost in tests: the minimum, so signups stay fast (real bcrypt all the same).
+public let testBcryptCost: UInt8 = 4

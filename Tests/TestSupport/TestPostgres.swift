@@ -1,0 +1,87 @@
+import Foundation
+
+/// A real PostgreSQL server for the tests, started once per test process with `initdb`/`pg_ctl` in a temporary
+/// folder on a free loopback port, and torn down when the process ends (a watchdog stops it even after a crash).
+public actor TestPostgres {
+    public static let shared = TestPostgres()
+
+    private var port: Int?
+    private var counter = 0
+
+    /// A fresh, empty database on the shared server.
+    public func newDatabaseURL() throws -> String {
+        let port = try start()
+        counter += 1
+        let name = "t\(ProcessInfo.processInfo.processIdentifier)_\(counter)"
+        try Self.run(["psql", "-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-q", "-c", "CREATE DATABASE \(name)"])
+        return "postgres://postgres@127.0.0.1:\(port)/\(name)"
+    }
+
+    private func start() throws -> Int {
+        if let port { return port }
+        let asRoot = getuid() == 0
+        let folder = "/tmp/syncapi-pg-\(ProcessInfo.processInfo.processIdentifier)-\(Int.random(in: 0..<1_000_000))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let prefix = asRoot ? ["runuser", "-u", "postgres", "--"] : []
+        if asRoot { try Self.run(["chown", "postgres:postgres", folder]) }
+        let data = folder + "/data"
+        try Self.run(prefix + ["initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"])
+        var lastError: (any Error)?
+        for _ in 0..<10 {
+            let candidate = Int.random(in: 20_000..<60_000)
+            let options =
+                "-c listen_addresses=127.0.0.1 -p \(candidate) -k \(folder) -c fsync=off -c synchronous_commit=off"
+                + " -c full_page_writes=off -c max_connections=300 -c shared_buffers=128MB"
+            do {
+                try Self.run(prefix + ["pg_ctl", "-D", data, "-l", folder + "/server.log", "-o", options, "-w", "-t", "60", "start"])
+                port = candidate
+                break
+            } catch {
+                lastError = error
+            }
+        }
+        guard let port else { throw lastError ?? TestPostgresError(message: "could not start PostgreSQL") }
+        // Stop the server when this test process ends, however it ends.
+        let stop = (prefix + ["pg_ctl", "-D", data, "-m", "immediate", "stop"]).joined(separator: " ")
+        let me = ProcessInfo.processInfo.processIdentifier
+        try Self.run([
+            "sh", "-c",
+            "(while kill -0 \(me) 2>/dev/null; do sleep 1; done; \(stop); rm -rf \(folder)) >/dev/null 2>&1 </dev/null &",
+        ])
+        return port
+    }
+
+    /// Runs a command to completion (posix_spawn + waitpid; Foundation's `Process.waitUntilExit` can hang in
+    /// concurrent tests); throws with its output when it fails.
+    @discardableResult
+    static func run(_ arguments: [String]) throws -> String {
+        // Output goes to a file, not a pipe: a server that pg_ctl starts would hold a pipe open forever.
+        let outputPath = NSTemporaryDirectory() + "syncapi-cmd-\(UUID().uuidString).log"
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, &argv, environ)
+        guard spawned == 0 else { throw TestPostgresError(message: "cannot run \(arguments[0]): error \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        // Exited normally with status 0.
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+            throw TestPostgresError(message: "\(arguments.joined(separator: " ")) failed (\(status)): \(output)")
+        }
+        return output
+    }
+}
+
+/// Why the test PostgreSQL could not be used.
+public struct TestPostgresError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
