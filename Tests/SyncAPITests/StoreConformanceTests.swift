@@ -1,6 +1,6 @@
 import SyncAPI
-import Testing
 import TestSupport
+import Testing
 
 /// One conformance suite, run on SQLite and on a real PostgreSQL: both stores must behave the same.
 @Suite("Store conformance")
@@ -18,7 +18,9 @@ struct StoreConformanceTests {
         return id
     }
 
-    static func put(_ store: any SyncStore, _ family: String, _ id: String, _ body: String, collection: String = "contacts")
+    static func put(
+        _ store: any SyncStore, _ family: String, _ id: String, _ body: String, collection: String = "contacts"
+    )
         async throws -> WriteOutcome
     {
         try await store.write(familyID: family, key: ItemKey(collection: collection, id: id), nowMs: 2000) { _ in .put(body: body) }

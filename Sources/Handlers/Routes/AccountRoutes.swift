@@ -8,34 +8,42 @@ struct AccountRoutes {
 
     /// Routes that need no token.
     func addPublic(to group: RouterGroup<AppRequestContext>) {
-        group.resource("signup", [
-            .post: { request, _ in
-                let grant = try await accounts.signup(try await HTTPBodies.json(request, limit: bodyMaxBytes))
-                return HTTPBodies.response(.created, json: grant.json)
-            }
-        ])
-        group.resource("login", [
-            .post: { request, _ in
-                let grant = try await accounts.login(try await HTTPBodies.json(request, limit: bodyMaxBytes))
-                return HTTPBodies.response(.ok, json: grant.json)
-            }
-        ])
+        group.resource(
+            "signup",
+            [
+                .post: { request, _ in
+                    let grant = try await accounts.signup(try await HTTPBodies.json(request, limit: bodyMaxBytes))
+                    return HTTPBodies.response(.created, json: grant.json)
+                }
+            ])
+        group.resource(
+            "login",
+            [
+                .post: { request, _ in
+                    let grant = try await accounts.login(try await HTTPBodies.json(request, limit: bodyMaxBytes))
+                    return HTTPBodies.response(.ok, json: grant.json)
+                }
+            ])
     }
 
     /// Routes behind `AuthMiddleware`.
     func addAuthenticated(to group: RouterGroup<AppRequestContext>) {
-        group.resource("logout", [
-            .post: { request, _ in
-                if let token = AuthMiddleware.bearerToken(request) { try await accounts.logout(token: token) }
-                return Response(status: .noContent)
-            }
-        ])
-        group.resource("accounts", [
-            .post: { request, context in
-                let profile = try await accounts.addAccount(
-                    try context.requireSession(), try await HTTPBodies.json(request, limit: bodyMaxBytes))
-                return HTTPBodies.response(.created, json: profile)
-            }
-        ])
+        group.resource(
+            "logout",
+            [
+                .post: { request, _ in
+                    if let token = AuthMiddleware.bearerToken(request) { try await accounts.logout(token: token) }
+                    return Response(status: .noContent)
+                }
+            ])
+        group.resource(
+            "accounts",
+            [
+                .post: { request, context in
+                    let profile = try await accounts.addAccount(
+                        try context.requireSession(), try await HTTPBodies.json(request, limit: bodyMaxBytes))
+                    return HTTPBodies.response(.created, json: profile)
+                }
+            ])
     }
 }

@@ -8,12 +8,14 @@ struct OperationsRoutes {
 
     func add(to router: Router<AppRequestContext>, api: RouterGroup<AppRequestContext>) {
         router.resource("health", [.get: { _, _ in HTTPBodies.response(json: #"{"status":"ok"}"#) }])
-        router.resource("ready", [
-            .get: { _, _ in
-                try await store.ping()
-                return HTTPBodies.response(json: #"{"status":"ready"}"#)
-            }
-        ])
+        router.resource(
+            "ready",
+            [
+                .get: { _, _ in
+                    try await store.ping()
+                    return HTTPBodies.response(json: #"{"status":"ready"}"#)
+                }
+            ])
         let description = JSONWriter.encode(
             .object([
                 ("version", .string(SyncAPIVersion.string)),

@@ -8,17 +8,19 @@ struct SyncRoutes {
     func add(to group: RouterGroup<AppRequestContext>) {
         for collection in Collections.synced {
             guard let endpoint = collection.syncEndpoint, collection.kind == .fullList else { continue }
-            group.resource("\(endpoint)", [
-                .get: { request, context in
-                    let query = try SyncQuery(request, allowed: ["date"])
-                    let answer = try await engine.fullListSync(
-                        try context.requireSession(), collection, date: query.values["date"],
-                        ifNoneMatch: request.headers[.ifNoneMatch])
-                    let etag = "\"\(answer.date)\""
-                    if answer.notModified { return HTTPBodies.notModified(etag: etag) }
-                    return HTTPBodies.response(json: answer.body, etag: etag)
-                }
-            ])
+            group.resource(
+                "\(endpoint)",
+                [
+                    .get: { request, context in
+                        let query = try SyncQuery(request, allowed: ["date"])
+                        let answer = try await engine.fullListSync(
+                            try context.requireSession(), collection, date: query.values["date"],
+                            ifNoneMatch: request.headers[.ifNoneMatch])
+                        let etag = "\"\(answer.date)\""
+                        if answer.notModified { return HTTPBodies.notModified(etag: etag) }
+                        return HTTPBodies.response(json: answer.body, etag: etag)
+                    }
+                ])
         }
     }
 }

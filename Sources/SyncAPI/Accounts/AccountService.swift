@@ -44,7 +44,8 @@ public struct AccountService: Sendable {
 
     static let usernameRule: ItemSchema.Rule = { values throws in
         guard case .string(let name)? = values["username"] else { return }
-        let ok = (3...64).contains(name.utf8.count)
+        let ok =
+            (3...64).contains(name.utf8.count)
             && name.utf8.allSatisfy { b in
                 (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z"))
                     || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: ".") || b == UInt8(ascii: "_")

@@ -65,7 +65,7 @@ public enum EmbeddedMigrations {
             );
             CREATE INDEX items_delta ON items (family_id, collection, version);
             """#
-        ),
+        )
     ]
     /// Migrations for sqlite: (name, SQL) in order.
     public static let sqlite: [(name: String, sql: String)] = [
@@ -124,6 +124,6 @@ public enum EmbeddedMigrations {
             ) WITHOUT ROWID;
             CREATE INDEX items_delta ON items (family_id, collection, version);
             """#
-        ),
+        )
     ]
 }

@@ -74,7 +74,9 @@ public struct SyncEngine: Sendable {
     // MARK: Full-list sync
 
     /// `GET /ctcsync`, `/evtsync`, `/plcsync` (protocol §3).
-    public func fullListSync(_ session: Session, _ collection: CollectionSpec, date: String?, ifNoneMatch: String?) async throws
+    public func fullListSync(
+        _ session: Session, _ collection: CollectionSpec, date: String?, ifNoneMatch: String?
+    ) async throws
         -> SyncAnswer
     {
         let databaseID = try await databaseID()
