@@ -1,0 +1,23 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Runs every golden example of `docs/api/examples/` against a fresh server on each backend.
+@Suite("Golden HTTP contract")
+struct GoldenContractTests {
+    static let cases: [(String, Backend)] = (try? GoldenScenario.all())?.flatMap { file in Backend.allCases.map { (file, $0) } } ?? []
+
+    @Test("golden example", arguments: cases)
+    func golden(file: String, backend: Backend) async throws {
+        let scenario = try GoldenScenario(file: file)
+        // UPDATE_GOLDEN=1 rewrites the answers from the SQLite run (then review the diff).
+        let update = ProcessInfo.processInfo.environment["UPDATE_GOLDEN"] == "1" && backend == .sqlite
+        let problems = try await TestApp.run(backend) { client in try await scenario.run(client, update: update) }
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+    }
+
+    @Test("the examples folder holds golden files")
+    func examplesExist() throws {
+        #expect(try GoldenScenario.all().count >= 5)
+    }
+}

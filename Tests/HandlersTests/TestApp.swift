@@ -1,0 +1,71 @@
+import Handlers
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import SyncAPI
+import TestSupport
+
+/// A fresh application on a fresh database of one backend, for HTTP tests.
+enum TestApp {
+    static func configuration(_ backend: Backend) async throws -> AppConfiguration {
+        var configuration = AppConfiguration()
+        configuration.database = try await backend.freshDatabaseURL()
+        configuration.bcryptCost = testBcryptCost
+        configuration.port = 0
+        return configuration
+    }
+
+    /// Runs `body` with a router-level client of a new application.
+    static func run<T: Sendable>(
+        _ backend: Backend, mode: TestingSetup = .router, configure: (inout AppConfiguration) -> Void = { _ in },
+        _ body: @Sendable (any TestClientProtocol) async throws -> T
+    ) async throws -> T {
+        var configuration = try await configuration(backend)
+        configure(&configuration)
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        let app = try await buildApplication(configuration, logger: logger)
+        return try await app.test(mode) { client in try await body(client) }
+    }
+}
+
+/// A small HTTP helper over a test client: JSON in, parsed JSON out.
+struct APIClient: Sendable {
+    let client: any TestClientProtocol
+    var token: String?
+
+    struct Answer: Sendable {
+        let status: HTTPResponse.Status
+        let headers: HTTPFields
+        let body: String
+        var json: JSONValue? { try? JSONParser.parse(body) }
+    }
+
+    func call(_ method: HTTPRequest.Method, _ path: String, body: String? = nil, headers: HTTPFields = [:]) async throws -> Answer {
+        var headers = headers
+        if let token, headers[.authorization] == nil { headers[.authorization] = "Bearer \(token)" }
+        if body != nil { headers[.contentType] = "application/json" }
+        let response = try await client.executeRequest(
+            uri: path, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
+        return Answer(status: response.status, headers: response.headers, body: String(buffer: response.body))
+    }
+
+    /// Signs up a new family and returns a client carrying its token.
+    static func signedUp(_ client: any TestClientProtocol, username: String = "alice", family: String = "Smith") async throws
+        -> APIClient
+    {
+        let answer = try await APIClient(client: client).call(
+            .post, "/api/v1/signup", body: #"{"family":"\#(family)","username":"\#(username)","password":"password1"}"#)
+        guard answer.status == .created, let token = answer.json?["token"]?.stringValue else {
+            throw TestFailure("signup failed: \(answer.status) \(answer.body)")
+        }
+        return APIClient(client: client, token: token)
+    }
+}
+
+/// A failure inside a test helper.
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
