@@ -74,7 +74,8 @@ struct Migrate: AsyncParsableCommand {
 
     func run() async throws {
         let url = try database.url()
-        let logger = Logger(label: "syncapi")
+        var logger = Logger(label: "syncapi")
+        logger.logLevel = .warning
         do {
             let opened = try OpenedStore.open(url, logger: logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -85,6 +86,8 @@ struct Migrate: AsyncParsableCommand {
             print("syncapi: \(url) is migrated")
         } catch let error as SyncError where error.code == "unavailable" {
             fail("cannot reach the database \(url)")
+        } catch let error as DatabaseURLError {
+            fail(error.description)
         } catch {
             fail("migration of \(url) failed: \(error)")
         }

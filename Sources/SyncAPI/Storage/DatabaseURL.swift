@@ -64,7 +64,11 @@ public struct OpenedStore: Sendable {
     public static func open(_ url: DatabaseURL, logger: Logger) throws -> OpenedStore {
         switch url {
         case .sqlite(let path):
-            return OpenedStore(store: try SQLiteStore(path: path), postgresClient: nil)
+            do {
+                return OpenedStore(store: try SQLiteStore(path: path), postgresClient: nil)
+            } catch {
+                throw DatabaseURLError("cannot open the SQLite database \(path): \(error.localizedDescription)")
+            }
         case .postgres(let host, let port, let username, let password, let database, let requireTLS):
             var configuration = PostgresClient.Configuration(
                 host: host, port: port, username: username, password: password, database: database,

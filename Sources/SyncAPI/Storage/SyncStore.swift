@@ -126,7 +126,7 @@ public protocol SyncStore: Sendable {
     /// Reads the row under the family's lock, lets `plan` decide, and applies the decision with the next version
     /// of the family's change counter, all in one transaction (so versions are in commit order).
     func write(
-        familyID: String, key: ItemKey, nowMs: Int64, plan: @Sendable (StoredItem?) throws -> WritePlan
+        familyID: String, key: ItemKey, nowMs: Int64, plan: @escaping @Sendable (StoredItem?) throws -> WritePlan
     ) async throws -> WriteOutcome
     /// Rows of `collection` changed after `since` (tombstones included), or every live row when `since` is nil,
     /// read in one snapshot with the family's counter.

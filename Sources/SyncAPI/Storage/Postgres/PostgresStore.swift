@@ -184,7 +184,7 @@ public struct PostgresStore: SyncStore {
     }
 
     public func write(
-        familyID: String, key: ItemKey, nowMs: Int64, plan: @Sendable (StoredItem?) throws -> WritePlan
+        familyID: String, key: ItemKey, nowMs: Int64, plan: @escaping @Sendable (StoredItem?) throws -> WritePlan
     ) async throws -> WriteOutcome {
         try await guarded {
             try await transaction { conn in
@@ -287,12 +287,26 @@ public struct PostgresStore: SyncStore {
         }
     }
 
-    /// Maps lost connections to 503 `unavailable`; domain errors pass through; the rest is logged and rethrown.
+    /// How long a call may wait for the database (mostly for a pooled connection) before answering 503.
+    static let deadline = Duration.seconds(10)
+
+    /// Maps lost connections, and calls that wait past the deadline, to 503 `unavailable`; domain errors pass
+    /// through; the rest is logged and rethrown.
     @discardableResult
-    private func guarded<T>(_ body: () async throws -> T) async throws -> T {
+    private func guarded<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         do {
-            return try await body()
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask { try await body() }
+                group.addTask {
+                    try await Task.sleep(for: Self.deadline)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let value = first else { throw SyncError.unavailable }
+                return value
+            }
         } catch let error as SyncError {
+            if error == .unavailable { logger.warning("database did not answer within \(Self.deadline)") }
             throw error
         } catch let error as PSQLError {
             if error.serverInfo == nil {

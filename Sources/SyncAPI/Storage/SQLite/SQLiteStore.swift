@@ -162,7 +162,7 @@ public struct SQLiteStore: SyncStore {
     }
 
     public func write(
-        familyID: String, key: ItemKey, nowMs: Int64, plan: @Sendable (StoredItem?) throws -> WritePlan
+        familyID: String, key: ItemKey, nowMs: Int64, plan: @escaping @Sendable (StoredItem?) throws -> WritePlan
     ) async throws -> WriteOutcome {
         try await pool.write { db in
             guard try Int64.fetchOne(db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID]) != nil else {
