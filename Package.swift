@@ -70,7 +70,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncAPITests",
-            dependencies: ["SyncAPI", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "SyncAPI", "TestSupport", .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
