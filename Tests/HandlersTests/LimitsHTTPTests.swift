@@ -1,0 +1,65 @@
+import Foundation
+import HTTPTypes
+import Handlers
+import Hummingbird
+import HummingbirdTesting
+import SyncAPI
+import Testing
+import TestSupport
+
+/// Body limits, and the same endpoints over real sockets.
+@Suite("Limits and live HTTP")
+struct LimitsHTTPTests {
+    @Test("a body over the limit is 413 payload_too_large", arguments: Backend.allCases)
+    func bodyLimit(backend: Backend) async throws {
+        try await TestApp.run(backend, configure: { $0.bodyMaxBytes = 2048 }) { client in
+            let api = try await APIClient.signedUp(client)
+            let notes = String(repeating: "n", count: 3000)
+            let answer = try await api.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"A","notes":"\#(notes)"}"#)
+            #expect(answer.status == .contentTooLarge)
+            #expect(answer.json?["code"] == .string("payload_too_large"))
+            #expect(answer.headers[.contentType] == "application/problem+json")
+        }
+    }
+
+    @Test("the README walkthrough over a live server: signup, PUT, ctcsync twice", arguments: Backend.allCases)
+    func liveWalkthrough(backend: Backend) async throws {
+        try await TestApp.run(backend, mode: .live) { client in
+            let api = try await APIClient.signedUp(client)
+            let put = try await api.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"Bob","emails":["bob@example.org"]}"#)
+            #expect(put.status == .ok)
+            let first = try await api.call(.get, "/api/v1/ctcsync")
+            #expect(first.json?["sync"] == .bool(false))
+            let date = try #require(first.json?["date"]?.stringValue)
+            #expect(try await api.call(.delete, "/api/v1/contacts/c1").status == .noContent)
+            let second = try await api.call(.get, "/api/v1/ctcsync?date=\(date)")
+            #expect(second.json?["sync"] == .bool(true))
+            #expect(second.json?["deleted"] == .array([.string("c1")]))
+            #expect(second.json?["updated"] == .array([]))
+        }
+    }
+
+    @Test("health and readiness", arguments: Backend.allCases)
+    func operations(backend: Backend) async throws {
+        try await TestApp.run(backend) { client in
+            let api = APIClient(client: client)
+            let health = try await api.call(.get, "/health")
+            let ready = try await api.call(.get, "/ready")
+            #expect(health.status == .ok && ready.status == .ok)
+        }
+    }
+
+    @Test("garbage never answers 500", arguments: [
+        "{", "[]", "null", "1", "\"text\"", "{\"firstName\":{}}", "{\"firstName\":[1]}", "{\"emails\":\"a\"}",
+        "{\"firstName\":\"\\ud800\"}", "{\"a\":1,\"a\":2}", String(repeating: "[", count: 10_000),
+        "{\"firstName\":1e400}", "\u{FEFF}{}",
+    ])
+    func garbage(body: String) async throws {
+        try await TestApp.run(.sqlite) { client in
+            let api = try await APIClient.signedUp(client)
+            let answer = try await api.call(.put, "/api/v1/contacts/c1", body: body)
+            #expect(answer.status == .badRequest)
+            #expect(answer.headers[.contentType] == "application/problem+json")
+        }
+    }
+}
