@@ -3,8 +3,8 @@ import Handlers
 import Hummingbird
 import HummingbirdTesting
 import SyncAPI
-import Testing
 import TestSupport
+import Testing
 
 /// Account rules that golden files cannot show compactly: throttling, signup switch, token lifetime.
 @Suite("Accounts over HTTP")

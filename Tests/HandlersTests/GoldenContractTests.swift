@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Runs every golden example of `docs/api/examples/` against a fresh server on each backend.
 @Suite("Golden HTTP contract")

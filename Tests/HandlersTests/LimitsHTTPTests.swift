@@ -4,8 +4,8 @@ import Handlers
 import Hummingbird
 import HummingbirdTesting
 import SyncAPI
-import Testing
 import TestSupport
+import Testing
 
 /// Body limits, and the same endpoints over real sockets.
 @Suite("Limits and live HTTP")
@@ -49,11 +49,13 @@ struct LimitsHTTPTests {
         }
     }
 
-    @Test("garbage never answers 500", arguments: [
-        "{", "[]", "null", "1", "\"text\"", "{\"firstName\":{}}", "{\"firstName\":[1]}", "{\"emails\":\"a\"}",
-        "{\"firstName\":\"\\ud800\"}", "{\"a\":1,\"a\":2}", String(repeating: "[", count: 10_000),
-        "{\"firstName\":1e400}", "\u{FEFF}{}",
-    ])
+    @Test(
+        "garbage never answers 500",
+        arguments: [
+            "{", "[]", "null", "1", "\"text\"", "{\"firstName\":{}}", "{\"firstName\":[1]}", "{\"emails\":\"a\"}",
+            "{\"firstName\":\"\\ud800\"}", "{\"a\":1,\"a\":2}", String(repeating: "[", count: 10_000),
+            "{\"firstName\":1e400}", "\u{FEFF}{}",
+        ])
     func garbage(body: String) async throws {
         try await TestApp.run(.sqlite) { client in
             let api = try await APIClient.signedUp(client)

@@ -52,7 +52,9 @@ struct APIClient: Sendable {
     }
 
     /// Signs up a new family and returns a client carrying its token.
-    static func signedUp(_ client: any TestClientProtocol, username: String = "alice", family: String = "Smith") async throws
+    static func signedUp(
+        _ client: any TestClientProtocol, username: String = "alice", family: String = "Smith"
+    ) async throws
         -> APIClient
     {
         let answer = try await APIClient(client: client).call(

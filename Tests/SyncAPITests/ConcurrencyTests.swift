@@ -1,10 +1,10 @@
 import Foundation
-import Synchronization
 import Logging
 import PostgresNIO
 import SyncAPI
-import Testing
+import Synchronization
 import TestSupport
+import Testing
 
 /// Exactness under concurrency on a real PostgreSQL: whatever writers do meanwhile, a client that applies every
 /// sync answer ends up with exactly the server's live items, and no change is ever lost between two dates.
@@ -109,7 +109,8 @@ struct ConcurrencyTests {
             try await store.migrate()
             let engine = SyncEngine(store: store)
             let session = try await Self.newFamily(store)
-            _ = try await engine.put(session, Collections.contacts, id: "before", body: .object([("firstName", .string("A"))]), preconditions: .init())
+            _ = try await engine.put(
+                session, Collections.contacts, id: "before", body: .object([("firstName", .string("A"))]), preconditions: .init())
             var replica = Replica()
             try replica.apply(try await engine.fullListSync(session, Collections.contacts, date: nil, ifNoneMatch: nil))
             let logger = Logger(label: "test")
