@@ -79,10 +79,10 @@ struct ConcurrencyTests {
                             for n in 0..<40 {
                                 let id = ids.randomElement(using: &generator)!
                                 if Int.random(in: 0..<4, using: &generator) == 0 {
-                                    try await engine.delete(session, Collections.contacts, id: id, preconditions: .init())
+                                    try await engine.delete(session, ItemAddress(Collections.contacts, id: id), preconditions: .init())
                                 } else {
                                     let body = JSONValue.object([("firstName", .string("w\(writer)-\(n)-r\(round)"))])
-                                    _ = try await engine.put(session, Collections.contacts, id: id, body: body, preconditions: .init())
+                                    _ = try await engine.put(session, ItemAddress(Collections.contacts, id: id), body: body, preconditions: .init())
                                 }
                             }
                         }
@@ -110,7 +110,7 @@ struct ConcurrencyTests {
             let engine = SyncEngine(store: store)
             let session = try await Self.newFamily(store)
             _ = try await engine.put(
-                session, Collections.contacts, id: "before", body: .object([("firstName", .string("A"))]), preconditions: .init())
+                session, ItemAddress(Collections.contacts, id: "before"), body: .object([("firstName", .string("A"))]), preconditions: .init())
             var replica = Replica()
             try replica.apply(try await engine.fullListSync(session, Collections.contacts, date: nil, ifNoneMatch: nil))
             let logger = Logger(label: "test")

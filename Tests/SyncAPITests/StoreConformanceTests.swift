@@ -23,12 +23,14 @@ struct StoreConformanceTests {
     )
         async throws -> WriteOutcome
     {
-        try await store.write(familyID: family, key: ItemKey(collection: collection, id: id), nowMs: 2000) { _ in .put(body: body) }
+        try await store.write(familyID: family, key: ItemKey(collection: collection, id: id), parent: nil, nowMs: 2000) { _ in
+            .write([RowWrite(key: ItemKey(collection: collection, id: id), body: body)])
+        }
     }
 
     static func delete(_ store: any SyncStore, _ family: String, _ id: String) async throws -> WriteOutcome {
-        try await store.write(familyID: family, key: ItemKey(collection: "contacts", id: id), nowMs: 3000) { existing in
-            existing == nil ? .unchanged : .delete
+        try await store.write(familyID: family, key: ItemKey(collection: "contacts", id: id), parent: nil, nowMs: 3000) { context in
+            context.existing?.live == nil ? .unchanged : .write([RowWrite(key: ItemKey(collection: "contacts", id: id), body: nil)])
         }
     }
 
@@ -123,7 +125,8 @@ struct StoreConformanceTests {
             let before = try await store.delta(familyID: family, collection: "contacts", since: nil).version
             let missing = try await Self.delete(store, family, "ghost")
             #expect(!missing.changed)
-            let kept = try await store.write(familyID: family, key: ItemKey(collection: "contacts", id: "x"), nowMs: 1) { _ in .unchanged }
+            let kept = try await store.write(familyID: family, key: ItemKey(collection: "contacts", id: "x"), parent: nil, nowMs: 1) { _ in .unchanged
+            }
             #expect(!kept.changed && kept.item == nil)
             #expect(try await store.delta(familyID: family, collection: "contacts", since: nil).version == before)
         }
@@ -167,7 +170,7 @@ struct StoreConformanceTests {
             let family = try await Self.family(store)
             let before = try await store.delta(familyID: family, collection: "contacts", since: nil).version
             await #expect(throws: SyncError.preconditionFailed) {
-                _ = try await store.write(familyID: family, key: ItemKey(collection: "contacts", id: "a"), nowMs: 1) { _ in
+                _ = try await store.write(familyID: family, key: ItemKey(collection: "contacts", id: "a"), parent: nil, nowMs: 1) { _ in
                     throw SyncError.preconditionFailed
                 }
             }

@@ -1,27 +1,76 @@
 import Hummingbird
 import SyncAPI
 
-/// The delta-sync endpoints of the registry: `ctcsync`, `evtsync`, `plcsync` (protocol §3).
+/// The sync endpoints of the registry: full lists (`ctcsync`, `evtsync`, `plcsync`, protocol §3), paginated lists
+/// (`msgsyncthread`, `wallsync`, §4) and their pagination APIs (`/threads`, `/wall`, children pages).
 struct SyncRoutes {
     let engine: SyncEngine
 
     func add(to group: RouterGroup<AppRequestContext>) {
-        for collection in Collections.synced {
-            guard let endpoint = collection.syncEndpoint, collection.kind == .fullList else { continue }
-            group.resource(
-                "\(endpoint)",
-                [
-                    .get: { request, context in
-                        let query = try SyncQuery(request, allowed: ["date"])
-                        let answer = try await engine.fullListSync(
-                            try context.requireSession(), collection, date: query.values["date"],
-                            ifNoneMatch: request.headers[.ifNoneMatch])
-                        let etag = "\"\(answer.date)\""
-                        if answer.notModified { return HTTPBodies.notModified(etag: etag) }
-                        return HTTPBodies.response(json: answer.body, etag: etag)
-                    }
-                ])
+        for collection in Collections.writable {
+            switch collection.kind {
+            case .fullList:
+                guard let endpoint = collection.syncEndpoint else { continue }
+                group.resource(
+                    "\(endpoint)",
+                    [
+                        .get: { request, context in
+                            let query = try SyncQuery(request, allowed: ["date"])
+                            let answer = try await engine.fullListSync(
+                                try context.requireSession(), collection, date: query.values["date"],
+                                ifNoneMatch: request.headers[.ifNoneMatch])
+                            return Self.response(answer)
+                        }
+                    ])
+            case .paginated:
+                let childLimit = collection.childName.map { "max\($0)" }
+                let filter = collection.filterField.map { "\($0)s" }
+                if let endpoint = collection.syncEndpoint {
+                    group.resource(
+                        "\(endpoint)",
+                        [
+                            .get: { request, context in
+                                let query = try SyncQuery(request, allowed: Set(["date", "lastId", "nb", childLimit, filter].compactMap { $0 }))
+                                let parameters = try query.pageParameters(collection, childLimit: childLimit, filter: filter)
+                                let answer = try await engine.pagedSync(
+                                    try context.requireSession(), collection, parameters, ifNoneMatch: request.headers[.ifNoneMatch])
+                                return Self.response(answer)
+                            }
+                        ])
+                }
+                group.resource(
+                    "\(collection.name)",
+                    [
+                        .get: { request, context in
+                            let query = try SyncQuery(request, allowed: Set(["lastId", "nb", childLimit, filter].compactMap { $0 }))
+                            let parameters = try query.pageParameters(collection, childLimit: childLimit, filter: filter)
+                            let body = try await engine.page(try context.requireSession(), collection, parentID: nil, parameters)
+                            return HTTPBodies.response(json: body)
+                        }
+                    ])
+            case .child(let parent):
+                group.resource(
+                    "\(parent)/:id/\(collection.name)",
+                    [
+                        .get: { request, context in
+                            let query = try SyncQuery(request, allowed: ["lastId", "nb"])
+                            let parameters = try query.pageParameters(collection, childLimit: nil, filter: nil)
+                            let body = try await engine.page(
+                                try context.requireSession(), collection, parentID: context.parameters.get("id"), parameters)
+                            return HTTPBodies.response(json: body)
+                        }
+                    ])
+            case .singleton:
+                continue
+            }
         }
+    }
+
+    /// A sync answer, or 304 when `If-None-Match` named its date; the ETag is the date of sync.
+    static func response(_ answer: SyncAnswer) -> Response {
+        let etag = "\"\(answer.date)\""
+        if answer.notModified { return HTTPBodies.notModified(etag: etag) }
+        return HTTPBodies.response(json: answer.body, etag: etag)
     }
 }
 
@@ -41,5 +90,38 @@ struct SyncQuery {
             values[name] = String(value)
         }
         self.values = values
+    }
+
+    /// An integer parameter within a range, or its default when absent.
+    func integer(_ name: String, in range: ClosedRange<Int>, default value: Int) throws -> Int {
+        guard let text = values[name] else { return value }
+        guard let number = Int(text), range.contains(number) else {
+            throw SyncError.invalidParameter(name, "\(name) must be an integer from \(range.lowerBound) to \(range.upperBound).")
+        }
+        return number
+    }
+
+    /// `date`, `lastId`, `nb`, the children limit and the filter of a paginated call (protocol §4).
+    func pageParameters(_ collection: CollectionSpec, childLimit: String?, filter: String?) throws -> PageParameters {
+        var parameters = PageParameters()
+        parameters.date = values["date"]
+        if let lastId = values["lastId"] {
+            guard ItemID.isValid(lastId) else { throw SyncError.invalidParameter("lastId", "lastId is not a valid id.") }
+            parameters.lastId = lastId
+        }
+        parameters.nb = try integer("nb", in: 1...500, default: 20)
+        if let childLimit { parameters.maxChildren = try integer(childLimit, in: 0...100, default: 10) }
+        if let filter, let text = values[filter],
+            case .oneOf(let allowed)? = collection.schema.fields.first(where: {
+                $0.name == collection.filterField
+            })?.type
+        {
+            let types = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            guard !types.isEmpty, types.allSatisfy(allowed.contains) else {
+                throw SyncError.invalidParameter(filter, "\(filter) is a comma list of \(allowed.joined(separator: ", ")).")
+            }
+            parameters.types = Array(Set(types)).sorted()
+        }
+        return parameters
     }
 }

@@ -10,7 +10,15 @@ public enum CollectionKind: Sendable, Equatable {
     case singleton
 }
 
-/// The one declaration of a collection: its name in paths and storage, kind, schema and sync endpoint.
+/// Where the sort key of a paginated or child item comes from. Sort keys never go down.
+public enum SortKey: Sendable, Equatable {
+    /// The item's creation time (wall posts, messages, comments): fixed while the item lives.
+    case created
+    /// The newest `created` of any child ever posted, else the item's creation time (threads: `lastMessageAt`).
+    case lastChildCreated(field: String)
+}
+
+/// The one declaration of a collection: its name in paths and storage, kind, schema, ordering and children.
 ///
 /// Adding a type of data is adding one of these (plus its golden files), not new SQL or new handlers.
 public struct CollectionSpec: Sendable {
@@ -20,11 +28,32 @@ public struct CollectionSpec: Sendable {
     public let schema: ItemSchema
     /// The delta-sync endpoint that serves this collection (e.g. `ctcsync`), if it has its own.
     public let syncEndpoint: String?
+    /// Sort key of paginated and child collections (order: key desc, then id desc).
+    public let sortKey: SortKey?
+    /// The child collection of a paginated parent; its items travel inside the parent under this name.
+    public let childName: String?
+    /// A field whose value is stored as the filter tag (`type` of wall posts), immutable while the item lives.
+    public let filterField: String?
+    /// True when items carry `author` (the creating account) and `created`, set by the server.
+    public let authored: Bool
 
-    public init(name: String, kind: CollectionKind, schema: ItemSchema, syncEndpoint: String?) {
+    public init(
+        name: String, kind: CollectionKind, schema: ItemSchema, syncEndpoint: String?, sortKey: SortKey? = nil,
+        childName: String? = nil, filterField: String? = nil, authored: Bool = false
+    ) {
         self.name = name
         self.kind = kind
         self.schema = schema
         self.syncEndpoint = syncEndpoint
+        self.sortKey = sortKey
+        self.childName = childName
+        self.filterField = filterField
+        self.authored = authored
+    }
+
+    /// The parent collection's name, for a child collection.
+    public var parentName: String? {
+        if case .child(let parent) = kind { return parent }
+        return nil
     }
 }

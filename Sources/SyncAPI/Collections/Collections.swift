@@ -52,8 +52,39 @@ public enum Collections {
         ]),
         syncEndpoint: "plcsync")
 
-    /// Every collection a client writes through `PUT/GET/DELETE /{name}/{id}`.
-    public static let writable: [CollectionSpec] = [contacts, events, places]
+    public static let threads = CollectionSpec(
+        name: "threads", kind: .paginated,
+        schema: ItemSchema(fields: [
+            FieldSpec("title", .string(maxLength: Limits.nameLength), required: true),
+            FieldSpec("participants", .referenceList),
+            FieldSpec("read", .bool, default: .bool(false)),
+        ]),
+        syncEndpoint: "msgsyncthread", sortKey: .lastChildCreated(field: "lastMessageAt"), childName: "messages")
+
+    public static let messages = CollectionSpec(
+        name: "messages", kind: .child(parent: "threads"),
+        schema: ItemSchema(fields: [FieldSpec("text", .string(maxLength: Limits.textLength), required: true)]),
+        syncEndpoint: nil, sortKey: .created, authored: true)
+
+    /// The types a wall post may have.
+    public static let wallTypes = ["text", "photo", "event", "link"]
+
+    public static let wall = CollectionSpec(
+        name: "wall", kind: .paginated,
+        schema: ItemSchema(fields: [
+            FieldSpec("type", .oneOf(wallTypes), required: true),
+            FieldSpec("text", .string(maxLength: Limits.textLength)),
+            FieldSpec("mediaUrl", .url),
+        ]),
+        syncEndpoint: "wallsync", sortKey: .created, childName: "comments", filterField: "type", authored: true)
+
+    public static let comments = CollectionSpec(
+        name: "comments", kind: .child(parent: "wall"),
+        schema: ItemSchema(fields: [FieldSpec("text", .string(maxLength: Limits.textLength), required: true)]),
+        syncEndpoint: nil, sortKey: .created, authored: true)
+
+    /// Every collection a client writes through `PUT/GET/DELETE /{name}/{id}` (children under their parent's path).
+    public static let writable: [CollectionSpec] = [contacts, events, places, threads, messages, wall, comments]
 
     /// Every collection with a sync endpoint of its own.
     public static var synced: [CollectionSpec] { writable.filter { $0.syncEndpoint != nil } }

@@ -19,23 +19,67 @@ public struct StoredItem: Sendable, Equatable {
     public let deleted: Bool
     /// The canonical JSON of the item as clients receive it; nil for a tombstone.
     public let body: String?
+    /// Sort key of paginated and child items (ms), kept by tombstones.
+    public let sortMs: Int64?
+    /// The version at which the sort key last moved.
+    public let sortVersion: Int64?
+    /// Filter value (a wall post's type).
+    public let tag: String?
 
-    public init(id: String, version: Int64, deleted: Bool, body: String?) {
+    public init(
+        id: String, version: Int64, deleted: Bool, body: String?, sortMs: Int64? = nil, sortVersion: Int64? = nil, tag: String? = nil
+    ) {
         self.id = id
         self.version = version
         self.deleted = deleted
         self.body = body
+        self.sortMs = sortMs
+        self.sortVersion = sortVersion
+        self.tag = tag
+    }
+
+    /// The row when live, nil for a tombstone.
+    public var live: StoredItem? { deleted ? nil : self }
+}
+
+/// One row a write stores, at the write's version.
+public struct RowWrite: Sendable {
+    public var key: ItemKey
+    /// Canonical JSON; nil makes a tombstone.
+    public var body: String?
+    public var sortMs: Int64?
+    /// True when the sort key moved (or the row is new): its sort version becomes the write's version.
+    public var sortMoved: Bool
+    public var tag: String?
+    /// Tombstone every live child of this collection under the row (deleting a thread deletes its messages).
+    public var deleteChildren: String?
+
+    public init(
+        key: ItemKey, body: String?, sortMs: Int64? = nil, sortMoved: Bool = false, tag: String? = nil, deleteChildren: String? = nil
+    ) {
+        self.key = key
+        self.body = body
+        self.sortMs = sortMs
+        self.sortMoved = sortMoved
+        self.tag = tag
+        self.deleteChildren = deleteChildren
     }
 }
 
-/// What a write decided to do with the row it read under the family lock.
+/// What a write decided to do with the rows it read under the family lock.
 public enum WritePlan: Sendable {
     /// Nothing changes (identical PUT, delete of a missing item); no version is used.
     case unchanged
-    /// Store this canonical JSON as the live item.
-    case put(body: String)
-    /// Turn the item into a tombstone.
-    case delete
+    /// Store these rows, all at one new version of the family counter.
+    case write([RowWrite])
+}
+
+/// The rows a write's plan decides from, read under the family lock.
+public struct WriteContext: Sendable {
+    /// The target row (live or tombstone), if any.
+    public let existing: StoredItem?
+    /// The parent row of a child item (live or tombstone), if any.
+    public let parent: StoredItem?
 }
 
 /// The result of a write: the row as it now stands, and whether the family's data moved.
@@ -52,6 +96,68 @@ public struct Delta: Sendable {
     public let horizon: Int64
     /// Changed rows (live items and tombstones), oldest change first.
     public let rows: [StoredItem]
+}
+
+/// Which children to attach to the items of a page: the newest `limit + 1` live ones of each (one more than asked, so
+/// that the engine knows whether there are older ones).
+public struct ChildrenQuery: Sendable {
+    public let collection: String
+    public let limit: Int
+
+    public init(collection: String, limit: Int) {
+        self.collection = collection
+        self.limit = limit
+    }
+}
+
+/// Where and what a page reads: one sorted list (sort key desc, id desc) of one collection under one parent.
+public struct PageQuery: Sendable {
+    public let collection: String
+    /// Empty for top-level lists; the parent's id for children.
+    public let parentID: String
+    /// `lastId`: the place to start below (pages) or the client's last item (sync).
+    public let anchorID: String?
+    /// Rows wanted; stores read one more to tell whether more exist.
+    public let limit: Int
+    /// Only items whose tag is one of these (nil: all).
+    public let tags: [String]?
+    public let children: ChildrenQuery?
+
+    public init(collection: String, parentID: String = "", anchorID: String?, limit: Int, tags: [String]?, children: ChildrenQuery?) {
+        self.collection = collection
+        self.parentID = parentID
+        self.anchorID = anchorID
+        self.limit = limit
+        self.tags = tags
+        self.children = children
+    }
+}
+
+/// Everything a paginated sync decides from, read in one snapshot.
+public struct PageSyncRows: Sendable {
+    public let version: Int64
+    public let horizon: Int64
+    /// The `lastId` row (live or tombstone), nil when unknown or not asked.
+    public let anchor: StoredItem?
+    /// Live items changed after `since`, at or above the anchor, in sort order (at most limit + 1).
+    public let changed: [StoredItem]
+    /// The first live items of the list, in sort order (at most limit + 1).
+    public let top: [StoredItem]
+    /// True when a live item sorts strictly below the anchor.
+    public let belowAnchor: Bool
+    /// The last live item of the list.
+    public let bottom: StoredItem?
+    /// Ids of the list deleted after `since` (never filtered, never paginated).
+    public let deleted: [String]
+    /// Newest live children of each item of `changed` and `top`, by parent id, in sort order.
+    public let children: [String: [StoredItem]]
+}
+
+/// A page of a sorted list below a place, read in one snapshot.
+public struct PageRows: Sendable {
+    /// Live items strictly below the anchor (from the top without one), in sort order (at most limit + 1).
+    public let items: [StoredItem]
+    public let children: [String: [StoredItem]]
 }
 
 /// A new account to store, password already hashed.
@@ -123,12 +229,16 @@ public protocol SyncStore: Sendable {
 
     /// One item row (live or tombstone) of a family.
     func item(familyID: String, key: ItemKey) async throws -> StoredItem?
-    /// Reads the row under the family's lock, lets `plan` decide, and applies the decision with the next version
-    /// of the family's change counter, all in one transaction (so versions are in commit order).
+    /// Reads the row (and its parent, for a child) under the family's lock, lets `plan` decide, and stores the decided
+    /// rows at the next version of the family's change counter, all in one transaction (so versions are in commit order).
     func write(
-        familyID: String, key: ItemKey, nowMs: Int64, plan: @escaping @Sendable (StoredItem?) throws -> WritePlan
+        familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
     ) async throws -> WriteOutcome
     /// Rows of `collection` changed after `since` (tombstones included), or every live row when `since` is nil,
     /// read in one snapshot with the family's counter.
     func delta(familyID: String, collection: String, since: Int64?) async throws -> Delta
+    /// The rows of a paginated sync (protocol §4) after `since` (nil: no date), in one snapshot.
+    func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows
+    /// The live items below `query.anchorID` with their children; nil when the anchor never existed.
+    func page(familyID: String, query: PageQuery) async throws -> PageRows?
 }

@@ -98,8 +98,8 @@ public struct PostgresStore: SyncStore {
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
             throw SyncError.usernameTaken
         }
-        let key2 = ItemKey(collection: Collections.accountsKey, id: account.id)
-        try await storeRow(familyID: familyID, key: key2, deleted: false, body: account.profileBody, nowMs: nowMs, on: conn)
+        let profile = RowWrite(key: ItemKey(collection: Collections.accountsKey, id: account.id), body: account.profileBody)
+        try await storeRow(profile, familyID: familyID, version: nil, nowMs: nowMs, on: conn)
     }
 
     public func credentials(usernameKey: String) async throws -> AccountCredentials? {
@@ -169,73 +169,103 @@ public struct PostgresStore: SyncStore {
 
     // MARK: Items
 
-    public func item(familyID: String, key: ItemKey) async throws -> StoredItem? {
-        try await guarded {
-            let rows = try await client.query(
+    /// The columns every item query reads, in `StoredItem` order.
+    static let columns = "id, version, deleted, body, sort_ms, sort_version, tag"
+    typealias ItemColumns = (String, Int64, Bool, String?, Int64?, Int64?, String?)
+
+    static func storedItem(_ c: ItemColumns) -> StoredItem {
+        StoredItem(id: c.0, version: c.1, deleted: c.2, body: c.3, sortMs: c.4, sortVersion: c.5, tag: c.6)
+    }
+
+    static func items(_ rows: PostgresRowSequence) async throws -> [StoredItem] {
+        var out: [StoredItem] = []
+        for try await c in rows.decode(ItemColumns.self) { out.append(storedItem(c)) }
+        return out
+    }
+
+    private func fetchItem(familyID: String, key: ItemKey, on conn: PostgresConnection) async throws -> StoredItem? {
+        try await Self.items(
+            try await conn.query(
                 """
-                SELECT id, version, deleted, body FROM items
+                SELECT \(unescaped: Self.columns) FROM items
                 WHERE family_id = \(familyID) AND collection = \(key.collection) AND parent_id = \(key.parentID) AND id = \(key.id)
                 """, logger: logger)
-            for try await (id, version, deleted, body) in rows.decode((String, Int64, Bool, String?).self) {
-                return StoredItem(id: id, version: version, deleted: deleted, body: body)
-            }
-            return nil
-        }
+        ).first
+    }
+
+    public func item(familyID: String, key: ItemKey) async throws -> StoredItem? {
+        try await guarded { try await client.withConnection { conn in try await fetchItem(familyID: familyID, key: key, on: conn) } }
     }
 
     public func write(
-        familyID: String, key: ItemKey, nowMs: Int64, plan: @escaping @Sendable (StoredItem?) throws -> WritePlan
+        familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
     ) async throws -> WriteOutcome {
         try await guarded {
             try await transaction { conn in
                 // Lock the family row first: it orders this write against every other write of the family.
-                let rows = try await conn.query(
-                    """
-                    SELECT i.id, i.version, i.deleted, i.body FROM families f
-                    LEFT JOIN items i ON i.family_id = f.id AND i.collection = \(key.collection)
-                      AND i.parent_id = \(key.parentID) AND i.id = \(key.id)
-                    WHERE f.id = \(familyID) FOR UPDATE OF f
-                    """, logger: logger)
+                let locked = try await conn.query("SELECT version FROM families WHERE id = \(familyID) FOR UPDATE", logger: logger)
                 var found = false
-                var existing: StoredItem?
-                for try await (id, version, deleted, body) in rows.decode((String?, Int64?, Bool?, String?).self) {
-                    found = true
-                    if let id, let version, let deleted { existing = StoredItem(id: id, version: version, deleted: deleted, body: body) }
-                }
+                for try await _ in locked.decode(Int64.self) { found = true }
                 guard found else { throw SyncError.unauthorized }
-                switch try plan(existing) {
+                let existing = try await fetchItem(familyID: familyID, key: key, on: conn)
+                var parentRow: StoredItem?
+                if let parent { parentRow = try await fetchItem(familyID: familyID, key: parent, on: conn) }
+                switch try plan(WriteContext(existing: existing, parent: parentRow)) {
                 case .unchanged:
                     return WriteOutcome(item: existing, changed: false)
-                case .put(let body):
-                    let stored = try await storeRow(familyID: familyID, key: key, deleted: false, body: body, nowMs: nowMs, on: conn)
-                    return WriteOutcome(item: stored, changed: true)
-                case .delete:
-                    guard let existing, !existing.deleted else { return WriteOutcome(item: existing, changed: false) }
-                    let stored = try await storeRow(familyID: familyID, key: key, deleted: true, body: nil, nowMs: nowMs, on: conn)
-                    return WriteOutcome(item: stored, changed: true)
+                case .write(let rows):
+                    var version: Int64?
+                    var result = existing
+                    for row in rows {
+                        let stored = try await storeRow(row, familyID: familyID, version: version, nowMs: nowMs, on: conn)
+                        version = stored.version
+                        if row.key == key { result = stored }
+                    }
+                    return WriteOutcome(item: result, changed: true)
                 }
             }
         }
     }
 
-    /// Bumps the family counter and writes the row at the new version, in one statement.
+    /// Writes one row; with no `version` yet, bumps the family counter in the same statement and uses the new value.
     @discardableResult
     private func storeRow(
-        familyID: String, key: ItemKey, deleted: Bool, body: String?, nowMs: Int64, on conn: PostgresConnection
-    ) async throws -> StoredItem {
+        _ row: RowWrite, familyID: String, version: Int64?, nowMs: Int64, on conn: PostgresConnection
+    ) async throws
+        -> StoredItem
+    {
+        let key = row.key
+        let deleted = row.body == nil
         let rows = try await conn.query(
             """
-            WITH v AS (UPDATE families SET version = version + 1 WHERE id = \(familyID) RETURNING version)
-            INSERT INTO items (family_id, collection, parent_id, id, version, deleted, body, modified_ms)
-            SELECT \(familyID), \(key.collection), \(key.parentID), \(key.id), v.version, \(deleted), \(body), \(nowMs) FROM v
+            WITH bumped AS (
+              UPDATE families SET version = version + 1 WHERE id = \(familyID) AND \(version == nil) RETURNING version
+            ), v AS (
+              SELECT version FROM bumped UNION ALL SELECT \(version ?? 0)::BIGINT WHERE \(version != nil)
+            )
+            INSERT INTO items (family_id, collection, parent_id, id, version, deleted, body, modified_ms, sort_ms, sort_version, tag)
+            SELECT \(familyID), \(key.collection), \(key.parentID), \(key.id), v.version, \(deleted), \(row.body), \(nowMs),
+                   \(row.sortMs), v.version, \(row.tag) FROM v
             ON CONFLICT (family_id, collection, parent_id, id) DO UPDATE SET
-              version = EXCLUDED.version, deleted = EXCLUDED.deleted, body = EXCLUDED.body, modified_ms = EXCLUDED.modified_ms
-            RETURNING version
+              version = EXCLUDED.version, deleted = EXCLUDED.deleted, body = EXCLUDED.body, modified_ms = EXCLUDED.modified_ms,
+              sort_ms = EXCLUDED.sort_ms, tag = EXCLUDED.tag,
+              sort_version = CASE WHEN \(row.sortMoved) OR items.sort_version IS NULL THEN EXCLUDED.version ELSE items.sort_version END
+            RETURNING version, sort_version
             """, logger: logger)
-        for try await version in rows.decode(Int64.self) {
-            return StoredItem(id: key.id, version: version, deleted: deleted, body: body)
+        var stored: StoredItem?
+        for try await (v, sortVersion) in rows.decode((Int64, Int64?).self) {
+            stored = StoredItem(
+                id: key.id, version: v, deleted: deleted, body: row.body, sortMs: row.sortMs, sortVersion: sortVersion, tag: row.tag)
         }
-        throw SyncError.unauthorized
+        guard let stored else { throw SyncError.unauthorized }
+        if let children = row.deleteChildren {
+            try await conn.query(
+                """
+                UPDATE items SET deleted = true, body = NULL, version = \(stored.version), modified_ms = \(nowMs)
+                WHERE family_id = \(familyID) AND collection = \(children) AND parent_id = \(key.id) AND NOT deleted
+                """, logger: logger)
+        }
+        return stored
     }
 
     private func lockFamily(_ familyID: String, on conn: PostgresConnection) async throws {
@@ -251,7 +281,7 @@ public struct PostgresStore: SyncStore {
             let includeDeleted = since != nil
             let rows = try await client.query(
                 """
-                SELECT f.version, f.horizon, i.id, i.version, i.deleted, i.body FROM families f
+                SELECT f.version, f.horizon, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag FROM families f
                 LEFT JOIN items i ON i.family_id = f.id AND i.collection = \(collection) AND i.parent_id = ''
                   AND i.version > \(after) AND (\(includeDeleted) OR NOT i.deleted)
                 WHERE f.id = \(familyID)
@@ -260,22 +290,160 @@ public struct PostgresStore: SyncStore {
             var version: Int64?
             var horizon: Int64 = 0
             var items: [StoredItem] = []
-            for try await (fv, fh, id, iv, deleted, body) in rows.decode((Int64, Int64, String?, Int64?, Bool?, String?).self) {
+            for try await (fv, fh, id, iv, deleted, body, sortMs, sortVersion, tag) in rows.decode(
+                (Int64, Int64, String?, Int64?, Bool?, String?, Int64?, Int64?, String?).self)
+            {
                 version = fv
                 horizon = fh
-                if let id, let iv, let deleted { items.append(StoredItem(id: id, version: iv, deleted: deleted, body: body)) }
+                if let id, let iv, let deleted {
+                    items.append(StoredItem(id: id, version: iv, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag))
+                }
             }
             guard let version else { throw SyncError.unauthorized }
             return Delta(version: version, horizon: horizon, rows: items)
         }
     }
 
+    // MARK: Pages
+
+    /// `SELECT … FROM` the live items of the page's list, with the tag filter; callers append their conditions.
+    private static func liveList(_ query: PageQuery, familyID: String) -> PostgresQuery.StringInterpolation {
+        var sql = PostgresQuery.StringInterpolation(literalCapacity: 256, interpolationCount: 5)
+        sql.appendLiteral("SELECT \(columns) FROM items WHERE family_id = ")
+        sql.appendInterpolation(familyID)
+        sql.appendLiteral(" AND collection = ")
+        sql.appendInterpolation(query.collection)
+        sql.appendLiteral(" AND parent_id = ")
+        sql.appendInterpolation(query.parentID)
+        sql.appendLiteral(" AND NOT deleted AND (")
+        sql.appendInterpolation(query.tags == nil)
+        sql.appendLiteral(" OR tag = ANY(")
+        sql.appendInterpolation(query.tags ?? [])
+        sql.appendLiteral("))")
+        return sql
+    }
+
+    /// Appends `AND (sort_ms, id) <op> (anchor)`.
+    private static func compare(_ sql: inout PostgresQuery.StringInterpolation, _ op: String, _ anchor: StoredItem) {
+        sql.appendLiteral(" AND (sort_ms, id) \(op) (")
+        sql.appendInterpolation(anchor.sortMs ?? 0)
+        sql.appendLiteral(", ")
+        sql.appendInterpolation(anchor.id)
+        sql.appendLiteral(")")
+    }
+
+    /// Appends the page order and a limit.
+    private static func ordered(_ sql: inout PostgresQuery.StringInterpolation, ascending: Bool = false, limit: Int) -> PostgresQuery {
+        sql.appendLiteral(ascending ? " ORDER BY sort_ms ASC, id ASC LIMIT " : " ORDER BY sort_ms DESC, id DESC LIMIT ")
+        sql.appendInterpolation(limit)
+        return PostgresQuery(stringInterpolation: sql)
+    }
+
+    private func children(
+        _ query: PageQuery, familyID: String, of parents: [StoredItem], on conn: PostgresConnection
+    ) async throws
+        -> [String: [StoredItem]]
+    {
+        guard let children = query.children, !parents.isEmpty else { return [:] }
+        var ids: [String] = []
+        for parent in parents where !ids.contains(parent.id) { ids.append(parent.id) }
+        var out: [String: [StoredItem]] = Dictionary(uniqueKeysWithValues: ids.map { ($0, []) })
+        let rows = try await conn.query(
+            """
+            SELECT p.pid, c.id, c.version, c.deleted, c.body, c.sort_ms, c.sort_version, c.tag
+            FROM unnest(\(ids)::text[]) AS p(pid)
+            CROSS JOIN LATERAL (
+              SELECT \(unescaped: Self.columns) FROM items
+              WHERE family_id = \(familyID) AND collection = \(children.collection) AND parent_id = p.pid COLLATE "C" AND NOT deleted
+              ORDER BY sort_ms DESC, id DESC LIMIT \(children.limit + 1)
+            ) c
+            ORDER BY p.pid, c.sort_ms DESC, c.id DESC
+            """, logger: logger)
+        for try await (pid, id, version, deleted, body, sortMs, sortVersion, tag) in rows.decode(
+            (String, String, Int64, Bool, String?, Int64?, Int64?, String?).self)
+        {
+            out[pid, default: []].append(Self.storedItem((id, version, deleted, body, sortMs, sortVersion, tag)))
+        }
+        return out
+    }
+
+    public func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
+        try await guarded {
+            try await transaction(readOnlySnapshot: true) { conn in
+                var family: (Int64, Int64)?
+                for try await row in try await conn.query(
+                    "SELECT version, horizon FROM families WHERE id = \(familyID)", logger: logger
+                ).decode((Int64, Int64).self) { family = row }
+                guard let family else { throw SyncError.unauthorized }
+                var anchor: StoredItem?
+                if let anchorID = query.anchorID {
+                    anchor = try await fetchItem(
+                        familyID: familyID, key: ItemKey(collection: query.collection, parentID: query.parentID, id: anchorID), on: conn)
+                }
+                let limit = query.limit + 1
+                var changed: [StoredItem] = []
+                if let since, query.anchorID == nil || anchor != nil {
+                    var sql = Self.liveList(query, familyID: familyID)
+                    sql.appendLiteral(" AND version > ")
+                    sql.appendInterpolation(since)
+                    if let anchor { Self.compare(&sql, ">=", anchor) }
+                    changed = try await Self.items(try await conn.query(Self.ordered(&sql, limit: limit), logger: logger))
+                }
+                var topSQL = Self.liveList(query, familyID: familyID)
+                let top = try await Self.items(try await conn.query(Self.ordered(&topSQL, limit: limit), logger: logger))
+                var belowAnchor = false
+                if let anchor {
+                    var sql = Self.liveList(query, familyID: familyID)
+                    Self.compare(&sql, "<", anchor)
+                    belowAnchor = try await !Self.items(try await conn.query(Self.ordered(&sql, limit: 1), logger: logger)).isEmpty
+                }
+                var bottomSQL = Self.liveList(query, familyID: familyID)
+                let bottom = try await Self.items(
+                    try await conn.query(Self.ordered(&bottomSQL, ascending: true, limit: 1), logger: logger)
+                ).first
+                var deleted: [String] = []
+                if let since {
+                    for try await id in try await conn.query(
+                        """
+                        SELECT id FROM items WHERE family_id = \(familyID) AND collection = \(query.collection)
+                        AND parent_id = \(query.parentID) AND deleted AND version > \(since) ORDER BY version
+                        """, logger: logger
+                    ).decode(String.self) { deleted.append(id) }
+                }
+                return PageSyncRows(
+                    version: family.0, horizon: family.1, anchor: anchor, changed: changed, top: top, belowAnchor: belowAnchor,
+                    bottom: bottom, deleted: deleted,
+                    children: try await children(query, familyID: familyID, of: changed + top, on: conn))
+            }
+        }
+    }
+
+    public func page(familyID: String, query: PageQuery) async throws -> PageRows? {
+        try await guarded {
+            try await transaction(readOnlySnapshot: true) { conn in
+                var sql = Self.liveList(query, familyID: familyID)
+                if let anchorID = query.anchorID {
+                    let key = ItemKey(collection: query.collection, parentID: query.parentID, id: anchorID)
+                    guard let anchor = try await fetchItem(familyID: familyID, key: key, on: conn) else { return nil }
+                    Self.compare(&sql, "<", anchor)
+                }
+                let items = try await Self.items(try await conn.query(Self.ordered(&sql, limit: query.limit + 1), logger: logger))
+                return PageRows(items: items, children: try await children(query, familyID: familyID, of: items, on: conn))
+            }
+        }
+    }
+
     // MARK: Plumbing
 
     /// Runs `body` in one transaction on one pooled connection, rolling back when it throws.
-    private func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    /// With `readOnlySnapshot`, every statement of `body` reads one snapshot (REPEATABLE READ, READ ONLY).
+    private func transaction<T: Sendable>(
+        readOnlySnapshot: Bool = false, _ body: (PostgresConnection) async throws -> T
+    ) async throws
+        -> T
+    {
         try await client.withConnection { conn in
-            try await conn.query("BEGIN", logger: logger)
+            try await conn.query(readOnlySnapshot ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN", logger: logger)
             do {
                 let value = try await body(conn)
                 try await conn.query("COMMIT", logger: logger)

@@ -85,9 +85,10 @@ public struct SQLiteStore: SyncStore {
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             throw SyncError.usernameTaken
         }
+        let version = try bump(familyID: familyID, db: db)
         try storeRow(
-            familyID: familyID, key: ItemKey(collection: Collections.accountsKey, id: account.id), deleted: false,
-            body: account.profileBody, nowMs: nowMs, db: db)
+            RowWrite(key: ItemKey(collection: Collections.accountsKey, id: account.id), body: account.profileBody), familyID: familyID,
+            version: version, nowMs: nowMs, db: db)
     }
 
     public func credentials(usernameKey: String) async throws -> AccountCredentials? {
@@ -153,54 +154,83 @@ public struct SQLiteStore: SyncStore {
         try await pool.read { db in try Self.fetchItem(familyID: familyID, key: key, db: db) }
     }
 
+    static let columns = "id, version, deleted, body, sort_ms, sort_version, tag"
+
+    static func storedItem(_ row: Row) -> StoredItem {
+        StoredItem(id: row[0], version: row[1], deleted: row[2], body: row[3], sortMs: row[4], sortVersion: row[5], tag: row[6])
+    }
+
     private static func fetchItem(familyID: String, key: ItemKey, db: Database) throws -> StoredItem? {
         try Row.fetchOne(
             db,
-            sql: "SELECT id, version, deleted, body FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND id = ?",
+            sql: "SELECT \(columns) FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND id = ?",
             arguments: [familyID, key.collection, key.parentID, key.id]
-        ).map { StoredItem(id: $0[0], version: $0[1], deleted: $0[2], body: $0[3]) }
+        ).map(storedItem)
     }
 
     public func write(
-        familyID: String, key: ItemKey, nowMs: Int64, plan: @escaping @Sendable (StoredItem?) throws -> WritePlan
+        familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
     ) async throws -> WriteOutcome {
         try await pool.write { db in
             guard try Int64.fetchOne(db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID]) != nil else {
                 throw SyncError.unauthorized
             }
             let existing = try Self.fetchItem(familyID: familyID, key: key, db: db)
-            switch try plan(existing) {
+            let parentRow = try parent.flatMap { try Self.fetchItem(familyID: familyID, key: $0, db: db) }
+            switch try plan(WriteContext(existing: existing, parent: parentRow)) {
             case .unchanged:
                 return WriteOutcome(item: existing, changed: false)
-            case .put(let body):
-                let stored = try Self.storeRow(familyID: familyID, key: key, deleted: false, body: body, nowMs: nowMs, db: db)
-                return WriteOutcome(item: stored, changed: true)
-            case .delete:
-                guard let existing, !existing.deleted else { return WriteOutcome(item: existing, changed: false) }
-                let stored = try Self.storeRow(familyID: familyID, key: key, deleted: true, body: nil, nowMs: nowMs, db: db)
-                return WriteOutcome(item: stored, changed: true)
+            case .write(let rows):
+                let version = try Self.bump(familyID: familyID, db: db)
+                var result = existing
+                for row in rows {
+                    let stored = try Self.storeRow(row, familyID: familyID, version: version, nowMs: nowMs, db: db)
+                    if row.key == key { result = stored }
+                }
+                return WriteOutcome(item: result, changed: true)
             }
         }
     }
 
-    /// Bumps the family counter and writes the row at the new version (inside the caller's transaction).
-    @discardableResult
-    private static func storeRow(
-        familyID: String, key: ItemKey, deleted: Bool, body: String?, nowMs: Int64, db: Database
-    ) throws -> StoredItem {
+    /// The next version of the family's change counter (inside the caller's write transaction).
+    private static func bump(familyID: String, db: Database) throws -> Int64 {
         guard
             let version = try Int64.fetchOne(
                 db, sql: "UPDATE families SET version = version + 1 WHERE id = ? RETURNING version", arguments: [familyID])
         else { throw SyncError.unauthorized }
-        try db.execute(
+        return version
+    }
+
+    /// Writes one row at `version` (inside the caller's transaction), tombstoning its children when asked.
+    @discardableResult
+    private static func storeRow(_ row: RowWrite, familyID: String, version: Int64, nowMs: Int64, db: Database) throws -> StoredItem {
+        let key = row.key
+        let sortVersion = try Int64.fetchOne(
+            db,
             sql: """
-                INSERT INTO items (family_id, collection, parent_id, id, version, deleted, body, modified_ms)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO items (family_id, collection, parent_id, id, version, deleted, body, modified_ms, sort_ms, sort_version, tag)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?5, ?10)
                 ON CONFLICT (family_id, collection, parent_id, id) DO UPDATE SET
-                  version = excluded.version, deleted = excluded.deleted, body = excluded.body, modified_ms = excluded.modified_ms
+                  version = excluded.version, deleted = excluded.deleted, body = excluded.body, modified_ms = excluded.modified_ms,
+                  sort_ms = excluded.sort_ms, tag = excluded.tag,
+                  sort_version = CASE WHEN ?11 OR items.sort_version IS NULL THEN excluded.version ELSE items.sort_version END
+                RETURNING sort_version
                 """,
-            arguments: [familyID, key.collection, key.parentID, key.id, version, deleted, body, nowMs])
-        return StoredItem(id: key.id, version: version, deleted: deleted, body: body)
+            arguments: [
+                familyID, key.collection, key.parentID, key.id, version, row.body == nil, row.body, nowMs, row.sortMs, row.tag,
+                row.sortMoved,
+            ])
+        if let children = row.deleteChildren {
+            try db.execute(
+                sql: """
+                    UPDATE items SET deleted = 1, body = NULL, version = ?, modified_ms = ?
+                    WHERE family_id = ? AND collection = ? AND parent_id = ? AND NOT deleted
+                    """,
+                arguments: [version, nowMs, familyID, children, key.id])
+        }
+        return StoredItem(
+            id: key.id, version: version, deleted: row.body == nil, body: row.body, sortMs: row.sortMs, sortVersion: sortVersion,
+            tag: row.tag)
     }
 
     public func delta(familyID: String, collection: String, since: Int64?) async throws -> Delta {
@@ -213,13 +243,110 @@ public struct SQLiteStore: SyncStore {
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT id, version, deleted, body FROM items
+                    SELECT \(Self.columns) FROM items
                     WHERE family_id = ? AND collection = ? AND parent_id = '' AND version > ? AND (? OR NOT deleted)
                     ORDER BY version
                     """,
                 arguments: [familyID, collection, since ?? 0, since != nil]
-            ).map { StoredItem(id: $0[0], version: $0[1], deleted: $0[2], body: $0[3]) }
+            ).map(Self.storedItem)
             return Delta(version: family[0], horizon: family[1], rows: rows)
+        }
+    }
+
+    // MARK: Pages
+
+    /// `AND tag IN (…)` for a filter, with its arguments.
+    private static func tagFilter(_ tags: [String]?) -> (sql: String, arguments: StatementArguments) {
+        guard let tags else { return ("", []) }
+        return (" AND tag IN (\(tags.map { _ in "?" }.joined(separator: ",")))", StatementArguments(tags))
+    }
+
+    private static func liveList(_ query: PageQuery, familyID: String) -> (sql: String, arguments: StatementArguments) {
+        let filter = tagFilter(query.tags)
+        return (
+            "FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND NOT deleted" + filter.sql,
+            [familyID, query.collection, query.parentID] + filter.arguments
+        )
+    }
+
+    private static let order = " ORDER BY sort_ms DESC, id DESC"
+
+    private static func children(_ query: PageQuery, familyID: String, of parents: [StoredItem], db: Database) throws -> [String: [StoredItem]] {
+        guard let children = query.children else { return [:] }
+        var out: [String: [StoredItem]] = [:]
+        for parent in parents where out[parent.id] == nil {
+            out[parent.id] = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(columns) FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND NOT deleted
+                    ORDER BY sort_ms DESC, id DESC LIMIT ?
+                    """,
+                arguments: [familyID, children.collection, parent.id, children.limit + 1]
+            ).map(storedItem)
+        }
+        return out
+    }
+
+    public func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
+        try await pool.read { db in
+            guard let family = try Row.fetchOne(db, sql: "SELECT version, horizon FROM families WHERE id = ?", arguments: [familyID]) else {
+                throw SyncError.unauthorized
+            }
+            let list = Self.liveList(query, familyID: familyID)
+            let anchor = try query.anchorID.flatMap {
+                try Self.fetchItem(familyID: familyID, key: ItemKey(collection: query.collection, parentID: query.parentID, id: $0), db: db)
+            }
+            var changed: [StoredItem] = []
+            if let since, query.anchorID == nil || anchor != nil {
+                var sql = "SELECT \(Self.columns) " + list.sql + " AND version > ?"
+                var arguments = list.arguments + [since]
+                if let anchor {
+                    sql += " AND (sort_ms, id) >= (?, ?)"
+                    arguments += [anchor.sortMs, anchor.id]
+                }
+                changed = try Row.fetchAll(db, sql: sql + Self.order + " LIMIT ?", arguments: arguments + [query.limit + 1]).map(Self.storedItem)
+            }
+            let top = try Row.fetchAll(
+                db, sql: "SELECT \(Self.columns) " + list.sql + Self.order + " LIMIT ?", arguments: list.arguments + [query.limit + 1]
+            ).map(Self.storedItem)
+            var belowAnchor = false
+            if let anchor {
+                belowAnchor =
+                    try Row.fetchOne(
+                        db, sql: "SELECT 1 " + list.sql + " AND (sort_ms, id) < (?, ?) LIMIT 1",
+                        arguments: list.arguments + [anchor.sortMs, anchor.id])
+                    != nil
+            }
+            let bottom = try Row.fetchOne(
+                db, sql: "SELECT \(Self.columns) " + list.sql + " ORDER BY sort_ms ASC, id ASC LIMIT 1", arguments: list.arguments
+            ).map(Self.storedItem)
+            let deleted: [String] =
+                since == nil
+                ? []
+                : try String.fetchAll(
+                    db,
+                    sql: "SELECT id FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND deleted AND version > ? ORDER BY version",
+                    arguments: [familyID, query.collection, query.parentID, since])
+            return PageSyncRows(
+                version: family[0], horizon: family[1], anchor: anchor, changed: changed, top: top, belowAnchor: belowAnchor,
+                bottom: bottom, deleted: deleted,
+                children: try Self.children(query, familyID: familyID, of: changed + top, db: db))
+        }
+    }
+
+    public func page(familyID: String, query: PageQuery) async throws -> PageRows? {
+        try await pool.read { db in
+            let list = Self.liveList(query, familyID: familyID)
+            var sql = "SELECT \(Self.columns) " + list.sql
+            var arguments = list.arguments
+            if let anchorID = query.anchorID {
+                let key = ItemKey(collection: query.collection, parentID: query.parentID, id: anchorID)
+                guard let anchor = try Self.fetchItem(familyID: familyID, key: key, db: db) else { return nil }
+                sql += " AND (sort_ms, id) < (?, ?)"
+                arguments += [anchor.sortMs, anchor.id]
+            }
+            let items = try Row.fetchAll(db, sql: sql + Self.order + " LIMIT ?", arguments: arguments + [query.limit + 1]).map(Self.storedItem)
+            return PageRows(items: items, children: try Self.children(query, familyID: familyID, of: items, db: db))
         }
     }
 }

@@ -1,0 +1,146 @@
+/// Where a write or read lands: an item of a collection, under its parent for a child collection.
+public struct ItemAddress: Sendable {
+    public let collection: CollectionSpec
+    /// The parent's id for a child collection (messages of a thread), nil otherwise.
+    public let parentID: String?
+    public let id: String
+
+    public init(_ collection: CollectionSpec, parentID: String? = nil, id: String) {
+        self.collection = collection
+        self.parentID = parentID
+        self.id = id
+    }
+
+    var key: ItemKey { ItemKey(collection: collection.name, parentID: parentID ?? "", id: id) }
+
+    /// The parent's row key, for a child collection.
+    var parentKey: ItemKey? {
+        guard let parentName = collection.parentName, let parentID else { return nil }
+        return ItemKey(collection: parentName, id: parentID)
+    }
+
+    /// The parent's declaration, for a child collection.
+    var parentSpec: CollectionSpec? { collection.parentName.flatMap(Collections.named) }
+
+    func validate() throws {
+        try SyncEngine.checkID(id)
+        if collection.parentName != nil {
+            guard let parentID, ItemID.isValid(parentID) else { throw SyncError.notFound("No such parent item.") }
+        }
+    }
+}
+
+extension SyncEngine {
+    /// `PUT`: validates, then creates, replaces, resurrects or (identical content) keeps the item. A child's write
+    /// also changes its parent (protocol §2).
+    public func put(
+        _ session: Session, _ address: ItemAddress, body: JSONValue, preconditions: WritePreconditions
+    ) async throws
+        -> ItemAnswer
+    {
+        try address.validate()
+        let spec = address.collection
+        let content = try spec.schema.canonicalContent(of: body, pathID: address.id)
+        let nowMs = now()
+        let accountID = session.accountID
+        let outcome = try await store.write(familyID: session.familyID, key: address.key, parent: address.parentKey, nowMs: nowMs) {
+            context in
+            let parent = try Self.liveParent(address, context)
+            let live = context.existing?.live
+            try preconditions.check(live: live)
+            let stored = ItemBody.members(of: live?.body)
+            if live != nil, ItemBody.content(of: stored) == .object(content) { return .unchanged }
+            let value = { (key: String) in stored.first { $0.key == key }?.value }
+            if live != nil, let field = spec.filterField, value(field) != content.first(where: { $0.key == field })?.value {
+                throw SyncError.typeImmutable
+            }
+            // Server fields: kept from the live item, set anew for a new or resurrected one.
+            let sortMs = live?.sortMs ?? nowMs
+            var server: [(key: String, value: JSONValue)] = []
+            if spec.authored {
+                server.append(("author", value("author") ?? .string(accountID)))
+                server.append(("created", .string(Timestamp.format(epochMilliseconds: sortMs))))
+            }
+            if case .lastChildCreated(let field) = spec.sortKey {
+                server.append((field, .string(Timestamp.format(epochMilliseconds: sortMs))))
+            }
+            var rows = [
+                RowWrite(
+                    key: address.key, body: ItemBody.make(id: address.id, content: content, serverFields: server, modifiedMs: nowMs),
+                    sortMs: spec.sortKey == nil ? nil : sortMs, sortMoved: live == nil,
+                    tag: spec.filterField.flatMap { field in content.first { $0.key == field }?.value.stringValue })
+            ]
+            if let parent {
+                rows.append(Self.touch(parent, address, newChildCreated: live == nil ? sortMs : nil, nowMs: nowMs))
+            }
+            return .write(rows)
+        }
+        guard let item = outcome.item else { throw SyncError.notFound() }
+        return ItemAnswer(item: item)
+    }
+
+    /// `DELETE`: idempotent; a missing item is not an error (unless `If-Match` asks for it). Deleting a parent
+    /// deletes its children; deleting a child changes its parent.
+    public func delete(_ session: Session, _ address: ItemAddress, preconditions: WritePreconditions) async throws {
+        try address.validate()
+        let nowMs = now()
+        _ = try await store.write(familyID: session.familyID, key: address.key, parent: address.parentKey, nowMs: nowMs) { context in
+            let parent = try Self.liveParent(address, context)
+            let live = context.existing?.live
+            try preconditions.check(live: live)
+            guard let live else { return .unchanged }
+            var rows = [
+                RowWrite(
+                    key: address.key, body: nil, sortMs: live.sortMs, sortMoved: false, tag: live.tag,
+                    deleteChildren: address.collection.childName)
+            ]
+            if let parent { rows.append(Self.touch(parent, address, newChildCreated: nil, nowMs: nowMs)) }
+            return .write(rows)
+        }
+    }
+
+    /// `GET`: the live item, or 404 (also under a missing or deleted parent).
+    public func get(_ session: Session, _ address: ItemAddress, ifNoneMatch: String?) async throws -> ItemAnswer {
+        try address.validate()
+        if let parentKey = address.parentKey {
+            guard try await store.item(familyID: session.familyID, key: parentKey)?.live != nil else {
+                throw SyncError.notFound("No such parent item.")
+            }
+        }
+        guard let item = try await store.item(familyID: session.familyID, key: address.key)?.live else {
+            throw SyncError.notFound("No \(address.collection.name) item with this id.")
+        }
+        let answer = ItemAnswer(item: item)
+        if let ifNoneMatch, EntityTags.list(ifNoneMatch).contains(where: { $0 == "*" || $0 == answer.etag }) {
+            return ItemAnswer(item: item, notModified: true)
+        }
+        return answer
+    }
+
+    /// The live parent of a child write; 404 when it is missing or deleted. Nil for top-level items.
+    static func liveParent(_ address: ItemAddress, _ context: WriteContext) throws -> StoredItem? {
+        guard address.parentKey != nil else { return nil }
+        guard let parent = context.parent?.live else { throw SyncError.notFound("No such parent item.") }
+        return parent
+    }
+
+    /// The parent rewritten after a change of one of its children: new `modified` (so it syncs again), and for a
+    /// parent sorted by its children's activity, a sort key moved up to a new child's creation time.
+    static func touch(_ parent: StoredItem, _ child: ItemAddress, newChildCreated: Int64?, nowMs: Int64) -> RowWrite {
+        let parentSpec = child.parentSpec
+        var sortMs = parent.sortMs
+        var sortField: String?
+        if case .lastChildCreated(let field)? = parentSpec?.sortKey, let created = newChildCreated {
+            sortMs = max(parent.sortMs ?? created, created)
+            sortField = field
+        }
+        let members = ItemBody.members(of: parent.body).map { member -> (key: String, value: JSONValue) in
+            if member.key == "modified" { return (member.key, .string(Timestamp.format(epochMilliseconds: nowMs))) }
+            if member.key == sortField, let sortMs { return (member.key, .string(Timestamp.format(epochMilliseconds: sortMs))) }
+            return member
+        }
+        return RowWrite(
+            key: child.parentKey!, body: JSONWriter.encode(.object(members)), sortMs: sortMs, sortMoved: sortMs != parent.sortMs,
+            tag: parent.tag)
+    }
+}
