@@ -1,0 +1,172 @@
+import SyncAPI
+import TestSupport
+import Testing
+
+/// Paginated sync on both backends: children inside their parent, and a randomized client that follows the rules
+/// of protocol §4 and must always hold an exact, hole-free prefix of the server's sorted list.
+@Suite("Paginated sync")
+struct PaginatedSyncTests {
+    static func json(_ bytes: [UInt8]) throws -> JSONValue { try JSONParser.parse(bytes) }
+
+    static func ids(_ value: JSONValue?) -> [String] {
+        guard case .array(let items)? = value else { return [] }
+        return items.compactMap { $0["id"]?.stringValue }
+    }
+
+    @Test("a thread with 20 messages carries its newest 10; the rest come page by page", arguments: Backend.allCases)
+    func twentyMessages(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let engine = SyncEngine(store: store)
+            let session = try await ConcurrencyTests.newFamily(store)
+            _ = try await engine.put(
+                session, ItemAddress(Collections.threads, id: "t"), body: .object([("title", .string("T"))]), preconditions: .init())
+            for n in 1...20 {
+                let id = "m" + (n < 10 ? "0\(n)" : "\(n)")
+                _ = try await engine.put(
+                    session, ItemAddress(Collections.messages, parentID: "t", id: id), body: .object([("text", .string("message \(n)"))]),
+                    preconditions: .init())
+            }
+            let answer = try Self.json(
+                try await engine.pagedSync(session, Collections.threads, PageParameters(maxChildren: 10), ifNoneMatch: nil).body)
+            guard case .array(let threads)? = answer["updated"], let thread = threads.first else {
+                Issue.record("no thread")
+                return
+            }
+            #expect(Self.ids(thread["messages"]) == (11...20).reversed().map { "m\($0)" })
+            #expect(thread["nomore"] == .bool(false))
+            let older = try Self.json(
+                try await engine.page(session, Collections.messages, parentID: "t", PageParameters(lastId: "m11", nb: 10)))
+            #expect(Self.ids(older["items"]) == (1...10).reversed().map { $0 < 10 ? "m0\($0)" : "m\($0)" })
+            #expect(older["nomore"] == .bool(true))
+            let all = try Self.json(try await engine.page(session, Collections.threads, parentID: nil, PageParameters(maxChildren: 100)))
+            guard case .array(let items)? = all["items"] else { return }
+            #expect(Self.ids(items.first?["messages"]).count == 20 && items.first?["nomore"] == .bool(true))
+        }
+    }
+
+    /// A client's copy of the top of the thread list, kept exactly as protocol §4 tells a client to.
+    struct Client {
+        var items: [JSONValue] = []
+        var date: String?
+        var nomore = false
+        /// How often the server answered `crop` and how often the client paged down (the test must exercise both).
+        var crops = 0
+        var pages = 0
+
+        static func sortKey(_ item: JSONValue) -> (String, String) {
+            (item["lastMessageAt"]?.stringValue ?? "", item["id"]?.stringValue ?? "")
+        }
+
+        mutating func sort() {
+            items.sort { Self.sortKey($0) > Self.sortKey($1) }
+        }
+
+        mutating func sync(_ engine: SyncEngine, _ session: Session, nb: Int) async throws {
+            if items.isEmpty { date = nil }
+            let parameters = PageParameters(date: date, lastId: items.last?["id"]?.stringValue, nb: nb, maxChildren: 0)
+            let answer = try JSONParser.parse(try await engine.pagedSync(session, Collections.threads, parameters, ifNoneMatch: nil).body)
+            guard case .array(let updated)? = answer["updated"], case .array(let deleted)? = answer["deleted"] else {
+                throw SyncError.invalidJSON("bad answer")
+            }
+            if answer["crop"] == .bool(true) { crops += 1 }
+            if answer["sync"] == .bool(false) || answer["crop"] == .bool(true) {
+                items = updated
+            } else {
+                let gone = Set(deleted.compactMap(\.stringValue) + updated.compactMap { $0["id"]?.stringValue })
+                items.removeAll { gone.contains($0["id"]?.stringValue ?? "") }
+                items += updated
+                sort()
+            }
+            date = answer["date"]?.stringValue
+            nomore = answer["nomore"] == .bool(true)
+        }
+
+        mutating func getMore(_ engine: SyncEngine, _ session: Session, nb: Int) async throws {
+            let parameters = PageParameters(lastId: items.last?["id"]?.stringValue, nb: nb, maxChildren: 0)
+            let page = try JSONParser.parse(try await engine.page(session, Collections.threads, parentID: nil, parameters))
+            guard case .array(let more)? = page["items"] else { throw SyncError.invalidJSON("bad page") }
+            items += more
+            pages += 1
+            nomore = page["nomore"] == .bool(true)
+        }
+    }
+
+    /// The server's whole sorted list, without children.
+    static func serverList(_ engine: SyncEngine, _ session: Session) async throws -> [JSONValue] {
+        let page = try JSONParser.parse(try await engine.page(session, Collections.threads, parentID: nil, PageParameters(nb: 500, maxChildren: 0)))
+        guard case .array(let items)? = page["items"] else { return [] }
+        return items
+    }
+
+    static func withoutChildren(_ item: JSONValue) -> JSONValue {
+        guard case .object(let members) = item else { return item }
+        return .object(members.filter { $0.key != "messages" && $0.key != "nomore" })
+    }
+
+    @Test("a client that obeys crop and pages down always holds an exact prefix of the server's list", arguments: Backend.allCases)
+    func randomizedClient(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let engine = SyncEngine(store: store)
+            let session = try await ConcurrencyTests.newFamily(store)
+            var random = SplitMix(seed: backend == .sqlite ? 7 : 11)
+            var client = Client()
+            var created = 0
+            var syncTrue = 0
+            for step in 0..<160 {
+                // One to four random writes.
+                for _ in 0..<(1 + random.next(4)) {
+                    let existing = created == 0 ? nil : "t\(random.next(created))"
+                    switch random.next(10) {
+                    case 0...2,
+                        _ where existing == nil:
+                        created += 1
+                        _ = try await engine.put(
+                            session, ItemAddress(Collections.threads, id: "t\(created - 1)"), body: .object([("title", .string("T\(created)"))]),
+                            preconditions: .init())
+                    case 3...5:
+                        do {
+                            _ = try await engine.put(
+                                session, ItemAddress(Collections.messages, parentID: existing!, id: "m\(step)"),
+                                body: .object([("text", .string("hello"))]), preconditions: .init())
+                        } catch let error as SyncError where error.code == "not_found" {
+                            // The thread was deleted: a message cannot be posted there.
+                        }
+                    case 6...7:
+                        _ = try await engine.put(
+                            session, ItemAddress(Collections.threads, id: existing!),
+                            body: .object([("title", .string("T")), ("read", .bool(random.next(2) == 0))]), preconditions: .init())
+                    default:
+                        try await engine.delete(session, ItemAddress(Collections.threads, id: existing!), preconditions: .init())
+                    }
+                }
+                let nb = 1 + random.next(6)
+                let before = client.date
+                try await client.sync(engine, session, nb: nb)
+                if before != nil { syncTrue += 1 }
+                // Sometimes "get more", down to the end of the list.
+                while !client.nomore && random.next(3) == 0 { try await client.getMore(engine, session, nb: 1 + random.next(4)) }
+                let server = try await Self.serverList(engine, session).map(Self.withoutChildren)
+                let held = client.items.map(Self.withoutChildren)
+                #expect(held.count <= server.count, "step \(step)")
+                #expect(held == Array(server.prefix(held.count)), "step \(step): the client's list is not a prefix of the server's")
+                if client.nomore { #expect(held.count == server.count, "step \(step): nomore but items missing") }
+            }
+            #expect(syncTrue > 50 && client.crops > 5 && client.pages > 5, "\(syncTrue) syncs, \(client.crops) crops, \(client.pages) pages")
+        }
+    }
+}
+
+/// A small seeded generator, so that a failing randomized run can be replayed.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+
+    mutating func next(_ upperBound: Int) -> Int {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return Int(z % UInt64(upperBound))
+    }
+}
