@@ -35,8 +35,8 @@ struct ConcurrencyTests {
     static func newFamily(_ store: any SyncStore) async throws -> Session {
         let family = DatabaseIdentity.uuid()
         let account = NewAccount(
-            id: DatabaseIdentity.uuid(), username: "u\(family.prefix(8))", displayName: "u", passwordHash: "x", profileBody: "{}")
-        try await store.createFamily(id: family, name: "Family", account: account, nowMs: 0)
+            id: DatabaseIdentity.uuid(), username: "u\(family.prefix(8))", displayName: "u", passwordHash: "x", profileBody: "{}", settingsBody: "{}")
+        try await store.createFamily(id: family, name: "Family", familyBody: "{}", account: account, nowMs: 0)
         return Session(accountID: account.id, familyID: family)
     }
 

@@ -2,19 +2,24 @@ import SyncAPI
 import TestSupport
 import Testing
 
+extension Delta {
+    /// The contacts rows of a delta.
+    var contacts: [StoredItem] { rows["contacts"] ?? [] }
+}
+
 /// One conformance suite, run on SQLite and on a real PostgreSQL: both stores must behave the same.
 @Suite("Store conformance")
 struct StoreConformanceTests {
     static func account(_ name: String) -> NewAccount {
         NewAccount(
             id: DatabaseIdentity.uuid(), username: name, displayName: name, passwordHash: "hash-\(name)",
-            profileBody: #"{"id":"x","username":"\#(name)"}"#)
+            profileBody: #"{"id":"x","username":"\#(name)"}"#, settingsBody: "{}")
     }
 
     /// A store with one family; returns the family id.
     static func family(_ store: any SyncStore, _ user: String = "alice") async throws -> String {
         let id = DatabaseIdentity.uuid()
-        try await store.createFamily(id: id, name: "Smith", account: account(user), nowMs: 1000)
+        try await store.createFamily(id: id, name: "Smith", familyBody: "{}", account: account(user), nowMs: 1000)
         return id
     }
 
@@ -50,7 +55,7 @@ struct StoreConformanceTests {
         try await backend.withStore { store in
             let family = try await Self.family(store, "Alice")
             await #expect(throws: SyncError.usernameTaken) {
-                try await store.createFamily(id: DatabaseIdentity.uuid(), name: "Other", account: Self.account("alice"), nowMs: 1)
+                try await store.createFamily(id: DatabaseIdentity.uuid(), name: "Other", familyBody: "{}", account: Self.account("alice"), nowMs: 1)
             }
             await #expect(throws: SyncError.usernameTaken) {
                 try await store.createAccount(Self.account("ALICE"), familyID: family, nowMs: 1)
@@ -97,24 +102,24 @@ struct StoreConformanceTests {
     func versionsAndDelta(backend: Backend) async throws {
         try await backend.withStore { store in
             let family = try await Self.family(store)
-            let start = try await store.delta(familyID: family, collection: "contacts", since: nil)
-            #expect(start.rows.isEmpty)
+            let start = try await store.delta(familyID: family, collections: ["contacts"], since: nil)
+            #expect(start.contacts.isEmpty)
             let a = try await Self.put(store, family, "a", "{\"id\":\"a\"}")
             let b = try await Self.put(store, family, "b", "{\"id\":\"b\"}")
             #expect(a.item?.version == start.version + 1 && b.item?.version == start.version + 2)
             _ = try await Self.put(store, family, "p", "{\"id\":\"p\"}", collection: "places")
-            let full = try await store.delta(familyID: family, collection: "contacts", since: nil)
-            #expect(full.rows.map(\.id) == ["a", "b"])
+            let full = try await store.delta(familyID: family, collections: ["contacts"], since: nil)
+            #expect(full.contacts.map(\.id) == ["a", "b"])
             #expect(full.version == start.version + 3)
             _ = try await Self.put(store, family, "a", "{\"id\":\"a\",\"v\":2}")
             _ = try await Self.delete(store, family, "b")
-            let delta = try await store.delta(familyID: family, collection: "contacts", since: full.version)
-            #expect(delta.rows.map(\.id) == ["a", "b"])
-            #expect(delta.rows[0].body == "{\"id\":\"a\",\"v\":2}" && !delta.rows[0].deleted)
-            #expect(delta.rows[1].deleted && delta.rows[1].body == nil)
+            let delta = try await store.delta(familyID: family, collections: ["contacts"], since: full.version)
+            #expect(delta.contacts.map(\.id) == ["a", "b"])
+            #expect(delta.contacts[0].body == "{\"id\":\"a\",\"v\":2}" && !delta.contacts[0].deleted)
+            #expect(delta.contacts[1].deleted && delta.contacts[1].body == nil)
             // A full answer never carries tombstones.
-            #expect(try await store.delta(familyID: family, collection: "contacts", since: nil).rows.map(\.id) == ["a"])
-            #expect(try await store.delta(familyID: family, collection: "contacts", since: delta.version).rows.isEmpty)
+            #expect(try await store.delta(familyID: family, collections: ["contacts"], since: nil).contacts.map(\.id) == ["a"])
+            #expect(try await store.delta(familyID: family, collections: ["contacts"], since: delta.version).contacts.isEmpty)
         }
     }
 
@@ -122,13 +127,13 @@ struct StoreConformanceTests {
     func unchangedWrites(backend: Backend) async throws {
         try await backend.withStore { store in
             let family = try await Self.family(store)
-            let before = try await store.delta(familyID: family, collection: "contacts", since: nil).version
+            let before = try await store.delta(familyID: family, collections: ["contacts"], since: nil).version
             let missing = try await Self.delete(store, family, "ghost")
             #expect(!missing.changed)
             let kept = try await store.write(familyID: family, key: ItemKey(collection: "contacts", id: "x"), parent: nil, nowMs: 1) { _ in .unchanged
             }
             #expect(!kept.changed && kept.item == nil)
-            #expect(try await store.delta(familyID: family, collection: "contacts", since: nil).version == before)
+            #expect(try await store.delta(familyID: family, collections: ["contacts"], since: nil).version == before)
         }
     }
 
@@ -158,9 +163,9 @@ struct StoreConformanceTests {
             _ = try await Self.put(store, jones, "same", "{\"id\":\"same\",\"f\":\"jones\"}")
             _ = try await Self.delete(store, smith, "same")
             #expect(try await store.item(familyID: jones, key: ItemKey(collection: "contacts", id: "same"))?.deleted == false)
-            let jonesRows = try await store.delta(familyID: jones, collection: "contacts", since: nil)
-            #expect(jonesRows.rows.map(\.body) == ["{\"id\":\"same\",\"f\":\"jones\"}"])
-            #expect(try await store.delta(familyID: smith, collection: "contacts", since: nil).rows.isEmpty)
+            let jonesRows = try await store.delta(familyID: jones, collections: ["contacts"], since: nil)
+            #expect(jonesRows.contacts.map(\.body) == ["{\"id\":\"same\",\"f\":\"jones\"}"])
+            #expect(try await store.delta(familyID: smith, collections: ["contacts"], since: nil).contacts.isEmpty)
         }
     }
 
@@ -168,13 +173,13 @@ struct StoreConformanceTests {
     func planThrows(backend: Backend) async throws {
         try await backend.withStore { store in
             let family = try await Self.family(store)
-            let before = try await store.delta(familyID: family, collection: "contacts", since: nil).version
+            let before = try await store.delta(familyID: family, collections: ["contacts"], since: nil).version
             await #expect(throws: SyncError.preconditionFailed) {
                 _ = try await store.write(familyID: family, key: ItemKey(collection: "contacts", id: "a"), parent: nil, nowMs: 1) { _ in
                     throw SyncError.preconditionFailed
                 }
             }
-            #expect(try await store.delta(familyID: family, collection: "contacts", since: nil).version == before)
+            #expect(try await store.delta(familyID: family, collections: ["contacts"], since: nil).version == before)
             #expect(try await store.item(familyID: family, key: ItemKey(collection: "contacts", id: "a")) == nil)
         }
     }

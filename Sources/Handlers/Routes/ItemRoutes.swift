@@ -9,6 +9,10 @@ struct ItemRoutes {
 
     func add(to group: RouterGroup<AppRequestContext>) {
         for collection in Collections.writable {
+            if case .singleton(let perAccount) = collection.kind {
+                addSingleton(collection, perAccount: perAccount, to: group)
+                continue
+            }
             let path: RouterPath
             if let parent = collection.parentName {
                 // Hummingbird needs one parameter name per position: the parent's id is `id` as on its own path.
@@ -39,6 +43,28 @@ struct ItemRoutes {
                     },
                 ])
         }
+    }
+
+    /// `GET`/`PUT /family` (the caller's family) and `/settings` (the caller's own account).
+    func addSingleton(_ collection: CollectionSpec, perAccount: Bool, to group: RouterGroup<AppRequestContext>) {
+        let address: @Sendable (Session) -> ItemAddress = { session in ItemAddress(collection, id: perAccount ? session.accountID : session.familyID)
+        }
+        group.resource(
+            "\(collection.name)",
+            [
+                .put: { request, context in
+                    let session = try context.requireSession()
+                    let body = try await HTTPBodies.json(request, limit: bodyMaxBytes)
+                    let answer = try await engine.put(session, address(session), body: body, preconditions: Self.preconditions(request))
+                    return HTTPBodies.response(json: answer.body, etag: answer.etag)
+                },
+                .get: { request, context in
+                    let session = try context.requireSession()
+                    let answer = try await engine.get(session, address(session), ifNoneMatch: request.headers[.ifNoneMatch])
+                    if answer.notModified { return HTTPBodies.notModified(etag: answer.etag) }
+                    return HTTPBodies.response(json: answer.body, etag: answer.etag)
+                },
+            ])
     }
 
     static func address(_ collection: CollectionSpec, _ context: AppRequestContext) throws -> ItemAddress {

@@ -10,6 +10,7 @@ struct SyncRoutes {
         for collection in Collections.writable {
             switch collection.kind {
             case .fullList:
+                // Full lists without an endpoint of their own (members) travel in familysync.
                 guard let endpoint = collection.syncEndpoint else { continue }
                 group.resource(
                     "\(endpoint)",
@@ -60,8 +61,19 @@ struct SyncRoutes {
                             return HTTPBodies.response(json: body)
                         }
                     ])
-            case .singleton:
-                continue
+            case .singleton(let perAccount):
+                // One endpoint carries every singleton and the family's lists (protocol §5).
+                guard !perAccount, let endpoint = collection.syncEndpoint else { continue }
+                group.resource(
+                    "\(endpoint)",
+                    [
+                        .get: { request, context in
+                            let query = try SyncQuery(request, allowed: ["date"])
+                            let answer = try await engine.familySync(
+                                try context.requireSession(), date: query.values["date"], ifNoneMatch: request.headers[.ifNoneMatch])
+                            return Self.response(answer)
+                        }
+                    ])
             }
         }
     }

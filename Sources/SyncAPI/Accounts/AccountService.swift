@@ -87,7 +87,10 @@ public struct AccountService: Sendable {
         let v = Self.values(try Self.signupSchema.canonicalContent(of: body, pathID: nil))
         let familyID = DatabaseIdentity.uuid()
         let account = try await newAccount(username: v["username"]!, password: v["password"]!, displayName: nil)
-        try await store.createFamily(id: familyID, name: v["family"]!, account: account, nowMs: now())
+        let nowMs = now()
+        let family = try Collections.family.schema.canonicalContent(of: .object([("name", .string(v["family"]!))]), pathID: familyID)
+        let familyBody = ItemBody.make(id: familyID, content: family, serverFields: [], modifiedMs: nowMs)
+        try await store.createFamily(id: familyID, name: v["family"]!, familyBody: familyBody, account: account, nowMs: nowMs)
         return try await grant(Session(accountID: account.id, familyID: familyID))
     }
 
@@ -104,9 +107,12 @@ public struct AccountService: Sendable {
         let profile = ItemBody.make(
             id: id, content: [("username", .string(username)), ("displayName", .string(displayName ?? username))],
             serverFields: [], modifiedMs: now())
+        let settings = ItemBody.make(
+            id: id, content: try Collections.settings.schema.canonicalContent(of: .object([]), pathID: id), serverFields: [],
+            modifiedMs: now())
         return NewAccount(
             id: id, username: username, displayName: displayName ?? username, passwordHash: try await hasher.hash(password),
-            profileBody: profile)
+            profileBody: profile, settingsBody: settings)
     }
 
     /// `POST /login`, throttled per username (protocol §1).

@@ -6,8 +6,8 @@ public enum CollectionKind: Sendable, Equatable {
     case paginated
     /// Items under a parent item (messages of a thread), travelling inside the parent.
     case child(parent: String)
-    /// One item per family or per account (`familysync`).
-    case singleton
+    /// One item per family or per account (`familysync`), whose id is the family's or the account's.
+    case singleton(perAccount: Bool)
 }
 
 /// Where the sort key of a paginated or child item comes from. Sort keys never go down.
@@ -36,10 +36,12 @@ public struct CollectionSpec: Sendable {
     public let filterField: String?
     /// True when items carry `author` (the creating account) and `created`, set by the server.
     public let authored: Bool
+    /// True when a change of an item is also a change of the family item (members, protocol §2).
+    public let changesFamily: Bool
 
     public init(
         name: String, kind: CollectionKind, schema: ItemSchema, syncEndpoint: String?, sortKey: SortKey? = nil,
-        childName: String? = nil, filterField: String? = nil, authored: Bool = false
+        childName: String? = nil, filterField: String? = nil, authored: Bool = false, changesFamily: Bool = false
     ) {
         self.name = name
         self.kind = kind
@@ -49,6 +51,7 @@ public struct CollectionSpec: Sendable {
         self.childName = childName
         self.filterField = filterField
         self.authored = authored
+        self.changesFamily = changesFamily
     }
 
     /// The parent collection's name, for a child collection.

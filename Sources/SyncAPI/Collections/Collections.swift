@@ -83,11 +83,37 @@ public enum Collections {
         schema: ItemSchema(fields: [FieldSpec("text", .string(maxLength: Limits.textLength), required: true)]),
         syncEndpoint: nil, sortKey: .created, authored: true)
 
-    /// Every collection a client writes through `PUT/GET/DELETE /{name}/{id}` (children under their parent's path).
-    public static let writable: [CollectionSpec] = [contacts, events, places, threads, messages, wall, comments]
+    public static let family = CollectionSpec(
+        name: "family", kind: .singleton(perAccount: false),
+        schema: ItemSchema(fields: [
+            FieldSpec("name", .string(maxLength: Limits.nameLength), required: true),
+            FieldSpec("pictureUrl", .url),
+        ]),
+        syncEndpoint: "familysync")
 
-    /// Every collection with a sync endpoint of its own.
-    public static var synced: [CollectionSpec] { writable.filter { $0.syncEndpoint != nil } }
+    public static let members = CollectionSpec(
+        name: "members", kind: .fullList,
+        schema: ItemSchema(fields: [
+            FieldSpec("name", .string(maxLength: Limits.nameLength), required: true),
+            FieldSpec("role", .oneOf(["parent", "child", "other"]), default: .string("other")),
+            FieldSpec("birthDate", .date),
+            FieldSpec("accountId", .reference),
+        ]),
+        syncEndpoint: nil, changesFamily: true)
+
+    public static let settings = CollectionSpec(
+        name: "settings", kind: .singleton(perAccount: true),
+        schema: ItemSchema(fields: [
+            FieldSpec("locale", .string(maxLength: 64)),
+            FieldSpec("timeZone", .string(maxLength: 64)),
+            FieldSpec("notifications", .bool, default: .bool(true)),
+        ]),
+        syncEndpoint: "familysync")
+
+    /// Every collection a client writes through `PUT/GET/DELETE /{name}/{id}` (children under their parent's path).
+    public static let writable: [CollectionSpec] = [
+        contacts, events, places, threads, messages, wall, comments, family, members, settings,
+    ]
 
     /// The collection named `name`, if declared.
     public static func named(_ name: String) -> CollectionSpec? { writable.first { $0.name == name } }

@@ -88,14 +88,20 @@ public struct WriteOutcome: Sendable {
     public let changed: Bool
 }
 
-/// The rows of one collection changed after a version, read in one snapshot with the family's counter.
+/// The rows of some collections changed after a version, read in one snapshot with the family's counter.
 public struct Delta: Sendable {
     /// The family change counter in that snapshot: the position the answer brings the client to.
     public let version: Int64
     /// Tombstones at or below this version have been purged: an older position cannot be answered exactly.
     public let horizon: Int64
-    /// Changed rows (live items and tombstones), oldest change first.
-    public let rows: [StoredItem]
+    /// Changed rows (live items and tombstones) by collection, oldest change first.
+    public let rows: [String: [StoredItem]]
+
+    public init(version: Int64, horizon: Int64, rows: [String: [StoredItem]]) {
+        self.version = version
+        self.horizon = horizon
+        self.rows = rows
+    }
 }
 
 /// Which children to attach to the items of a page: the newest `limit + 1` live ones of each (one more than asked, so
@@ -168,13 +174,26 @@ public struct NewAccount: Sendable {
     public let passwordHash: String
     /// The account's public profile, as `familysync` sends it.
     public let profileBody: String
+    /// The account's settings until its first `PUT /settings`.
+    public let settingsBody: String
 
-    public init(id: String, username: String, displayName: String, passwordHash: String, profileBody: String) {
+    public init(id: String, username: String, displayName: String, passwordHash: String, profileBody: String, settingsBody: String) {
         self.id = id
         self.username = username
         self.displayName = displayName
         self.passwordHash = passwordHash
         self.profileBody = profileBody
+        self.settingsBody = settingsBody
+    }
+}
+
+extension NewAccount {
+    /// The item rows an account adds to its family: its public profile and its default settings.
+    var rows: [RowWrite] {
+        [
+            RowWrite(key: ItemKey(collection: Collections.accountsKey, id: id), body: profileBody),
+            RowWrite(key: ItemKey(collection: Collections.settings.name, id: id), body: settingsBody),
+        ]
     }
 }
 
@@ -208,8 +227,8 @@ public protocol SyncStore: Sendable {
     /// Succeeds when the database answers (readiness).
     func ping() async throws
 
-    /// Creates a family (with its change counter) and its first account; throws `username_taken`.
-    func createFamily(id: String, name: String, account: NewAccount, nowMs: Int64) async throws
+    /// Creates a family (its change counter and its family item) and its first account; throws `username_taken`.
+    func createFamily(id: String, name: String, familyBody: String, account: NewAccount, nowMs: Int64) async throws
     /// Adds an account to a family and publishes its profile as a change of the family; throws `username_taken`.
     func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64) async throws
     /// The credentials for a lower-cased username, if such an account exists.
@@ -234,9 +253,9 @@ public protocol SyncStore: Sendable {
     func write(
         familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
     ) async throws -> WriteOutcome
-    /// Rows of `collection` changed after `since` (tombstones included), or every live row when `since` is nil,
-    /// read in one snapshot with the family's counter.
-    func delta(familyID: String, collection: String, since: Int64?) async throws -> Delta
+    /// Top-level rows of `collections` changed after `since` (tombstones included), or every live row when `since`
+    /// is nil, read in one snapshot with the family's counter.
+    func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta
     /// The rows of a paginated sync (protocol §4) after `since` (nil: no date), in one snapshot.
     func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows
     /// The live items below `query.anchorID` with their children; nil when the anchor never existed.

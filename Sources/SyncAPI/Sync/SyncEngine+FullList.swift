@@ -1,4 +1,42 @@
 extension SyncEngine {
+    /// The changes of `collections` after `since`; when that position cannot be answered exactly (never reached, or
+    /// older than purged tombstones), every live row instead, with nil as the position answered.
+    func answerableDelta(_ session: Session, collections: [String], since: Int64?) async throws -> (Delta, Int64?) {
+        let delta = try await store.delta(familyID: session.familyID, collections: collections, since: since)
+        guard let position = since, position > delta.version || position < delta.horizon else { return (delta, since) }
+        return (try await store.delta(familyID: session.familyID, collections: collections, since: nil), nil)
+    }
+
+    /// `GET /familysync` (protocol §5): the family, its members, its accounts' public profiles and the caller's
+    /// settings, changed since the date, from one snapshot.
+    public func familySync(_ session: Session, date: String?, ifNoneMatch: String?) async throws -> SyncAnswer {
+        let names = [Collections.family.name, Collections.members.name, Collections.accountsKey, Collections.settings.name]
+        let (delta, since) = try await answerableDelta(session, collections: names, since: try await position(date, session))
+        let date = try await token(delta.version, session)
+        if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, body: [], notModified: true) }
+        var writer = JSONWriter(capacity: 1024)
+        writer.raw("{\"date\":")
+        writer.string(date)
+        writer.raw(since == nil ? ",\"sync\":false,\"family\":" : ",\"sync\":true,\"family\":")
+        let family = delta.rows[Collections.family.name]?.first { $0.id == session.familyID }?.live?.body
+        writer.raw(family ?? "null")
+        for (name, key) in [("members", Collections.members.name), ("accounts", Collections.accountsKey)] {
+            let rows = delta.rows[key] ?? []
+            writer.raw(",\"\(name)\":{\"updated\":[")
+            for (index, row) in rows.filter({ !$0.deleted }).enumerated() {
+                if index > 0 { writer.raw(",") }
+                writer.raw(row.body ?? "null")
+            }
+            writer.raw("],\"deleted\":")
+            writer.value(.array(rows.filter(\.deleted).map { .string($0.id) }))
+            writer.raw("}")
+        }
+        writer.raw(",\"settings\":")
+        writer.raw(delta.rows[Collections.settings.name]?.first { $0.id == session.accountID }?.live?.body ?? "null")
+        writer.raw("}")
+        return SyncAnswer(date: date, body: writer.bytes, notModified: false)
+    }
+
     /// `GET /ctcsync`, `/evtsync`, `/plcsync` (protocol §3).
     public func fullListSync(
         _ session: Session, _ collection: CollectionSpec, date: String?, ifNoneMatch: String?
@@ -6,26 +44,23 @@ extension SyncEngine {
         -> SyncAnswer
     {
         var since = try await position(date, session)
-        var delta = try await store.delta(familyID: session.familyID, collection: collection.name, since: since)
-        if let position = since, position > delta.version || position < delta.horizon {
-            // A position never reached, or older than purged tombstones: only a full answer is exact.
-            since = nil
-            delta = try await store.delta(familyID: session.familyID, collection: collection.name, since: nil)
-        }
+        let (delta, answerable) = try await answerableDelta(session, collections: [collection.name], since: since)
+        since = answerable
+        let rows = delta.rows[collection.name] ?? []
         let date = try await token(delta.version, session)
         if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, body: [], notModified: true) }
-        var writer = JSONWriter(capacity: 64 + delta.rows.reduce(0) { $0 + ($1.body?.utf8.count ?? $1.id.utf8.count + 3) })
+        var writer = JSONWriter(capacity: 64 + rows.reduce(0) { $0 + ($1.body?.utf8.count ?? $1.id.utf8.count + 3) })
         writer.raw("{\"date\":")
         writer.string(date)
         writer.raw(since == nil ? ",\"sync\":false,\"updated\":[" : ",\"sync\":true,\"updated\":[")
         var first = true
-        for row in delta.rows where !row.deleted {
+        for row in rows where !row.deleted {
             if !first { writer.raw(",") }
             first = false
             writer.raw(row.body ?? "null")
         }
         writer.raw("],\"deleted\":")
-        writer.value(.array(delta.rows.filter(\.deleted).map { .string($0.id) }))
+        writer.value(.array(rows.filter(\.deleted).map { .string($0.id) }))
         writer.raw("}")
         return SyncAnswer(date: date, body: writer.bytes, notModified: false)
     }

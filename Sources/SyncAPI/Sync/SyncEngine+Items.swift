@@ -19,6 +19,12 @@ public struct ItemAddress: Sendable {
         return ItemKey(collection: parentName, id: parentID)
     }
 
+    /// The row a write also changes: the parent of a child, the family item for a collection that changes the family.
+    func touched(_ session: Session) -> ItemKey? {
+        if let parentKey { return parentKey }
+        return collection.changesFamily ? ItemKey(collection: Collections.family.name, id: session.familyID) : nil
+    }
+
     /// The parent's declaration, for a child collection.
     var parentSpec: CollectionSpec? { collection.parentName.flatMap(Collections.named) }
 
@@ -43,7 +49,7 @@ extension SyncEngine {
         let content = try spec.schema.canonicalContent(of: body, pathID: address.id)
         let nowMs = now()
         let accountID = session.accountID
-        let outcome = try await store.write(familyID: session.familyID, key: address.key, parent: address.parentKey, nowMs: nowMs) {
+        let outcome = try await store.write(familyID: session.familyID, key: address.key, parent: address.touched(session), nowMs: nowMs) {
             context in
             let parent = try Self.liveParent(address, context)
             let live = context.existing?.live
@@ -84,7 +90,7 @@ extension SyncEngine {
     public func delete(_ session: Session, _ address: ItemAddress, preconditions: WritePreconditions) async throws {
         try address.validate()
         let nowMs = now()
-        _ = try await store.write(familyID: session.familyID, key: address.key, parent: address.parentKey, nowMs: nowMs) { context in
+        _ = try await store.write(familyID: session.familyID, key: address.key, parent: address.touched(session), nowMs: nowMs) { context in
             let parent = try Self.liveParent(address, context)
             let live = context.existing?.live
             try preconditions.check(live: live)
@@ -117,20 +123,23 @@ extension SyncEngine {
         return answer
     }
 
-    /// The live parent of a child write; 404 when it is missing or deleted. Nil for top-level items.
+    /// The live item a write also changes: a child's parent (404 when it is missing or deleted), or the family item
+    /// for a collection that changes the family. Nil for the others.
     static func liveParent(_ address: ItemAddress, _ context: WriteContext) throws -> StoredItem? {
-        guard address.parentKey != nil else { return nil }
-        guard let parent = context.parent?.live else { throw SyncError.notFound("No such parent item.") }
-        return parent
+        if address.parentKey != nil {
+            guard let parent = context.parent?.live else { throw SyncError.notFound("No such parent item.") }
+            return parent
+        }
+        return context.parent?.live
     }
 
     /// The parent rewritten after a change of one of its children: new `modified` (so it syncs again), and for a
     /// parent sorted by its children's activity, a sort key moved up to a new child's creation time.
     static func touch(_ parent: StoredItem, _ child: ItemAddress, newChildCreated: Int64?, nowMs: Int64) -> RowWrite {
-        let parentSpec = child.parentSpec
+        let parentSpec = child.parentSpec ?? Collections.family
         var sortMs = parent.sortMs
         var sortField: String?
-        if case .lastChildCreated(let field)? = parentSpec?.sortKey, let created = newChildCreated {
+        if case .lastChildCreated(let field)? = parentSpec.sortKey, let created = newChildCreated {
             sortMs = max(parent.sortMs ?? created, created)
             sortField = field
         }
@@ -140,7 +149,8 @@ extension SyncEngine {
             return member
         }
         return RowWrite(
-            key: child.parentKey!, body: JSONWriter.encode(.object(members)), sortMs: sortMs, sortMoved: sortMs != parent.sortMs,
+            key: child.parentKey ?? ItemKey(collection: Collections.family.name, id: parent.id), body: JSONWriter.encode(.object(members)),
+            sortMs: sortMs, sortMoved: sortMs != parent.sortMs,
             tag: parent.tag)
     }
 }

@@ -68,12 +68,14 @@ public struct PostgresStore: SyncStore {
 
     // MARK: Accounts
 
-    public func createFamily(id: String, name: String, account: NewAccount, nowMs: Int64) async throws {
+    public func createFamily(id: String, name: String, familyBody: String, account: NewAccount, nowMs: Int64) async throws {
         try await guarded {
             try await transaction { conn in
                 try await conn.query(
                     "INSERT INTO families (id, name, version, created_ms) VALUES (\(id), \(name), 0, \(nowMs))", logger: logger)
-                try await insertAccount(account, familyID: id, nowMs: nowMs, on: conn)
+                let version = try await insertAccount(account, familyID: id, nowMs: nowMs, on: conn)
+                let family = RowWrite(key: ItemKey(collection: Collections.family.name, id: id), body: familyBody)
+                try await storeRow(family, familyID: id, version: version, nowMs: nowMs, on: conn)
             }
         }
     }
@@ -87,7 +89,9 @@ public struct PostgresStore: SyncStore {
         }
     }
 
-    private func insertAccount(_ account: NewAccount, familyID: String, nowMs: Int64, on conn: PostgresConnection) async throws {
+    /// Inserts the account, its public profile and its default settings at a new version, which it returns.
+    @discardableResult
+    private func insertAccount(_ account: NewAccount, familyID: String, nowMs: Int64, on conn: PostgresConnection) async throws -> Int64 {
         let key = account.username.lowercased()
         do {
             try await conn.query(
@@ -98,8 +102,11 @@ public struct PostgresStore: SyncStore {
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
             throw SyncError.usernameTaken
         }
-        let profile = RowWrite(key: ItemKey(collection: Collections.accountsKey, id: account.id), body: account.profileBody)
-        try await storeRow(profile, familyID: familyID, version: nil, nowMs: nowMs, on: conn)
+        var version: Int64?
+        for row in account.rows {
+            version = try await storeRow(row, familyID: familyID, version: version, nowMs: nowMs, on: conn).version
+        }
+        return version ?? 0
     }
 
     public func credentials(usernameKey: String) async throws -> AccountCredentials? {
@@ -274,29 +281,31 @@ public struct PostgresStore: SyncStore {
         throw SyncError.unauthorized
     }
 
-    public func delta(familyID: String, collection: String, since: Int64?) async throws -> Delta {
+    public func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
         try await guarded {
             // One statement: the counter and the rows come from the same snapshot.
             let after = since ?? 0
             let includeDeleted = since != nil
             let rows = try await client.query(
                 """
-                SELECT f.version, f.horizon, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag FROM families f
-                LEFT JOIN items i ON i.family_id = f.id AND i.collection = \(collection) AND i.parent_id = ''
+                SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+                FROM families f
+                LEFT JOIN items i ON i.family_id = f.id AND i.collection = ANY(\(collections)) AND i.parent_id = ''
                   AND i.version > \(after) AND (\(includeDeleted) OR NOT i.deleted)
                 WHERE f.id = \(familyID)
                 ORDER BY i.version
                 """, logger: logger)
             var version: Int64?
             var horizon: Int64 = 0
-            var items: [StoredItem] = []
-            for try await (fv, fh, id, iv, deleted, body, sortMs, sortVersion, tag) in rows.decode(
-                (Int64, Int64, String?, Int64?, Bool?, String?, Int64?, Int64?, String?).self)
+            var items: [String: [StoredItem]] = [:]
+            for try await (fv, fh, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in rows.decode(
+                (Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, Int64?, String?).self)
             {
                 version = fv
                 horizon = fh
-                if let id, let iv, let deleted {
-                    items.append(StoredItem(id: id, version: iv, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag))
+                if let collection, let id, let iv, let deleted {
+                    items[collection, default: []].append(
+                        StoredItem(id: id, version: iv, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag))
                 }
             }
             guard let version else { throw SyncError.unauthorized }

@@ -54,11 +54,14 @@ public struct SQLiteStore: SyncStore {
 
     // MARK: Accounts
 
-    public func createFamily(id: String, name: String, account: NewAccount, nowMs: Int64) async throws {
+    public func createFamily(id: String, name: String, familyBody: String, account: NewAccount, nowMs: Int64) async throws {
         try await pool.write { db in
             try db.execute(
                 sql: "INSERT INTO families (id, name, version, created_ms) VALUES (?, ?, 0, ?)", arguments: [id, name, nowMs])
-            try Self.insertAccount(account, familyID: id, nowMs: nowMs, db: db)
+            let version = try Self.insertAccount(account, familyID: id, nowMs: nowMs, db: db)
+            try Self.storeRow(
+                RowWrite(key: ItemKey(collection: Collections.family.name, id: id), body: familyBody), familyID: id, version: version,
+                nowMs: nowMs, db: db)
         }
     }
 
@@ -71,7 +74,9 @@ public struct SQLiteStore: SyncStore {
         }
     }
 
-    private static func insertAccount(_ account: NewAccount, familyID: String, nowMs: Int64, db: Database) throws {
+    /// Inserts the account, its public profile and its default settings at a new version, which it returns.
+    @discardableResult
+    private static func insertAccount(_ account: NewAccount, familyID: String, nowMs: Int64, db: Database) throws -> Int64 {
         do {
             try db.execute(
                 sql: """
@@ -86,9 +91,10 @@ public struct SQLiteStore: SyncStore {
             throw SyncError.usernameTaken
         }
         let version = try bump(familyID: familyID, db: db)
-        try storeRow(
-            RowWrite(key: ItemKey(collection: Collections.accountsKey, id: account.id), body: account.profileBody), familyID: familyID,
-            version: version, nowMs: nowMs, db: db)
+        for row in account.rows {
+            try storeRow(row, familyID: familyID, version: version, nowMs: nowMs, db: db)
+        }
+        return version
     }
 
     public func credentials(usernameKey: String) async throws -> AccountCredentials? {
@@ -233,22 +239,25 @@ public struct SQLiteStore: SyncStore {
             tag: row.tag)
     }
 
-    public func delta(familyID: String, collection: String, since: Int64?) async throws -> Delta {
+    public func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
         try await pool.read { db in
             // One read transaction: the counter and the rows come from the same snapshot.
             guard
                 let family = try Row.fetchOne(
                     db, sql: "SELECT version, horizon FROM families WHERE id = ?", arguments: [familyID])
             else { throw SyncError.unauthorized }
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT \(Self.columns) FROM items
-                    WHERE family_id = ? AND collection = ? AND parent_id = '' AND version > ? AND (? OR NOT deleted)
-                    ORDER BY version
-                    """,
-                arguments: [familyID, collection, since ?? 0, since != nil]
-            ).map(Self.storedItem)
+            var rows: [String: [StoredItem]] = [:]
+            for collection in collections {
+                rows[collection] = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT \(Self.columns) FROM items
+                        WHERE family_id = ? AND collection = ? AND parent_id = '' AND version > ? AND (? OR NOT deleted)
+                        ORDER BY version
+                        """,
+                    arguments: [familyID, collection, since ?? 0, since != nil]
+                ).map(Self.storedItem)
+            }
             return Delta(version: family[0], horizon: family[1], rows: rows)
         }
     }
