@@ -1,4 +1,5 @@
 import Foundation
+import SyncAPI
 import TestSupport
 import Testing
 
@@ -19,5 +20,18 @@ struct GoldenContractTests {
     @Test("the examples folder holds golden files")
     func examplesExist() throws {
         #expect(try GoldenScenario.all().count >= 5)
+    }
+}
+
+/// No answer of any endpoint carries a secret (issue: accounts are public profiles, never hashes or tokens).
+@Suite("Secret scan")
+struct SecretScanTests {
+    @Test("the scan flags hashes, token fields and password fields")
+    func scannerWorks() throws {
+        let leaky = try JSONParser.parse(
+            #"{"id":"a","passwordHash":"x","nested":[{"value":"$2b$12$abcdefghijklmnopqrstuv"}],"tokenHash":"\#(String(repeating: "ab", count: 32))"}"#
+        )
+        #expect(SecretScan.findings(in: leaky, at: "t", grantsToken: false).count == 4)
+        #expect(SecretScan.findings(in: try JSONParser.parse(#"{"token":"abc"}"#), at: "t", grantsToken: true).isEmpty)
     }
 }

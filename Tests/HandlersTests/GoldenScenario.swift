@@ -69,6 +69,8 @@ struct GoldenScenario {
                 api.token = token
                 variables["token"] = token
             }
+            problems += SecretScan.findings(
+                in: actualBody, at: "\(file) step \(index) (\(method) \(path))", grantsToken: path.hasSuffix("/login") || path.hasSuffix("/signup"))
             let normalizedBody = Self.normalize(actualBody, key: nil)
             var actualHeaders: [(key: String, value: JSONValue)] = []
             if case .object(let expectedHeaders)? = step["response"]?["headers"] {
@@ -153,5 +155,37 @@ enum PrettyJSON {
         case .object, .array: return true
         default: return false
         }
+    }
+}
+
+/// Looks for secrets in an answer: password or hash fields, bcrypt hashes, SHA-256 digests, tokens outside the answers
+/// that grant them.
+enum SecretScan {
+    static let secretKeys = ["password", "hash", "salt", "secret", "credential"]
+
+    static func findings(in value: JSONValue, at place: String, grantsToken: Bool) -> [String] {
+        var out: [String] = []
+        func walk(_ value: JSONValue, key: String?) {
+            switch value {
+            case .object(let members):
+                for member in members {
+                    let lower = member.key.lowercased()
+                    if secretKeys.contains(where: lower.contains) || (lower.contains("token") && !grantsToken) {
+                        out.append("\(place): secret-looking field \"\(member.key)\"")
+                    }
+                    walk(member.value, key: member.key)
+                }
+            case .array(let elements): elements.forEach { walk($0, key: key) }
+            case .string(let s):
+                if s.hasPrefix("$2a$") || s.hasPrefix("$2b$") || s.hasPrefix("$2y$")
+                    || s.range(of: "^[0-9a-f]{64}$", options: .regularExpression) != nil
+                {
+                    out.append("\(place): secret-looking value in \"\(key ?? "")\"")
+                }
+            default: break
+            }
+        }
+        walk(value, key: nil)
+        return out
     }
 }
