@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import Synchronization
 import SyncAPI
 
 /// The request context every route uses.
@@ -36,5 +37,9 @@ public func buildRouter(store: any SyncStore, configuration: AppConfiguration) -
     accountRoutes.addAuthenticated(to: authenticated)
     ItemRoutes(engine: engine, bodyMaxBytes: configuration.bodyMaxBytes).add(to: authenticated)
     SyncRoutes(engine: engine).add(to: authenticated)
+    let responder = ResponderBox()
+    GroupRoutes(store: store, bodyMaxBytes: configuration.bodyMaxBytes, maxRequests: configuration.groupMaxRequests, responder: responder)
+        .add(to: authenticated)
+    responder.value.withLock { $0 = router.buildResponder() }
     return router
 }

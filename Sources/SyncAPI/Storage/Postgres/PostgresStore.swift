@@ -17,6 +17,29 @@ public struct PostgresStore: SyncStore {
         self.logger = logger
     }
 
+    /// The connection, inside a REPEATABLE READ transaction, that `withReadSnapshot` pinned for the current task.
+    @TaskLocal static var pinned: PostgresConnection?
+
+    public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await guarded {
+            try await transaction(readOnlySnapshot: true) { conn in
+                try await Self.$pinned.withValue(conn) { try await body() }
+            }
+        }
+    }
+
+    /// Runs reads on the pinned snapshot's connection, else on a pooled connection.
+    private func read<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        if let pinned = Self.pinned { return try await body(pinned) }
+        return try await client.withConnection { conn in try await body(conn) }
+    }
+
+    /// Runs several reads in one snapshot: the pinned one, else a new REPEATABLE READ transaction.
+    private func snapshotRead<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        if let pinned = Self.pinned { return try await body(pinned) }
+        return try await transaction(readOnlySnapshot: true, body)
+    }
+
     // MARK: Schema
 
     public func migrate() async throws {
@@ -132,12 +155,14 @@ public struct PostgresStore: SyncStore {
 
     public func session(tokenHash: String, nowMs: Int64) async throws -> Session? {
         try await guarded {
-            let rows = try await client.query(
-                "SELECT account_id, family_id FROM tokens WHERE hash = \(tokenHash) AND expires_ms > \(nowMs)", logger: logger)
-            for try await (account, family) in rows.decode((String, String).self) {
-                return Session(accountID: account, familyID: family)
+            try await read { conn in
+                let rows = try await conn.query(
+                    "SELECT account_id, family_id FROM tokens WHERE hash = \(tokenHash) AND expires_ms > \(nowMs)", logger: logger)
+                for try await (account, family) in rows.decode((String, String).self) {
+                    return Session(accountID: account, familyID: family)
+                }
+                return nil
             }
-            return nil
         }
     }
 
@@ -201,7 +226,7 @@ public struct PostgresStore: SyncStore {
     }
 
     public func item(familyID: String, key: ItemKey) async throws -> StoredItem? {
-        try await guarded { try await client.withConnection { conn in try await fetchItem(familyID: familyID, key: key, on: conn) } }
+        try await guarded { try await read { conn in try await fetchItem(familyID: familyID, key: key, on: conn) } }
     }
 
     public func write(
@@ -283,10 +308,15 @@ public struct PostgresStore: SyncStore {
 
     public func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
         try await guarded {
-            // One statement: the counter and the rows come from the same snapshot.
+            try await read { conn in try await deltaRows(conn: conn, familyID: familyID, collections: collections, since: since) }
+        }
+    }
+
+    /// One statement: the counter and the rows come from the same snapshot.
+    private func deltaRows(conn: PostgresConnection, familyID: String, collections: [String], since: Int64?) async throws -> Delta {
             let after = since ?? 0
             let includeDeleted = since != nil
-            let rows = try await client.query(
+            let rows = try await conn.query(
                 """
                 SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
                 FROM families f
@@ -310,7 +340,6 @@ public struct PostgresStore: SyncStore {
             }
             guard let version else { throw SyncError.unauthorized }
             return Delta(version: version, horizon: horizon, rows: items)
-        }
     }
 
     // MARK: Pages
@@ -378,7 +407,7 @@ public struct PostgresStore: SyncStore {
 
     public func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
         try await guarded {
-            try await transaction(readOnlySnapshot: true) { conn in
+            try await snapshotRead { conn in
                 var family: (Int64, Int64)?
                 for try await row in try await conn.query(
                     "SELECT version, horizon FROM families WHERE id = \(familyID)", logger: logger
@@ -429,7 +458,7 @@ public struct PostgresStore: SyncStore {
 
     public func page(familyID: String, query: PageQuery) async throws -> PageRows? {
         try await guarded {
-            try await transaction(readOnlySnapshot: true) { conn in
+            try await snapshotRead { conn in
                 var sql = Self.liveList(query, familyID: familyID)
                 if let anchorID = query.anchorID {
                     let key = ItemKey(collection: query.collection, parentID: query.parentID, id: anchorID)

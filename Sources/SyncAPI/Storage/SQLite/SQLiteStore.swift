@@ -23,6 +23,17 @@ public struct SQLiteStore: SyncStore {
         self.pool = try DatabasePool(path: path, configuration: configuration)
     }
 
+    /// The snapshot that `withReadSnapshot` pinned for the current task, if any.
+    @TaskLocal static var pinned: DatabaseSnapshot?
+
+    /// Where reads go: the pinned snapshot, else the pool (each read its own WAL snapshot).
+    var reader: any DatabaseReader { Self.pinned ?? pool }
+
+    public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let snapshot = try pool.makeSnapshot()
+        return try await Self.$pinned.withValue(snapshot) { try await body() }
+    }
+
     // MARK: Schema
 
     public func migrate() async throws {
@@ -40,7 +51,7 @@ public struct SQLiteStore: SyncStore {
     }
 
     public func databaseID() async throws -> String {
-        try await pool.read { db in
+        try await reader.read { db in
             guard let id = try String.fetchOne(db, sql: "SELECT value FROM syncapi_meta WHERE key = 'database_id'") else {
                 throw SyncError.unavailable
             }
@@ -49,7 +60,7 @@ public struct SQLiteStore: SyncStore {
     }
 
     public func ping() async throws {
-        _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+        _ = try await reader.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
     }
 
     // MARK: Accounts
@@ -98,7 +109,7 @@ public struct SQLiteStore: SyncStore {
     }
 
     public func credentials(usernameKey: String) async throws -> AccountCredentials? {
-        try await pool.read { db in
+        try await reader.read { db in
             try Row.fetchOne(
                 db, sql: "SELECT id, family_id, password_hash FROM accounts WHERE username_key = ?", arguments: [usernameKey]
             ).map { AccountCredentials(accountID: $0[0], familyID: $0[1], passwordHash: $0[2]) }
@@ -114,7 +125,7 @@ public struct SQLiteStore: SyncStore {
     }
 
     public func session(tokenHash: String, nowMs: Int64) async throws -> Session? {
-        try await pool.read { db in
+        try await reader.read { db in
             try Row.fetchOne(
                 db, sql: "SELECT account_id, family_id FROM tokens WHERE hash = ? AND expires_ms > ?",
                 arguments: [tokenHash, nowMs]
@@ -127,7 +138,7 @@ public struct SQLiteStore: SyncStore {
     }
 
     public func failedLogins(usernameKey: String) async throws -> (count: Int, windowStartMs: Int64)? {
-        let row: (Int64, Int64)? = try await pool.read { db in
+        let row: (Int64, Int64)? = try await reader.read { db in
             try Row.fetchOne(
                 db, sql: "SELECT failures, window_start_ms FROM login_failures WHERE username_key = ?", arguments: [usernameKey]
             ).map { ($0[0], $0[1]) }
@@ -157,7 +168,7 @@ public struct SQLiteStore: SyncStore {
     // MARK: Items
 
     public func item(familyID: String, key: ItemKey) async throws -> StoredItem? {
-        try await pool.read { db in try Self.fetchItem(familyID: familyID, key: key, db: db) }
+        try await reader.read { db in try Self.fetchItem(familyID: familyID, key: key, db: db) }
     }
 
     static let columns = "id, version, deleted, body, sort_ms, sort_version, tag"
@@ -240,7 +251,7 @@ public struct SQLiteStore: SyncStore {
     }
 
     public func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
-        try await pool.read { db in
+        try await reader.read { db in
             // One read transaction: the counter and the rows come from the same snapshot.
             guard
                 let family = try Row.fetchOne(
@@ -297,7 +308,7 @@ public struct SQLiteStore: SyncStore {
     }
 
     public func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
-        try await pool.read { db in
+        try await reader.read { db in
             guard let family = try Row.fetchOne(db, sql: "SELECT version, horizon FROM families WHERE id = ?", arguments: [familyID]) else {
                 throw SyncError.unauthorized
             }
@@ -344,7 +355,7 @@ public struct SQLiteStore: SyncStore {
     }
 
     public func page(familyID: String, query: PageQuery) async throws -> PageRows? {
-        try await pool.read { db in
+        try await reader.read { db in
             let list = Self.liveList(query, familyID: familyID)
             var sql = "SELECT \(Self.columns) " + list.sql
             var arguments = list.arguments
