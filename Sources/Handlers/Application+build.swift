@@ -1,7 +1,7 @@
 import Hummingbird
 import Logging
-import Synchronization
 import SyncAPI
+import Synchronization
 
 /// The request context every route uses.
 public typealias AppContext = AppRequestContext

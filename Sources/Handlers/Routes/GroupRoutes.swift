@@ -1,7 +1,7 @@
 import Hummingbird
 import NIOCore
-import Synchronization
 import SyncAPI
+import Synchronization
 
 /// `POST /group` (protocol §6): many calls in one round trip. Each sub-request goes through the same router,
 /// middleware and engine as a direct call; runs of consecutive reads are answered from one database snapshot.
@@ -22,43 +22,45 @@ struct GroupRoutes {
     }
 
     func add(to group: RouterGroup<AppRequestContext>) {
-        group.resource("group", [
-            .post: { request, context in
-                let subRequests = try Self.parse(try await HTTPBodies.json(request, limit: bodyMaxBytes), maxRequests: maxRequests)
-                let authorization = request.headers[.authorization]
-                var answers: [[UInt8]] = []
-                var index = 0
-                while index < subRequests.count {
-                    // A run of reads shares one snapshot; each write runs alone, so later reads see it.
-                    var end = index + 1
-                    if subRequests[index].method == .get {
-                        while end < subRequests.count, subRequests[end].method == .get { end += 1 }
-                    }
-                    let run = Array(subRequests[index..<end])
-                    let subContext = context
-                    let answered: [[UInt8]]
-                    if run.count > 1 {
-                        answered = try await store.withReadSnapshot {
-                            var out: [[UInt8]] = []
-                            for sub in run { out.append(try await self.answer(sub, authorization: authorization, context: subContext)) }
-                            return out
+        group.resource(
+            "group",
+            [
+                .post: { request, context in
+                    let subRequests = try Self.parse(try await HTTPBodies.json(request, limit: bodyMaxBytes), maxRequests: maxRequests)
+                    let authorization = request.headers[.authorization]
+                    var answers: [[UInt8]] = []
+                    var index = 0
+                    while index < subRequests.count {
+                        // A run of reads shares one snapshot; each write runs alone, so later reads see it.
+                        var end = index + 1
+                        if subRequests[index].method == .get {
+                            while end < subRequests.count, subRequests[end].method == .get { end += 1 }
                         }
-                    } else {
-                        answered = [try await answer(run[0], authorization: authorization, context: subContext)]
+                        let run = Array(subRequests[index..<end])
+                        let subContext = context
+                        let answered: [[UInt8]]
+                        if run.count > 1 {
+                            answered = try await store.withReadSnapshot {
+                                var out: [[UInt8]] = []
+                                for sub in run { out.append(try await self.answer(sub, authorization: authorization, context: subContext)) }
+                                return out
+                            }
+                        } else {
+                            answered = [try await answer(run[0], authorization: authorization, context: subContext)]
+                        }
+                        answers += answered
+                        index = end
                     }
-                    answers += answered
-                    index = end
+                    var writer = JSONWriter(capacity: answers.reduce(32) { $0 + $1.count + 1 })
+                    writer.raw("{\"responses\":[")
+                    for (n, answer) in answers.enumerated() {
+                        if n > 0 { writer.raw(",") }
+                        writer.raw(bytes: answer)
+                    }
+                    writer.raw("]}")
+                    return HTTPBodies.response(json: writer.bytes)
                 }
-                var writer = JSONWriter(capacity: answers.reduce(32) { $0 + $1.count + 1 })
-                writer.raw("{\"responses\":[")
-                for (n, answer) in answers.enumerated() {
-                    if n > 0 { writer.raw(",") }
-                    writer.raw(bytes: answer)
-                }
-                writer.raw("]}")
-                return HTTPBodies.response(json: writer.bytes)
-            }
-        ])
+            ])
     }
 
     /// Checks the envelope: 400 `invalid_group` for the whole group when it is not a list of 1 to `maxRequests`

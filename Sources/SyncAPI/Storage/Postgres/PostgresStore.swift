@@ -314,32 +314,32 @@ public struct PostgresStore: SyncStore {
 
     /// One statement: the counter and the rows come from the same snapshot.
     private func deltaRows(conn: PostgresConnection, familyID: String, collections: [String], since: Int64?) async throws -> Delta {
-            let after = since ?? 0
-            let includeDeleted = since != nil
-            let rows = try await conn.query(
-                """
-                SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
-                FROM families f
-                LEFT JOIN items i ON i.family_id = f.id AND i.collection = ANY(\(collections)) AND i.parent_id = ''
-                  AND i.version > \(after) AND (\(includeDeleted) OR NOT i.deleted)
-                WHERE f.id = \(familyID)
-                ORDER BY i.version
-                """, logger: logger)
-            var version: Int64?
-            var horizon: Int64 = 0
-            var items: [String: [StoredItem]] = [:]
-            for try await (fv, fh, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in rows.decode(
-                (Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, Int64?, String?).self)
-            {
-                version = fv
-                horizon = fh
-                if let collection, let id, let iv, let deleted {
-                    items[collection, default: []].append(
-                        StoredItem(id: id, version: iv, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag))
-                }
+        let after = since ?? 0
+        let includeDeleted = since != nil
+        let rows = try await conn.query(
+            """
+            SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+            FROM families f
+            LEFT JOIN items i ON i.family_id = f.id AND i.collection = ANY(\(collections)) AND i.parent_id = ''
+              AND i.version > \(after) AND (\(includeDeleted) OR NOT i.deleted)
+            WHERE f.id = \(familyID)
+            ORDER BY i.version
+            """, logger: logger)
+        var version: Int64?
+        var horizon: Int64 = 0
+        var items: [String: [StoredItem]] = [:]
+        for try await (fv, fh, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in rows.decode(
+            (Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, Int64?, String?).self)
+        {
+            version = fv
+            horizon = fh
+            if let collection, let id, let iv, let deleted {
+                items[collection, default: []].append(
+                    StoredItem(id: id, version: iv, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag))
             }
-            guard let version else { throw SyncError.unauthorized }
-            return Delta(version: version, horizon: horizon, rows: items)
+        }
+        guard let version else { throw SyncError.unauthorized }
+        return Delta(version: version, horizon: horizon, rows: items)
     }
 
     // MARK: Pages
