@@ -43,6 +43,8 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @Flag(help: "Turn off POST /signup.") var disableSignup = false
     @Option(help: "bcrypt cost of password hashes (4–31).") var bcryptCost: UInt8 = 12
+    @Option(help: "Largest request body, in bytes (a group's whole body).") var bodyMaxBytes = 1 << 20
+    @Option(help: "Most sub-requests in one POST /group.") var groupMaxRequests = 20
 
     func run() async throws {
         var configuration = AppConfiguration()
@@ -51,7 +53,11 @@ struct Serve: AsyncParsableCommand {
         configuration.database = try database.url()
         configuration.accounts.signupEnabled = !disableSignup && ProcessInfo.processInfo.environment["SYNCAPI_SIGNUP"] != "false"
         configuration.bcryptCost = bcryptCost
+        configuration.bodyMaxBytes = bodyMaxBytes
+        configuration.groupMaxRequests = groupMaxRequests
         guard (4...31).contains(bcryptCost) else { throw ValidationError("--bcrypt-cost must be 4 to 31") }
+        guard bodyMaxBytes >= 1024 else { throw ValidationError("--body-max-bytes must be at least 1024") }
+        guard groupMaxRequests >= 1 else { throw ValidationError("--group-max-requests must be at least 1") }
         var logger = Logger(label: "syncapi")
         logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
         do {

@@ -104,3 +104,23 @@ struct EngineUnitTests {
         }
     }
 }
+
+/// `--database` URLs: what parses, and the one-line errors of what does not.
+@Suite("Database URLs")
+struct DatabaseURLTests {
+    @Test("valid URLs")
+    func valid() throws {
+        #expect(try DatabaseURL(parsing: "sqlite:data/syncapi.sqlite") == .sqlite(path: "data/syncapi.sqlite"))
+        #expect(
+            try DatabaseURL(parsing: "postgres://me:p%40ss@db.example:6543/sync?sslmode=require")
+                == .postgres(host: "db.example", port: 6543, username: "me", password: "p@ss", database: "sync", requireTLS: true))
+        #expect(try DatabaseURL(parsing: "postgresql://me@localhost/sync").description == "postgres://me@localhost:5432/sync")
+    }
+
+    @Test(
+        "invalid URLs give a message, not a crash",
+        arguments: ["mysql://x", "sqlite:", "postgres://me@host", "postgres://host/db", "x", "postgres://me@host/db?sslmode=maybe"])
+    func invalid(text: String) {
+        #expect(throws: DatabaseURLError.self) { try DatabaseURL(parsing: text) }
+    }
+}

@@ -11,10 +11,13 @@ public struct PostgresStore: SyncStore {
     /// The pooled client; it must run in the application's service group (`client.run()`).
     public let client: PostgresClient
     let logger: Logger
+    /// How long a call may wait for the database (mostly for a pooled connection) before answering 503.
+    let deadline: Duration
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: PostgresClient, logger: Logger, deadline: Duration = .seconds(10)) {
         self.client = client
         self.logger = logger
+        self.deadline = deadline
     }
 
     /// The connection, inside a REPEATABLE READ transaction, that `withReadSnapshot` pinned for the current task.
@@ -493,9 +496,6 @@ public struct PostgresStore: SyncStore {
         }
     }
 
-    /// How long a call may wait for the database (mostly for a pooled connection) before answering 503.
-    static let deadline = Duration.seconds(10)
-
     /// Maps lost connections, and calls that wait past the deadline, to 503 `unavailable`; domain errors pass
     /// through; the rest is logged and rethrown.
     @discardableResult
@@ -503,8 +503,9 @@ public struct PostgresStore: SyncStore {
         do {
             return try await withThrowingTaskGroup(of: T?.self) { group in
                 group.addTask { try await body() }
+                let deadline = self.deadline
                 group.addTask {
-                    try await Task.sleep(for: Self.deadline)
+                    try await Task.sleep(for: deadline)
                     return nil
                 }
                 defer { group.cancelAll() }
@@ -512,7 +513,7 @@ public struct PostgresStore: SyncStore {
                 return value
             }
         } catch let error as SyncError {
-            if error == .unavailable { logger.warning("database did not answer within \(Self.deadline)") }
+            if error == .unavailable { logger.warning("database did not answer within \(deadline)") }
             throw error
         } catch let error as PSQLError {
             if error.serverInfo == nil {

@@ -1,0 +1,32 @@
+import HTTPTypes
+import Handlers
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import PostgresNIO
+import SyncAPI
+import Testing
+
+/// While the database is unreachable the server answers 503 `unavailable` with `Retry-After`, never a 500.
+@Suite("Database unreachable")
+struct UnavailableTests {
+    @Test("ready and data routes answer 503 unavailable")
+    func unreachable() async throws {
+        let client = PostgresClient(
+            configuration: .init(host: "127.0.0.1", port: 1, username: "nobody", password: nil, database: "none", tls: .disable),
+            backgroundLogger: Logger(label: "test"))
+        let store = PostgresStore(client: client, logger: Logger(label: "test"), deadline: .seconds(1))
+        var app = Application(router: buildRouter(store: store, configuration: AppConfiguration()))
+        app.addServices(client)
+        try await app.test(.router) { client in
+            for path in ["/ready", "/api/v1/ctcsync"] {
+                let response = try await client.execute(uri: path, method: .get, headers: [.authorization: "Bearer abc"])
+                #expect(response.status == .serviceUnavailable, "\(path)")
+                #expect(response.headers[.retryAfter] == "5")
+                let problem = try JSONParser.parse(response.body.readableBytesView)
+                #expect(problem["code"] == .string("unavailable"))
+            }
+            #expect(try await client.execute(uri: "/health", method: .get).status == .ok)
+        }
+    }
+}
