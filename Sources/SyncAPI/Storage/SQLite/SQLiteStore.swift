@@ -18,7 +18,7 @@ public struct SQLiteStore: SyncStore {
         configuration.busyMode = .timeout(10)
         configuration.foreignKeysEnabled = true
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            try db.executeCached(sql: "PRAGMA synchronous = NORMAL")
         }
         self.pool = try DatabasePool(path: path, configuration: configuration)
     }
@@ -44,7 +44,7 @@ public struct SQLiteStore: SyncStore {
         }
         try migrator.migrate(pool)
         try await pool.write { db in
-            try db.execute(
+            try db.executeCached(
                 sql: "INSERT INTO syncapi_meta (key, value) VALUES ('database_id', ?) ON CONFLICT (key) DO NOTHING",
                 arguments: [DatabaseIdentity.random()])
         }
@@ -52,7 +52,7 @@ public struct SQLiteStore: SyncStore {
 
     public func databaseID() async throws -> String {
         try await reader.read { db in
-            guard let id = try String.fetchOne(db, sql: "SELECT value FROM syncapi_meta WHERE key = 'database_id'") else {
+            guard let id = try String.fetchOne(cached: db, sql: "SELECT value FROM syncapi_meta WHERE key = 'database_id'") else {
                 throw SyncError.unavailable
             }
             return id
@@ -60,14 +60,14 @@ public struct SQLiteStore: SyncStore {
     }
 
     public func ping() async throws {
-        _ = try await reader.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+        _ = try await reader.read { db in try Int64.fetchOne(cached: db, sql: "SELECT 1") }
     }
 
     // MARK: Accounts
 
     public func createFamily(id: String, name: String, familyBody: String, account: NewAccount, nowMs: Int64) async throws {
         try await pool.write { db in
-            try db.execute(
+            try db.executeCached(
                 sql: "INSERT INTO families (id, name, version, created_ms) VALUES (?, ?, 0, ?)", arguments: [id, name, nowMs])
             let version = try Self.insertAccount(account, familyID: id, nowMs: nowMs, db: db)
             try Self.storeRow(
@@ -78,7 +78,7 @@ public struct SQLiteStore: SyncStore {
 
     public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64) async throws {
         try await pool.write { db in
-            guard try Int64.fetchOne(db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID]) != nil else {
+            guard try Int64.fetchOne(cached: db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID]) != nil else {
                 throw SyncError.unauthorized
             }
             try Self.insertAccount(account, familyID: familyID, nowMs: nowMs, db: db)
@@ -89,7 +89,7 @@ public struct SQLiteStore: SyncStore {
     @discardableResult
     private static func insertAccount(_ account: NewAccount, familyID: String, nowMs: Int64, db: Database) throws -> Int64 {
         do {
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     INSERT INTO accounts (id, family_id, username, username_key, display_name, password_hash, created_ms)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -111,14 +111,14 @@ public struct SQLiteStore: SyncStore {
     public func credentials(usernameKey: String) async throws -> AccountCredentials? {
         try await reader.read { db in
             try Row.fetchOne(
-                db, sql: "SELECT id, family_id, password_hash FROM accounts WHERE username_key = ?", arguments: [usernameKey]
+                cached: db, sql: "SELECT id, family_id, password_hash FROM accounts WHERE username_key = ?", arguments: [usernameKey]
             ).map { AccountCredentials(accountID: $0[0], familyID: $0[1], passwordHash: $0[2]) }
         }
     }
 
     public func insertToken(hash: String, session: Session, expiresMs: Int64) async throws {
         try await pool.write { db in
-            try db.execute(
+            try db.executeCached(
                 sql: "INSERT INTO tokens (hash, account_id, family_id, expires_ms) VALUES (?, ?, ?, ?)",
                 arguments: [hash, session.accountID, session.familyID, expiresMs])
         }
@@ -127,20 +127,20 @@ public struct SQLiteStore: SyncStore {
     public func session(tokenHash: String, nowMs: Int64) async throws -> Session? {
         try await reader.read { db in
             try Row.fetchOne(
-                db, sql: "SELECT account_id, family_id FROM tokens WHERE hash = ? AND expires_ms > ?",
+                cached: db, sql: "SELECT account_id, family_id FROM tokens WHERE hash = ? AND expires_ms > ?",
                 arguments: [tokenHash, nowMs]
             ).map { Session(accountID: $0[0], familyID: $0[1]) }
         }
     }
 
     public func deleteToken(hash: String) async throws {
-        try await pool.write { db in try db.execute(sql: "DELETE FROM tokens WHERE hash = ?", arguments: [hash]) }
+        try await pool.write { db in try db.executeCached(sql: "DELETE FROM tokens WHERE hash = ?", arguments: [hash]) }
     }
 
     public func failedLogins(usernameKey: String) async throws -> (count: Int, windowStartMs: Int64)? {
         let row: (Int64, Int64)? = try await reader.read { db in
             try Row.fetchOne(
-                db, sql: "SELECT failures, window_start_ms FROM login_failures WHERE username_key = ?", arguments: [usernameKey]
+                cached: db, sql: "SELECT failures, window_start_ms FROM login_failures WHERE username_key = ?", arguments: [usernameKey]
             ).map { ($0[0], $0[1]) }
         }
         return row.map { (Int($0.0), $0.1) }
@@ -149,7 +149,7 @@ public struct SQLiteStore: SyncStore {
     public func recordFailedLogin(usernameKey: String, nowMs: Int64, windowMs: Int64) async throws {
         let windowOpen = nowMs - windowMs
         try await pool.write { db in
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     INSERT INTO login_failures (username_key, failures, window_start_ms) VALUES (?1, 1, ?2)
                     ON CONFLICT (username_key) DO UPDATE SET
@@ -161,7 +161,7 @@ public struct SQLiteStore: SyncStore {
 
     public func clearFailedLogins(usernameKey: String) async throws {
         try await pool.write { db in
-            try db.execute(sql: "DELETE FROM login_failures WHERE username_key = ?", arguments: [usernameKey])
+            try db.executeCached(sql: "DELETE FROM login_failures WHERE username_key = ?", arguments: [usernameKey])
         }
     }
 
@@ -179,8 +179,7 @@ public struct SQLiteStore: SyncStore {
 
     private static func fetchItem(familyID: String, key: ItemKey, db: Database) throws -> StoredItem? {
         try Row.fetchOne(
-            db,
-            sql: "SELECT \(columns) FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND id = ?",
+            cached: db, sql: "SELECT \(columns) FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND id = ?",
             arguments: [familyID, key.collection, key.parentID, key.id]
         ).map(storedItem)
     }
@@ -189,7 +188,7 @@ public struct SQLiteStore: SyncStore {
         familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
     ) async throws -> WriteOutcome {
         try await pool.write { db in
-            guard try Int64.fetchOne(db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID]) != nil else {
+            guard try Int64.fetchOne(cached: db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID]) != nil else {
                 throw SyncError.unauthorized
             }
             let existing = try Self.fetchItem(familyID: familyID, key: key, db: db)
@@ -213,7 +212,7 @@ public struct SQLiteStore: SyncStore {
     private static func bump(familyID: String, db: Database) throws -> Int64 {
         guard
             let version = try Int64.fetchOne(
-                db, sql: "UPDATE families SET version = version + 1 WHERE id = ? RETURNING version", arguments: [familyID])
+                cached: db, sql: "UPDATE families SET version = version + 1 WHERE id = ? RETURNING version", arguments: [familyID])
         else { throw SyncError.unauthorized }
         return version
     }
@@ -223,7 +222,7 @@ public struct SQLiteStore: SyncStore {
     private static func storeRow(_ row: RowWrite, familyID: String, version: Int64, nowMs: Int64, db: Database) throws -> StoredItem {
         let key = row.key
         let sortVersion = try Int64.fetchOne(
-            db,
+            cached: db,
             sql: """
                 INSERT INTO items (family_id, collection, parent_id, id, version, deleted, body, modified_ms, sort_ms, sort_version, tag)
                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?5, ?10)
@@ -238,7 +237,7 @@ public struct SQLiteStore: SyncStore {
                 row.sortMoved,
             ])
         if let children = row.deleteChildren {
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     UPDATE items SET deleted = 1, body = NULL, version = ?, modified_ms = ?
                     WHERE family_id = ? AND collection = ? AND parent_id = ? AND NOT deleted
@@ -254,13 +253,12 @@ public struct SQLiteStore: SyncStore {
         try await reader.read { db in
             // One read transaction: the counter and the rows come from the same snapshot.
             guard
-                let family = try Row.fetchOne(
-                    db, sql: "SELECT version, horizon FROM families WHERE id = ?", arguments: [familyID])
+                let family = try Row.fetchOne(cached: db, sql: "SELECT version, horizon FROM families WHERE id = ?", arguments: [familyID])
             else { throw SyncError.unauthorized }
             var rows: [String: [StoredItem]] = [:]
             for collection in collections {
                 rows[collection] = try Row.fetchAll(
-                    db,
+                    cached: db,
                     sql: """
                         SELECT \(Self.columns) FROM items
                         WHERE family_id = ? AND collection = ? AND parent_id = '' AND version > ? AND (? OR NOT deleted)
@@ -296,7 +294,7 @@ public struct SQLiteStore: SyncStore {
         var out: [String: [StoredItem]] = [:]
         for parent in parents where out[parent.id] == nil {
             out[parent.id] = try Row.fetchAll(
-                db,
+                cached: db,
                 sql: """
                     SELECT \(columns) FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND NOT deleted
                     ORDER BY sort_ms DESC, id DESC LIMIT ?
@@ -309,7 +307,7 @@ public struct SQLiteStore: SyncStore {
 
     public func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
         try await reader.read { db in
-            guard let family = try Row.fetchOne(db, sql: "SELECT version, horizon FROM families WHERE id = ?", arguments: [familyID]) else {
+            guard let family = try Row.fetchOne(cached: db, sql: "SELECT version, horizon FROM families WHERE id = ?", arguments: [familyID]) else {
                 throw SyncError.unauthorized
             }
             let list = Self.liveList(query, familyID: familyID)
@@ -324,27 +322,28 @@ public struct SQLiteStore: SyncStore {
                     sql += " AND (sort_ms, id) >= (?, ?)"
                     arguments += [anchor.sortMs, anchor.id]
                 }
-                changed = try Row.fetchAll(db, sql: sql + Self.order + " LIMIT ?", arguments: arguments + [query.limit + 1]).map(Self.storedItem)
+                changed = try Row.fetchAll(cached: db, sql: sql + Self.order + " LIMIT ?", arguments: arguments + [query.limit + 1]).map(
+                    Self.storedItem)
             }
             let top = try Row.fetchAll(
-                db, sql: "SELECT \(Self.columns) " + list.sql + Self.order + " LIMIT ?", arguments: list.arguments + [query.limit + 1]
+                cached: db, sql: "SELECT \(Self.columns) " + list.sql + Self.order + " LIMIT ?", arguments: list.arguments + [query.limit + 1]
             ).map(Self.storedItem)
             var belowAnchor = false
             if let anchor {
                 belowAnchor =
                     try Row.fetchOne(
-                        db, sql: "SELECT 1 " + list.sql + " AND (sort_ms, id) < (?, ?) LIMIT 1",
+                        cached: db, sql: "SELECT 1 " + list.sql + " AND (sort_ms, id) < (?, ?) LIMIT 1",
                         arguments: list.arguments + [anchor.sortMs, anchor.id])
                     != nil
             }
             let bottom = try Row.fetchOne(
-                db, sql: "SELECT \(Self.columns) " + list.sql + " ORDER BY sort_ms ASC, id ASC LIMIT 1", arguments: list.arguments
+                cached: db, sql: "SELECT \(Self.columns) " + list.sql + " ORDER BY sort_ms ASC, id ASC LIMIT 1", arguments: list.arguments
             ).map(Self.storedItem)
             let deleted: [String] =
                 since == nil
                 ? []
                 : try String.fetchAll(
-                    db,
+                    cached: db,
                     sql: "SELECT id FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND deleted AND version > ? ORDER BY version",
                     arguments: [familyID, query.collection, query.parentID, since])
             return PageSyncRows(
@@ -365,8 +364,42 @@ public struct SQLiteStore: SyncStore {
                 sql += " AND (sort_ms, id) < (?, ?)"
                 arguments += [anchor.sortMs, anchor.id]
             }
-            let items = try Row.fetchAll(db, sql: sql + Self.order + " LIMIT ?", arguments: arguments + [query.limit + 1]).map(Self.storedItem)
+            let items = try Row.fetchAll(cached: db, sql: sql + Self.order + " LIMIT ?", arguments: arguments + [query.limit + 1]).map(
+                Self.storedItem)
             return PageRows(items: items, children: try Self.children(query, familyID: familyID, of: items, db: db))
         }
+    }
+}
+
+/// Prepared statements cached per connection: SQLite parses each distinct SQL text once, not at every call.
+extension Database {
+    func executeCached(sql: String, arguments: StatementArguments = []) throws {
+        try cachedStatement(sql: sql).execute(arguments: arguments)
+    }
+}
+
+extension Row {
+    static func fetchAll(cached db: Database, sql: String, arguments: StatementArguments = []) throws -> [Row] {
+        try fetchAll(db.cachedStatement(sql: sql), arguments: arguments)
+    }
+
+    static func fetchOne(cached db: Database, sql: String, arguments: StatementArguments = []) throws -> Row? {
+        try fetchOne(db.cachedStatement(sql: sql), arguments: arguments)
+    }
+}
+
+extension Int64 {
+    static func fetchOne(cached db: Database, sql: String, arguments: StatementArguments = []) throws -> Int64? {
+        try fetchOne(db.cachedStatement(sql: sql), arguments: arguments)
+    }
+}
+
+extension String {
+    static func fetchOne(cached db: Database, sql: String, arguments: StatementArguments = []) throws -> String? {
+        try fetchOne(db.cachedStatement(sql: sql), arguments: arguments)
+    }
+
+    static func fetchAll(cached db: Database, sql: String, arguments: StatementArguments = []) throws -> [String] {
+        try fetchAll(db.cachedStatement(sql: sql), arguments: arguments)
     }
 }
