@@ -15,6 +15,7 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
         configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: "SyncAPI"),
         logger: logger)
     if let client = opened.postgresClient { app.addServices(client) }
+    app.addServices(TombstonePurger(store: opened.store, retentionSeconds: configuration.tombstoneRetentionSeconds, logger: logger))
     app.beforeServerStarts {
         try await opened.store.migrate()
         logger.info("database ready", metadata: ["database": "\(configuration.database)"])

@@ -10,7 +10,7 @@ import SyncAPI
 struct SyncAPICommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "syncapi", abstract: "Delta-sync API server for offline-first mobile apps.",
-        subcommands: [Serve.self, Migrate.self], defaultSubcommand: Serve.self)
+        subcommands: [Serve.self, Migrate.self, Purge.self], defaultSubcommand: Serve.self)
 }
 
 /// Options shared by every command that opens the database.
@@ -96,6 +96,37 @@ struct Migrate: AsyncParsableCommand {
             fail(error.description)
         } catch {
             fail("migration of \(url) failed: \(error)")
+        }
+    }
+}
+
+struct Purge: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Delete tombstones older than the retention now (serve also does it every hour), then exit.")
+
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "Keep tombstones this many seconds (dates of sync older than that answer sync: false).")
+    var retentionSeconds = 30 * 86_400
+
+    func run() async throws {
+        let url = try database.url()
+        var logger = Logger(label: "syncapi")
+        logger.logLevel = .warning
+        do {
+            let opened = try OpenedStore.open(url, logger: logger)
+            let purged = try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await opened.runClient() }
+                defer { group.cancelAll() }
+                try await opened.store.migrate()
+                return try await TombstonePurger(store: opened.store, retentionSeconds: retentionSeconds, logger: logger).purgeOnce()
+            }
+            print("syncapi: purged \(purged) tombstones from \(url)")
+        } catch let error as SyncError where error.code == "unavailable" {
+            fail("cannot reach the database \(url)")
+        } catch let error as DatabaseURLError {
+            fail(error.description)
+        } catch {
+            fail("purge of \(url) failed: \(error)")
         }
     }
 }

@@ -183,4 +183,36 @@ struct StoreConformanceTests {
             #expect(try await store.item(familyID: family, key: ItemKey(collection: "contacts", id: "a")) == nil)
         }
     }
+
+    @Test("purging old tombstones raises the horizon past them; newer ones stay", arguments: Backend.allCases)
+    func purge(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let family = try await Self.family(store)
+            let other = try await Self.family(store, "bob")
+            _ = try await Self.put(store, family, "a", "{\"id\":\"a\"}")
+            _ = try await Self.put(store, family, "b", "{\"id\":\"b\"}")
+            let before = try await store.delta(familyID: family, collections: ["contacts"], since: nil).version
+            let gone = try await Self.delete(store, family, "a")  // modified_ms 3000
+            _ = try await store.write(familyID: family, key: ItemKey(collection: "contacts", id: "b"), parent: nil, nowMs: 9000) { _ in
+                .write([RowWrite(key: ItemKey(collection: "contacts", id: "b"), body: nil)])
+            }
+            #expect(try await store.purgeTombstones(cutoffMs: 5000) == 1)
+            let after = try await store.delta(familyID: family, collections: ["contacts"], since: before)
+            #expect(after.horizon == gone.item?.version)
+            #expect(before < after.horizon, "a date before the purge can no longer be answered exactly")
+            #expect(after.contacts.map(\.id) == ["b"], "the newer tombstone stays")
+            #expect(try await store.item(familyID: family, key: ItemKey(collection: "contacts", id: "a")) == nil)
+            #expect(try await store.delta(familyID: other, collections: ["contacts"], since: nil).horizon == 0)
+            #expect(try await store.purgeTombstones(cutoffMs: 5000) == 0)
+            // The engine answers such a date with a full list.
+            let engine = SyncEngine(store: store)
+            let session = Session(accountID: "x", familyID: family)
+            let old = SyncToken(databaseID: try await store.databaseID(), familyID: family, version: before).string
+            let answer = try JSONParser.parse(try await engine.fullListSync(session, Collections.contacts, date: old, ifNoneMatch: nil).body)
+            #expect(answer["sync"] == .bool(false))
+            let current = SyncToken(databaseID: try await store.databaseID(), familyID: family, version: after.horizon).string
+            let exact = try JSONParser.parse(try await engine.fullListSync(session, Collections.contacts, date: current, ifNoneMatch: nil).body)
+            #expect(exact["sync"] == .bool(true) && exact["deleted"] == .array([.string("b")]))
+        }
+    }
 }

@@ -260,6 +260,9 @@ public protocol SyncStore: Sendable {
     func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows
     /// The live items below `query.anchorID` with their children; nil when the anchor never existed.
     func page(familyID: String, query: PageQuery) async throws -> PageRows?
+    /// Deletes tombstones last changed before `cutoffMs` and raises each affected family's horizon to the newest
+    /// version purged, so that an older date of sync answers `sync: false` (protocol §8). Returns how many went.
+    func purgeTombstones(cutoffMs: Int64) async throws -> Int
     /// Runs `body` with every read of this store (in this task and its child tasks) answered from one snapshot of
     /// the database, so that several answers are consistent with each other (protocol §6). Writes are not affected.
     func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T

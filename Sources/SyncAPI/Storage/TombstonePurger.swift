@@ -1,0 +1,40 @@
+import Logging
+import ServiceLifecycle
+
+/// Purges tombstones older than the retention at a fixed interval (protocol §8), as a service of the application's
+/// service group, stopping on graceful shutdown.
+public struct TombstonePurger: Service {
+    let store: any SyncStore
+    let retentionSeconds: Int
+    let interval: Duration
+    let logger: Logger
+
+    public init(store: any SyncStore, retentionSeconds: Int, interval: Duration = .seconds(3600), logger: Logger) {
+        self.store = store
+        self.retentionSeconds = retentionSeconds
+        self.interval = interval
+        self.logger = logger
+    }
+
+    /// One purge: tombstones last changed more than the retention ago.
+    public func purgeOnce(nowMs: Int64 = WallClock.nowMs()) async throws -> Int {
+        try await store.purgeTombstones(cutoffMs: nowMs - Int64(retentionSeconds) * 1000)
+    }
+
+    /// Waits an interval (the schema is migrated meanwhile), purges, and again, until graceful shutdown.
+    public func run() async throws {
+        while true {
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            } catch {
+                return
+            }
+            do {
+                let purged = try await purgeOnce()
+                if purged > 0 { logger.info("purged tombstones", metadata: ["count": "\(purged)"]) }
+            } catch {
+                logger.warning("tombstone purge failed; will retry", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+}
