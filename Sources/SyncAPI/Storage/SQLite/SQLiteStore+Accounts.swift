@@ -1,0 +1,106 @@
+import Foundation
+import GRDB
+
+/// Families, accounts, tokens and login throttling in SQLite.
+extension SQLiteStore {
+
+    public func createFamily(id: String, name: String, familyBody: String, account: NewAccount, nowMs: Int64) async throws {
+        try await pool.write { db in
+            try db.executeCached(
+                sql: "INSERT INTO families (id, name, version, created_ms) VALUES (?, ?, 0, ?)", arguments: [id, name, nowMs])
+            let version = try Self.insertAccount(account, familyID: id, nowMs: nowMs, db: db)
+            try Self.storeRow(
+                RowWrite(key: ItemKey(collection: Collections.family.name, id: id), body: familyBody), familyID: id, version: version,
+                nowMs: nowMs, db: db)
+        }
+    }
+
+    public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64) async throws {
+        try await pool.write { db in
+            guard try Int64.fetchOne(cached: db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID]) != nil else {
+                throw SyncError.unauthorized
+            }
+            try Self.insertAccount(account, familyID: familyID, nowMs: nowMs, db: db)
+        }
+    }
+
+    /// Inserts the account, its public profile and its default settings at a new version, which it returns.
+    @discardableResult
+    static func insertAccount(_ account: NewAccount, familyID: String, nowMs: Int64, db: Database) throws -> Int64 {
+        do {
+            try db.executeCached(
+                sql: """
+                    INSERT INTO accounts (id, family_id, username, username_key, display_name, password_hash, created_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    account.id, familyID, account.username, account.username.lowercased(), account.displayName,
+                    account.passwordHash, nowMs,
+                ])
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+            throw SyncError.usernameTaken
+        }
+        let version = try bump(familyID: familyID, db: db)
+        for row in account.rows {
+            try storeRow(row, familyID: familyID, version: version, nowMs: nowMs, db: db)
+        }
+        return version
+    }
+
+    public func credentials(usernameKey: String) async throws -> AccountCredentials? {
+        try await reader.read { db in
+            try Row.fetchOne(
+                cached: db, sql: "SELECT id, family_id, password_hash FROM accounts WHERE username_key = ?", arguments: [usernameKey]
+            ).map { AccountCredentials(accountID: $0[0], familyID: $0[1], passwordHash: $0[2]) }
+        }
+    }
+
+    public func insertToken(hash: String, session: Session, expiresMs: Int64) async throws {
+        try await pool.write { db in
+            try db.executeCached(
+                sql: "INSERT INTO tokens (hash, account_id, family_id, expires_ms) VALUES (?, ?, ?, ?)",
+                arguments: [hash, session.accountID, session.familyID, expiresMs])
+        }
+    }
+
+    public func session(tokenHash: String, nowMs: Int64) async throws -> Session? {
+        try await reader.read { db in
+            try Row.fetchOne(
+                cached: db, sql: "SELECT account_id, family_id FROM tokens WHERE hash = ? AND expires_ms > ?",
+                arguments: [tokenHash, nowMs]
+            ).map { Session(accountID: $0[0], familyID: $0[1]) }
+        }
+    }
+
+    public func deleteToken(hash: String) async throws {
+        try await pool.write { db in try db.executeCached(sql: "DELETE FROM tokens WHERE hash = ?", arguments: [hash]) }
+    }
+
+    public func failedLogins(usernameKey: String) async throws -> (count: Int, windowStartMs: Int64)? {
+        let row: (Int64, Int64)? = try await reader.read { db in
+            try Row.fetchOne(
+                cached: db, sql: "SELECT failures, window_start_ms FROM login_failures WHERE username_key = ?", arguments: [usernameKey]
+            ).map { ($0[0], $0[1]) }
+        }
+        return row.map { (Int($0.0), $0.1) }
+    }
+
+    public func recordFailedLogin(usernameKey: String, nowMs: Int64, windowMs: Int64) async throws {
+        let windowOpen = nowMs - windowMs
+        try await pool.write { db in
+            try db.executeCached(
+                sql: """
+                    INSERT INTO login_failures (username_key, failures, window_start_ms) VALUES (?1, 1, ?2)
+                    ON CONFLICT (username_key) DO UPDATE SET
+                      failures = CASE WHEN window_start_ms <= ?3 THEN 1 ELSE failures + 1 END,
+                      window_start_ms = CASE WHEN window_start_ms <= ?3 THEN ?2 ELSE window_start_ms END
+                    """, arguments: [usernameKey, nowMs, windowOpen])
+        }
+    }
+
+    public func clearFailedLogins(usernameKey: String) async throws {
+        try await pool.write { db in
+            try db.executeCached(sql: "DELETE FROM login_failures WHERE username_key = ?", arguments: [usernameKey])
+        }
+    }
+}

@@ -1,0 +1,154 @@
+/// Where an item lives: its collection, its parent (empty for top-level items) and its id, inside one family.
+public struct ItemKey: Sendable, Hashable {
+    public let collection: String
+    public let parentID: String
+    public let id: String
+
+    public init(collection: String, parentID: String = "", id: String) {
+        self.collection = collection
+        self.parentID = parentID
+        self.id = id
+    }
+}
+
+/// One stored item row: live with its canonical JSON, or a tombstone.
+public struct StoredItem: Sendable, Equatable {
+    public let id: String
+    /// The family change counter value at this row's last change.
+    public let version: Int64
+    public let deleted: Bool
+    /// The canonical JSON of the item as clients receive it; nil for a tombstone.
+    public let body: String?
+    /// Sort key of paginated and child items (ms), kept by tombstones.
+    public let sortMs: Int64?
+    /// The version at which the sort key last moved.
+    public let sortVersion: Int64?
+    /// Filter value (a wall post's type).
+    public let tag: String?
+
+    public init(
+        id: String, version: Int64, deleted: Bool, body: String?, sortMs: Int64? = nil, sortVersion: Int64? = nil, tag: String? = nil
+    ) {
+        self.id = id
+        self.version = version
+        self.deleted = deleted
+        self.body = body
+        self.sortMs = sortMs
+        self.sortVersion = sortVersion
+        self.tag = tag
+    }
+
+    /// The row when live, nil for a tombstone.
+    public var live: StoredItem? { deleted ? nil : self }
+}
+
+/// One row a write stores, at the write's version.
+public struct RowWrite: Sendable {
+    public var key: ItemKey
+    /// Canonical JSON; nil makes a tombstone.
+    public var body: String?
+    public var sortMs: Int64?
+    /// True when the sort key moved (or the row is new): its sort version becomes the write's version.
+    public var sortMoved: Bool
+    public var tag: String?
+    /// Tombstone every live child of this collection under the row (deleting a thread deletes its messages).
+    public var deleteChildren: String?
+
+    public init(
+        key: ItemKey, body: String?, sortMs: Int64? = nil, sortMoved: Bool = false, tag: String? = nil, deleteChildren: String? = nil
+    ) {
+        self.key = key
+        self.body = body
+        self.sortMs = sortMs
+        self.sortMoved = sortMoved
+        self.tag = tag
+        self.deleteChildren = deleteChildren
+    }
+}
+
+/// What a write decided to do with the rows it read under the family lock.
+public enum WritePlan: Sendable {
+    /// Nothing changes (identical PUT, delete of a missing item); no version is used.
+    case unchanged
+    /// Store these rows, all at one new version of the family counter.
+    case write([RowWrite])
+}
+
+/// The rows a write's plan decides from, read under the family lock.
+public struct WriteContext: Sendable {
+    /// The target row (live or tombstone), if any.
+    public let existing: StoredItem?
+    /// The parent row of a child item (live or tombstone), if any.
+    public let parent: StoredItem?
+}
+
+/// The result of a write: the row as it now stands, and whether the family's data moved.
+public struct WriteOutcome: Sendable {
+    public let item: StoredItem?
+    public let changed: Bool
+}
+
+/// The rows of some collections changed after a version, read in one snapshot with the family's counter.
+public struct Delta: Sendable {
+    /// The family change counter in that snapshot: the position the answer brings the client to.
+    public let version: Int64
+    /// Tombstones at or below this version have been purged: an older position cannot be answered exactly.
+    public let horizon: Int64
+    /// Changed rows (live items and tombstones) by collection, oldest change first.
+    public let rows: [String: [StoredItem]]
+
+    public init(version: Int64, horizon: Int64, rows: [String: [StoredItem]]) {
+        self.version = version
+        self.horizon = horizon
+        self.rows = rows
+    }
+}
+
+/// A new account to store, password already hashed.
+public struct NewAccount: Sendable {
+    public let id: String
+    public let username: String
+    public let displayName: String
+    public let passwordHash: String
+    /// The account's public profile, as `familysync` sends it.
+    public let profileBody: String
+    /// The account's settings until its first `PUT /settings`.
+    public let settingsBody: String
+
+    public init(id: String, username: String, displayName: String, passwordHash: String, profileBody: String, settingsBody: String) {
+        self.id = id
+        self.username = username
+        self.displayName = displayName
+        self.passwordHash = passwordHash
+        self.profileBody = profileBody
+        self.settingsBody = settingsBody
+    }
+}
+
+extension NewAccount {
+    /// The item rows an account adds to its family: its public profile and its default settings.
+    var rows: [RowWrite] {
+        [
+            RowWrite(key: ItemKey(collection: Collections.accountsKey, id: id), body: profileBody),
+            RowWrite(key: ItemKey(collection: Collections.settings.name, id: id), body: settingsBody),
+        ]
+    }
+}
+
+/// What login needs to check a password.
+public struct AccountCredentials: Sendable {
+    public let accountID: String
+    public let familyID: String
+    public let passwordHash: String
+}
+
+/// An authenticated caller: the account and its family (the tenant every query is scoped to).
+public struct Session: Sendable, Equatable {
+    public let accountID: String
+    public let familyID: String
+
+    public init(accountID: String, familyID: String) {
+        self.accountID = accountID
+        self.familyID = familyID
+    }
+}
