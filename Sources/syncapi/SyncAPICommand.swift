@@ -35,6 +35,7 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
+/// `syncapi serve`: the HTTP server.
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the HTTP server (migrates the database first).")
 
@@ -73,6 +74,7 @@ struct Serve: AsyncParsableCommand {
     }
 }
 
+/// `syncapi migrate`: schema only, for deployments that migrate before rolling out.
 struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Create or upgrade the database schema, then exit.")
 
@@ -100,6 +102,7 @@ struct Migrate: AsyncParsableCommand {
     }
 }
 
+/// `syncapi purge`: tombstone purge on demand.
 struct Purge: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Delete tombstones older than the retention now (serve also does it every hour), then exit.")
