@@ -33,7 +33,10 @@ struct GroupHTTPTests {
         try await TestApp.run(backend) { client in
             let api = try await APIClient.signedUp(client)
             let done = Flag()
+            let started = Flag()
             async let writers: Void = withThrowingTaskGroup(of: Void.self) { group in
+                // Write only once a first group has answered, so that the groups see the data move.
+                while !started.raised.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
                 for writer in 0..<4 {
                     group.addTask {
                         for n in 0..<25 {
@@ -62,8 +65,12 @@ struct GroupHTTPTests {
                 #expect(dates.count == 1, "one group answered several dates: \(dates)")
                 distinctDates.formUnion(dates)
                 groups += 1
+                started.raised.store(true, ordering: .releasing)
             }
             try await writers
+            // One more group after the last write: its date differs from the first group's (before any write).
+            let last = try await Self.group(api, [("c", "GET", "/api/v1/ctcsync"), ("e", "GET", "/api/v1/evtsync")])
+            distinctDates.formUnion(last.values.compactMap { $0["body"]?["date"]?.stringValue })
             #expect(groups >= 5)
             #expect(distinctDates.count > 1, "the writers never moved the date: the test proved nothing")
         }
@@ -89,7 +96,7 @@ struct GroupHTTPTests {
             }()
             var checked = 0
             var eventsSeen = 0
-            while !done.raised.load(ordering: .acquiring) {
+            while !done.raised.load(ordering: .acquiring) || checked < 4 {
                 let answers = try await Self.group(api, [("c", "GET", "/api/v1/ctcsync"), ("e", "GET", "/api/v1/evtsync")])
                 guard case .array(let contacts)? = answers["c"]?["body"]?["updated"],
                     case .array(let events)? = answers["e"]?["body"]?["updated"]
