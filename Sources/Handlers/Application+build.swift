@@ -29,6 +29,7 @@ public func buildRouter(store: any SyncStore, configuration: AppConfiguration) -
     let accounts = AccountService(
         store: store, hasher: BcryptPasswordHasher(cost: configuration.bcryptCost), settings: configuration.accounts)
     let router = Router(context: AppRequestContext.self)
+    router.add(middleware: CompressionMiddleware())
     router.add(middleware: ProblemMiddleware(bodyMaxBytes: configuration.bodyMaxBytes))
     let api = router.group("api/v1")
     OperationsRoutes(store: store, configuration: configuration).add(to: router, api: api)

@@ -1,3 +1,4 @@
+import CompressNIO
 import Foundation
 import HTTPTypes
 import Handlers
@@ -36,6 +37,34 @@ struct LimitsHTTPTests {
             #expect(second.json?["sync"] == .bool(true))
             #expect(second.json?["deleted"] == .array([.string("c1")]))
             #expect(second.json?["updated"] == .array([]))
+        }
+    }
+
+    @Test("answers over 1 KiB are gzipped for clients that accept it; the content is the same")
+    func gzip() async throws {
+        try await TestApp.run(.sqlite) { client in
+            let api = try await APIClient.signedUp(client)
+            for n in 0..<20 { _ = try await api.call(.put, "/api/v1/contacts/c\(n)", body: #"{"firstName":"Contact \#(n)"}"#) }
+            let plain = try await api.call(.get, "/api/v1/ctcsync")
+            #expect(plain.headers[.contentEncoding] == nil && plain.body.utf8.count > 1024)
+            let response = try await client.executeRequest(
+                uri: "/api/v1/ctcsync", method: .get,
+                headers: [.authorization: "Bearer \(api.token ?? "")", .acceptEncoding: "br;q=1.0, gzip;q=0.5"], body: nil)
+            #expect(response.headers[.contentEncoding] == "gzip")
+            #expect(response.headers[.eTag] == plain.headers[.eTag])
+            var compressed = response.body
+            #expect(compressed.readableBytes < plain.body.utf8.count / 2)
+            let inflated = try compressed.decompress(with: .gzip)
+            #expect(String(buffer: inflated) == plain.body)
+            // Small answers, and clients that refuse gzip, get plain bodies.
+            let small = try await client.executeRequest(
+                uri: "/api/v1/contacts/c1", method: .get, headers: [.authorization: "Bearer \(api.token ?? "")", .acceptEncoding: "gzip"],
+                body: nil)
+            #expect(small.headers[.contentEncoding] == nil)
+            let refused = try await client.executeRequest(
+                uri: "/api/v1/ctcsync", method: .get, headers: [.authorization: "Bearer \(api.token ?? "")", .acceptEncoding: "gzip;q=0"],
+                body: nil)
+            #expect(refused.headers[.contentEncoding] == nil)
         }
     }
 
