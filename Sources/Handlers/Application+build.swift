@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import Prometheus
 import SyncAPI
 import Synchronization
 
@@ -29,10 +30,12 @@ public func buildRouter(store: any SyncStore, configuration: AppConfiguration) -
     let accounts = AccountService(
         store: store, hasher: BcryptPasswordHasher(cost: configuration.bcryptCost), settings: configuration.accounts)
     let router = Router(context: AppRequestContext.self)
+    let metrics = PrometheusCollectorRegistry()
+    router.add(middleware: RequestMetricsMiddleware(registry: metrics))
     router.add(middleware: CompressionMiddleware())
     router.add(middleware: ProblemMiddleware(bodyMaxBytes: configuration.bodyMaxBytes))
     let api = router.group("api/v1")
-    OperationsRoutes(store: store, configuration: configuration).add(to: router, api: api)
+    OperationsRoutes(store: store, configuration: configuration, metrics: metrics).add(to: router, api: api)
     let accountRoutes = AccountRoutes(accounts: accounts, bodyMaxBytes: configuration.bodyMaxBytes)
     accountRoutes.addPublic(to: api)
     let authenticated = api.group().add(middleware: AuthMiddleware(accounts: accounts))

@@ -68,6 +68,24 @@ struct LimitsHTTPTests {
         }
     }
 
+    @Test("GET /metrics counts requests by route pattern and status, in Prometheus text")
+    func metrics() async throws {
+        try await TestApp.run(.sqlite) { client in
+            let api = try await APIClient.signedUp(client)
+            _ = try await api.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"A"}"#)
+            _ = try await api.call(.get, "/api/v1/contacts/c1")
+            _ = try await api.call(.get, "/api/v1/contacts/nope")
+            let metrics = try await api.call(.get, "/metrics")
+            #expect(metrics.status == .ok)
+            #expect(metrics.headers[.contentType]?.hasPrefix("text/plain") == true)
+            let text = metrics.body
+            #expect(text.contains(#"syncapi_http_requests_total{method="GET",route="/api/v1/contacts/{id}",status="200"} 1"#))
+            #expect(text.contains(#"syncapi_http_requests_total{method="GET",route="/api/v1/contacts/{id}",status="404"} 1"#))
+            #expect(text.contains("syncapi_http_request_duration_seconds_bucket"))
+            #expect(!text.contains("c1"), "ids must not become label values")
+        }
+    }
+
     @Test("health and readiness", arguments: Backend.allCases)
     func operations(backend: Backend) async throws {
         try await TestApp.run(backend) { client in
