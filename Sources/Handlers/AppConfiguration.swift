@@ -14,6 +14,12 @@ public struct AppConfiguration: Sendable {
     /// How long tombstones are kept before a purge (protocol §8).
     public var tombstoneRetentionSeconds = 30 * 86_400
     public var accounts = AccountService.Settings()
+    /// `GET /changes`: how often a stream checks the family's counter (any instance's writes show up here).
+    public var changesPollInterval = Duration.seconds(1)
+    /// `GET /changes`: a comment line at least this often, so proxies keep the connection.
+    public var changesPingInterval = Duration.seconds(20)
+    /// `GET /changes`: a stream ends after this long; the client reconnects with its last date.
+    public var changesMaxDuration = Duration.seconds(300)
 
     public init() {}
 }

@@ -42,6 +42,7 @@ public func buildRouter(store: any SyncStore, configuration: AppConfiguration) -
     accountRoutes.addAuthenticated(to: authenticated)
     ItemRoutes(engine: engine, bodyMaxBytes: configuration.bodyMaxBytes).add(to: authenticated)
     SyncRoutes(engine: engine).add(to: authenticated)
+    ChangesRoutes(engine: engine, configuration: configuration).add(to: authenticated)
     let responder = ResponderBox()
     GroupRoutes(store: store, bodyMaxBytes: configuration.bodyMaxBytes, maxRequests: configuration.groupMaxRequests, responder: responder)
         .add(to: authenticated)

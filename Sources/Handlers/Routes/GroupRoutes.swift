@@ -137,6 +137,9 @@ struct GroupRoutes {
             throw invalid("A sub-request's path may not contain . or .. segments.")
         }
         guard segments.count < 4 || segments[3] != "group" else { throw invalid("A group cannot contain a group.") }
+        guard segments.count < 4 || segments[3] != "changes" else {
+            throw invalid("The change stream does not end: open it on its own connection.")
+        }
         var fields: HTTPFields = [:]
         if let authorization { fields[.authorization] = authorization }
         for (name, value) in sub.headers {

@@ -34,6 +34,17 @@ public struct SyncEngine: Sendable {
         SyncToken(databaseID: try await databaseID(), familyID: session.familyID, version: version).string
     }
 
+    /// The family's current date of sync and counter value (for live change notices).
+    public func currentPosition(_ session: Session) async throws -> (date: String, version: Int64) {
+        let delta = try await store.delta(familyID: session.familyID, collections: [], since: nil)
+        return (try await token(delta.version, session), delta.version)
+    }
+
+    /// The position a client's `date` names (nil: absent or not answerable here); throws `invalid_date` when malformed.
+    public func changesSince(_ date: String?, _ session: Session) async throws -> Int64? {
+        try await position(date, session)
+    }
+
     /// True when an `If-None-Match` header names this date of sync.
     static func matches(_ ifNoneMatch: String?, date: String) -> Bool {
         guard let ifNoneMatch else { return false }
