@@ -13,7 +13,7 @@ struct ChangesHTTPTests {
     static func fast(_ configuration: inout AppConfiguration) {
         configuration.changesPollInterval = .milliseconds(20)
         configuration.changesPingInterval = .milliseconds(300)
-        configuration.changesMaxDuration = .milliseconds(1200)
+        configuration.changesMaxDuration = .milliseconds(3000)
     }
 
     static func events(_ body: String) -> [String] {
