@@ -82,23 +82,7 @@ struct Migrate: AsyncParsableCommand {
 
     func run() async throws {
         let url = try database.url()
-        var logger = Logger(label: "syncapi")
-        logger.logLevel = .warning
-        do {
-            let opened = try OpenedStore.open(url, logger: logger)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await opened.runClient() }
-                try await opened.store.migrate()
-                group.cancelAll()
-            }
-            print("syncapi: \(url) is migrated")
-        } catch let error as SyncError where error.code == "unavailable" {
-            fail("cannot reach the database \(url)")
-        } catch let error as DatabaseURLError {
-            fail(error.description)
-        } catch {
-            fail("migration of \(url) failed: \(error)")
-        }
+        try await database.withMigratedStore(doing: "migration") { _, _ in print("syncapi: \(url) is migrated") }
     }
 }
 
@@ -113,23 +97,36 @@ struct Purge: AsyncParsableCommand {
 
     func run() async throws {
         let url = try database.url()
+        let retention = retentionSeconds
+        try await database.withMigratedStore(doing: "purge") { store, logger in
+            let purged = try await TombstonePurger(store: store, retentionSeconds: retention, logger: logger).purgeOnce()
+            print("syncapi: purged \(purged) tombstones from \(url)")
+        }
+    }
+}
+
+extension DatabaseOptions {
+    /// Opens and migrates the database (its client running meanwhile), runs `body`, and turns every failure into
+    /// one line and exit 1: the shared frame of the one-shot commands.
+    func withMigratedStore(doing what: String, _ body: @escaping @Sendable (any SyncStore, Logger) async throws -> Void) async throws {
+        let url = try url()
         var logger = Logger(label: "syncapi")
         logger.logLevel = .warning
         do {
             let opened = try OpenedStore.open(url, logger: logger)
-            let purged = try await withThrowingTaskGroup(of: Void.self) { group in
+            let quiet = logger
+            try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await opened.runClient() }
                 defer { group.cancelAll() }
                 try await opened.store.migrate()
-                return try await TombstonePurger(store: opened.store, retentionSeconds: retentionSeconds, logger: logger).purgeOnce()
+                try await body(opened.store, quiet)
             }
-            print("syncapi: purged \(purged) tombstones from \(url)")
         } catch let error as SyncError where error.code == "unavailable" {
             fail("cannot reach the database \(url)")
         } catch let error as DatabaseURLError {
             fail(error.description)
         } catch {
-            fail("purge of \(url) failed: \(error)")
+            fail("\(what) of \(url) failed: \(error)")
         }
     }
 }
