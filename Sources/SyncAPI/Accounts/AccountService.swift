@@ -44,13 +44,7 @@ public struct AccountService: Sendable {
 
     static let usernameRule: ItemSchema.Rule = { values throws in
         guard case .string(let name)? = values["username"] else { return }
-        let ok =
-            (3...64).contains(name.utf8.count)
-            && name.utf8.allSatisfy { b in
-                (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z"))
-                    || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: ".") || b == UInt8(ascii: "_")
-                    || b == UInt8(ascii: "-")
-            }
+        let ok = ASCIIToken.matches(name, length: 3...64, punctuation: "._-")
         guard ok else { throw SyncError.invalidField("username", "username is 3 to 64 characters of A-Z a-z 0-9 . _ -.") }
     }
     static let passwordRule: ItemSchema.Rule = { values throws in

@@ -29,13 +29,11 @@ public enum ItemBody {
 
     /// Writes `body` with extra members appended (a parent's children, its `nomore`).
     static func write(_ body: String, appending extra: (inout JSONWriter) -> Void, into writer: inout JSONWriter) {
-        var utf8 = Array(body.utf8)
-        guard utf8.last == UInt8(ascii: "}") else {
+        guard body.utf8.last == UInt8(ascii: "}") else {
             writer.raw(body)
             return
         }
-        utf8.removeLast()
-        writer.raw(bytes: utf8)
+        writer.raw(bytes: body.utf8.dropLast())
         extra(&writer)
         writer.raw("}")
     }

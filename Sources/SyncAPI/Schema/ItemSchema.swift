@@ -125,12 +125,6 @@ public struct ItemSchema: Sendable {
 public enum ItemID {
     /// 1–64 chars of `[A-Za-z0-9._:-]`, not `.` or `..`.
     public static func isValid(_ id: String) -> Bool {
-        let utf8 = id.utf8
-        guard (1...64).contains(utf8.count), id != ".", id != ".." else { return false }
-        return utf8.allSatisfy { b in
-            (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z"))
-                || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: ".") || b == UInt8(ascii: "_")
-                || b == UInt8(ascii: ":") || b == UInt8(ascii: "-")
-        }
+        id != "." && id != ".." && ASCIIToken.matches(id, length: 1...64, punctuation: "._:-")
     }
 }

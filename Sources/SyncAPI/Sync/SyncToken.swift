@@ -40,12 +40,6 @@ public struct SyncToken: Sendable, Equatable {
 
     /// 1–128 characters of `[A-Za-z0-9._~-]`.
     public static func isWellFormed(_ text: String) -> Bool {
-        let utf8 = text.utf8
-        guard (1...128).contains(utf8.count) else { return false }
-        return utf8.allSatisfy { b in
-            (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z"))
-                || (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: ".") || b == UInt8(ascii: "_")
-                || b == UInt8(ascii: "~") || b == UInt8(ascii: "-")
-        }
+        ASCIIToken.matches(text, length: 1...128, punctuation: "._~-")
     }
 }
