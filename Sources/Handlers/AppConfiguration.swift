@@ -20,6 +20,28 @@ public struct AppConfiguration: Sendable {
     public var changesPingInterval = Duration.seconds(20)
     /// `GET /changes`: a stream ends after this long; the client reconnects with its last date.
     public var changesMaxDuration = Duration.seconds(300)
+    /// `GET /changes`: most open streams of one account, and of this instance (over it: 429).
+    public var maxStreamsPerAccount = 8
+    public var maxStreamsPerInstance = 10_000
+
+    /// TLS: PEM certificate chain and private key files; both or neither (then plain HTTP for a proxy in front).
+    public var tlsCertificatePath: String?
+    public var tlsKeyPath: String?
+    /// Peers whose `X-Forwarded-For` is believed (protocol §1).
+    public var trustedProxies: Set<String> = []
+    /// Every request is answered within this (a 503 `unavailable` past it), whatever the database does.
+    public var requestTimeLimit = Duration.seconds(15)
+    /// How long a store call may wait for the database before answering 503.
+    public var databaseDeadline = Duration.seconds(10)
+    /// A request's head must arrive within this, and its body within `bodyReadTimeout`, or the connection closes (408).
+    public var headerReadTimeout = Duration.seconds(10)
+    public var bodyReadTimeout = Duration.seconds(30)
+    /// An idle keep-alive connection is closed after this.
+    public var idleTimeout = Duration.seconds(60)
+    /// Most open connections; past it new ones are closed at once.
+    public var maxConnections = 10_000
+    /// Most password hashes queued or running; past it, account calls answer 503 at once (nil: 4 per core).
+    public var maxPendingHashes: Int?
 
     public init() {}
 }

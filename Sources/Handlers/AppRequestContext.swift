@@ -1,15 +1,23 @@
+import Foundation
+import HTTPTypes
 import Hummingbird
+import NIOCore
 import SyncAPI
 
-/// The per-request context: Hummingbird's core storage plus the authenticated session, once checked.
+/// The per-request context: Hummingbird's core storage, the TCP peer, and the authenticated session, once checked.
 public struct AppRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// Set by `AuthMiddleware` on every data route.
     public var session: Session?
+    /// The TCP peer's IP address (nil in router-level tests, which have no socket).
+    public let peerAddress: String?
+    /// True for a sub-request of `POST /group`: `GroupReachMiddleware` then checks the route it resolved to.
+    public var isSubrequest = false
 
-    public init(source: Source) {
+    public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.session = nil
+        self.peerAddress = source.channel.remoteAddress?.ipAddress
     }
 
     /// The caller's session; routes behind `AuthMiddleware` always have one.
@@ -17,4 +25,25 @@ public struct AppRequestContext: RequestContext {
         guard let session else { throw SyncError.unauthorized }
         return session
     }
+}
+
+/// Which address a request comes from (protocol §1): the TCP peer, or, when the peer is a proxy the operator named
+/// with `--trusted-proxy`, the first untrusted hop of `X-Forwarded-For` read from the right.
+public struct ClientAddressResolver: Sendable {
+    public let trustedProxies: Set<String>
+
+    public init(trustedProxies: Set<String> = []) { self.trustedProxies = trustedProxies }
+
+    func address(_ request: Request, _ context: AppRequestContext) -> String {
+        let peer = context.peerAddress ?? "local"
+        guard trustedProxies.contains(peer) else { return peer }
+        let hops = request.headers[values: .xForwardedFor].flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        for hop in hops.reversed() where !trustedProxies.contains(hop) { return String(hop.prefix(64)) }
+        return hops.first.map { String($0.prefix(64)) } ?? peer
+    }
+}
+
+extension HTTPField.Name {
+    static let xForwardedFor = Self("X-Forwarded-For")!
 }

@@ -1,5 +1,10 @@
 import Hummingbird
+import HummingbirdCore
+import HummingbirdHTTP2
+import HummingbirdTLS
 import Logging
+import NIOCore
+import NIOSSL
 import Prometheus
 import SyncAPI
 import Synchronization
@@ -7,13 +12,18 @@ import Synchronization
 /// The request context every route uses.
 public typealias AppContext = AppRequestContext
 
-/// Builds the whole server for a configuration: opens the store, migrates it before listening, wires the routes.
+/// Builds the whole server for a configuration: opens the store, migrates it before listening, wires the routes,
+/// and chooses plain HTTP/1.1 or TLS (HTTP/2 by ALPN, HTTP/1.1 otherwise) with the connection limits of protocol §8.
 public func buildApplication(_ configuration: AppConfiguration, logger: Logger) async throws -> some ApplicationProtocol {
-    let opened = try OpenedStore.open(configuration.database, logger: logger)
-    let router = buildRouter(store: opened.store, configuration: configuration)
+    let opened = try OpenedStore.open(configuration.database, deadline: configuration.databaseDeadline, logger: logger)
+    let router = buildRouter(store: opened.store, configuration: configuration, logger: logger)
     var app = Application(
-        router: router,
-        configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: "SyncAPI"),
+        responder: TimeLimitedResponder(
+            inner: router.buildResponder(), limit: configuration.requestTimeLimit, bodyMaxBytes: configuration.bodyMaxBytes),
+        server: try serverBuilder(configuration),
+        configuration: .init(
+            address: .hostname(configuration.hostname, port: configuration.port), serverName: "SyncAPI",
+            availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)),
         logger: logger)
     if let client = opened.postgresClient { app.addServices(client) }
     app.addServices(TombstonePurger(store: opened.store, retentionSeconds: configuration.tombstoneRetentionSeconds, logger: logger))
@@ -24,28 +34,80 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
     return app
 }
 
+/// Plain HTTP/1.1, or TLS 1.2+ with HTTP/2 offered by ALPN, each with read and idle timeouts.
+func serverBuilder(_ configuration: AppConfiguration) throws -> HTTPServerBuilder {
+    let headerTimeout = TimeAmount.nanoseconds(configuration.headerReadTimeout.wholeNanoseconds)
+    let bodyTimeout = TimeAmount.nanoseconds(configuration.bodyReadTimeout.wholeNanoseconds)
+    let http1 = HTTP1Channel.Configuration(
+        additionalChannelHandlers: [RequestReadTimeoutHandler(headTimeout: headerTimeout, bodyTimeout: bodyTimeout)],
+        idleTimeout: .nanoseconds(configuration.idleTimeout.wholeNanoseconds))
+    switch (configuration.tlsCertificatePath, configuration.tlsKeyPath) {
+    case (nil, nil):
+        return .http1(configuration: http1)
+    case (let certificate?, let key?):
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+        tls.minimumTLSVersion = .tlsv12
+        return try .http2Upgrade(
+            tlsConfiguration: tls,
+            configuration: .init(idleTimeout: configuration.idleTimeout, gracefulCloseTimeout: .seconds(2), streamConfiguration: http1))
+    default:
+        throw TLSFilesError()
+    }
+}
+
+/// `--tls-cert` and `--tls-key` go together.
+public struct TLSFilesError: Error, CustomStringConvertible {
+    public var description: String { "--tls-cert and --tls-key must be given together" }
+}
+
 /// Builds the router over a store: every endpoint of protocol.md, behind problem+json errors and authentication.
-public func buildRouter(store: any SyncStore, configuration: AppConfiguration) -> Router<AppRequestContext> {
+public func buildRouter(
+    store: any SyncStore, configuration: AppConfiguration, logger: Logger = Logger(label: "syncapi")
+) -> Router<
+    AppRequestContext
+> {
     let engine = SyncEngine(store: store)
-    let accounts = AccountService(
-        store: store, hasher: BcryptPasswordHasher(cost: configuration.bcryptCost), settings: configuration.accounts)
-    let router = Router(context: AppRequestContext.self)
     let metrics = PrometheusCollectorRegistry()
+    let lockedUsernames = metrics.makeCounter(
+        descriptor: MetricNameDescriptor(
+            namespace: "syncapi", metricName: "login_username_locked", unitName: "total",
+            helpText: "Usernames whose failed logins from all addresses reached the limit (a visible attack)."))
+    let hasher = BcryptPasswordHasher(cost: configuration.bcryptCost, maxPending: configuration.maxPendingHashes ?? 4 * System.coreCount)
+    let accounts = AccountService(
+        store: store, hasher: hasher, settings: configuration.accounts,
+        onUsernameLocked: { username in
+            logger.warning("login throttled for every address: many failures for one username", metadata: ["username": "\(username)"])
+            lockedUsernames.increment()
+        })
+    let streams = LiveStreams(perAccount: configuration.maxStreamsPerAccount, perInstance: configuration.maxStreamsPerInstance)
+    let router = Router(context: AppRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(registry: metrics))
     router.add(middleware: CompressionMiddleware())
     router.add(middleware: ProblemMiddleware(bodyMaxBytes: configuration.bodyMaxBytes))
+    let reach = GroupReach()
+    router.add(middleware: GroupReachMiddleware(reach: reach))
     let api = router.group("api/v1")
     OperationsRoutes(store: store, configuration: configuration, metrics: metrics).add(to: router, api: api)
-    let accountRoutes = AccountRoutes(accounts: accounts, bodyMaxBytes: configuration.bodyMaxBytes)
+    let accountRoutes = AccountRoutes(
+        accounts: accounts, bodyMaxBytes: configuration.bodyMaxBytes,
+        clientAddress: ClientAddressResolver(trustedProxies: configuration.trustedProxies))
     accountRoutes.addPublic(to: api)
     let authenticated = api.group().add(middleware: AuthMiddleware(accounts: accounts))
     accountRoutes.addAuthenticated(to: authenticated)
     ItemRoutes(engine: engine, bodyMaxBytes: configuration.bodyMaxBytes).add(to: authenticated)
     SyncRoutes(engine: engine).add(to: authenticated)
-    ChangesRoutes(engine: engine, configuration: configuration).add(to: authenticated)
+    ChangesRoutes(engine: engine, accounts: accounts, configuration: configuration, streams: streams).add(to: authenticated)
     let responder = ResponderBox()
-    GroupRoutes(store: store, bodyMaxBytes: configuration.bodyMaxBytes, maxRequests: configuration.groupMaxRequests, responder: responder)
-        .add(to: authenticated)
+    GroupRoutes(
+        store: store, bodyMaxBytes: configuration.bodyMaxBytes, maxRequests: configuration.groupMaxRequests, responder: responder
+    )
+    .add(to: authenticated)
+    // The routes a group's sub-request may reach (protocol §6): every route of the API but the group itself and the
+    // change stream, which never ends.
+    reach.allow(
+        router.routes.map(\.path.description).filter { ($0 == "/api/v1" || $0.hasPrefix("/api/v1/")) && !GroupReach.refused.contains($0) })
     responder.value.withLock { $0 = router.buildResponder() }
     return router
 }

@@ -37,15 +37,25 @@ enum HTTPBodies {
 }
 
 extension RouterMethods {
-    /// Registers `handlers` on `path` and answers 405 `method_not_allowed` for the other common methods.
+    /// Registers `handlers` on `path` and answers 405 `method_not_allowed`, with an `Allow` header naming the
+    /// methods the path takes (RFC 9110 §15.5.6), for every other method.
     func resource(
         _ path: RouterPath, _ handlers: [HTTPRequest.Method: @Sendable (Request, Context) async throws -> Response]
     ) {
-        for method in [HTTPRequest.Method.get, .put, .post, .delete, .patch] {
+        var allow = handlers.keys.map(\.rawValue)
+        if handlers[.get] != nil { allow.append("HEAD") }
+        allow.sort()
+        let refusal = SyncError.methodNotAllowed(allow: allow)
+        for method in [HTTPRequest.Method.get, .head, .put, .post, .delete, .patch, .options, .trace] {
             if let handler = handlers[method] {
                 on(path, method: method, use: handler)
+            } else if method == .head, let get = handlers[.get] {
+                on(path, method: .head) { request, context in
+                    let response = try await get(request, context)
+                    return Response(status: response.status, headers: response.headers)
+                }
             } else {
-                on(path, method: method) { _, _ -> Response in throw SyncError.methodNotAllowed }
+                on(path, method: method) { _, _ -> Response in throw refusal }
             }
         }
     }

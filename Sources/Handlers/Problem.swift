@@ -24,6 +24,7 @@ extension SyncError {
     var response: Response {
         var headers: HTTPFields = [.contentType: "application/problem+json"]
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+        if let allow { headers[.allow] = allow.joined(separator: ", ") }
         if status == 401 { headers[.wwwAuthenticate] = "Bearer" }
         return Response(
             status: HTTPResponse.Status(code: status), headers: headers,
@@ -37,7 +38,7 @@ extension SyncError {
         "signup_disabled": "Signup disabled", "precondition_failed": "Precondition failed", "type_immutable": "Type is immutable",
         "payload_too_large": "Payload too large", "method_not_allowed": "Method not allowed", "invalid_group": "Invalid group",
         "invalid_subrequest": "Invalid sub-request", "too_many_requests": "Too many requests", "unavailable": "Service unavailable",
-        "internal": "Internal error",
+        "unsupported_media_type": "Unsupported media type", "request_timeout": "Request timeout", "internal": "Internal error",
     ]
 }
 

@@ -10,22 +10,34 @@ import SyncAPI
 struct SyncAPICommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "syncapi", abstract: "Delta-sync API server for offline-first mobile apps.",
-        subcommands: [Serve.self, Migrate.self, Purge.self], defaultSubcommand: Serve.self)
+        subcommands: [Serve.self, Migrate.self, Purge.self, RestoreEpoch.self], defaultSubcommand: Serve.self)
 }
 
 /// Options shared by every command that opens the database.
 struct DatabaseOptions: ParsableArguments {
-    @Option(help: "sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE (env SYNCAPI_DATABASE).")
+    @Option(help: "sqlite:PATH or postgres://USER@HOST:PORT/DATABASE (env SYNCAPI_DATABASE; keep passwords out of it).")
     var database: String?
+    @Option(help: "File holding the PostgreSQL password (env SYNCAPI_DATABASE_PASSWORD_FILE), instead of one in the URL.")
+    var databasePasswordFile: String?
 
-    /// The database URL: flag, then `SYNCAPI_DATABASE`, then the embedded default.
+    /// The database URL: flag, then `SYNCAPI_DATABASE`, then the embedded default; the password from a file when
+    /// one is named. Errors never echo the URL's password.
     func url() throws -> DatabaseURL {
-        let text = database ?? ProcessInfo.processInfo.environment["SYNCAPI_DATABASE"] ?? "sqlite:data/syncapi.sqlite"
+        let environment = ProcessInfo.processInfo.environment
+        let text = database ?? environment["SYNCAPI_DATABASE"] ?? "sqlite:data/syncapi.sqlite"
+        var url: DatabaseURL
         do {
-            return try DatabaseURL(parsing: text)
+            url = try DatabaseURL(parsing: text)
         } catch {
             throw ValidationError(error.description)
         }
+        if let file = databasePasswordFile ?? environment["SYNCAPI_DATABASE_PASSWORD_FILE"] {
+            guard let password = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw ValidationError("cannot read the database password file \(file)")
+            }
+            url = url.withPassword(password.trimmingCharacters(in: .newlines))
+        }
+        return url
     }
 }
 
@@ -46,6 +58,15 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "bcrypt cost of password hashes (4–31).") var bcryptCost: UInt8 = 12
     @Option(help: "Largest request body, in bytes (a group's whole body).") var bodyMaxBytes = 1 << 20
     @Option(help: "Most sub-requests in one POST /group.") var groupMaxRequests = 20
+    @Option(help: "PEM certificate chain: serve HTTPS (TLS 1.2+, HTTP/2 by ALPN). Needs --tls-key.") var tlsCert: String?
+    @Option(help: "PEM private key of --tls-cert.") var tlsKey: String?
+    @Option(help: "Address of a proxy whose X-Forwarded-For is believed (repeatable).") var trustedProxy: [String] = []
+    @Option(help: "Seconds within which every request is answered (503 past it).") var requestTimeLimit = 15
+    @Option(help: "Most open connections.") var maxConnections = 10_000
+    @Option(help: "Most open /changes streams per account.") var maxStreamsPerAccount = 8
+    @Option(help: "Most open /changes streams on this instance.") var maxStreamsPerInstance = 10_000
+    @Option(help: "Most password hashes queued at once (default 4 per core); past it, account calls answer 503.")
+    var maxPendingHashes: Int?
 
     func run() async throws {
         var configuration = AppConfiguration()
@@ -56,6 +77,17 @@ struct Serve: AsyncParsableCommand {
         configuration.bcryptCost = bcryptCost
         configuration.bodyMaxBytes = bodyMaxBytes
         configuration.groupMaxRequests = groupMaxRequests
+        configuration.tlsCertificatePath = tlsCert
+        configuration.tlsKeyPath = tlsKey
+        configuration.trustedProxies = Set(trustedProxy)
+        configuration.requestTimeLimit = .seconds(requestTimeLimit)
+        configuration.databaseDeadline = .seconds(max(1, requestTimeLimit - 2))
+        configuration.maxConnections = maxConnections
+        configuration.maxStreamsPerAccount = maxStreamsPerAccount
+        configuration.maxStreamsPerInstance = maxStreamsPerInstance
+        configuration.maxPendingHashes = maxPendingHashes
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+        guard requestTimeLimit >= 2 else { throw ValidationError("--request-time-limit must be at least 2 seconds") }
         guard (4...31).contains(bcryptCost) else { throw ValidationError("--bcrypt-cost must be 4 to 31") }
         guard bodyMaxBytes >= 1024 else { throw ValidationError("--body-max-bytes must be at least 1024") }
         guard groupMaxRequests >= 1 else { throw ValidationError("--group-max-requests must be at least 1") }
@@ -127,6 +159,25 @@ extension DatabaseOptions {
             fail(error.description)
         } catch {
             fail("\(what) of \(url) failed: \(error)")
+        }
+    }
+}
+
+/// `syncapi restore-epoch`: run once after restoring a backup, before serving. A restored database has gone back in
+/// time, so its change counters may hand out again versions that clients already hold; a new database id makes
+/// every date of sync issued before the restore answer `sync: false` (a full, exact resync) instead of silently
+/// skipping the changes lost with the restore.
+struct RestoreEpoch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore-epoch", abstract: "Give a restored database a new id, so that every client resyncs in full, then exit.")
+
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        let url = try database.url()
+        try await database.withMigratedStore(doing: "restore-epoch") { store, _ in
+            let id = try await store.rotateDatabaseID()
+            print("syncapi: \(url) has the new database id \(id); dates of sync issued before now answer sync: false")
         }
     }
 }

@@ -16,9 +16,15 @@ struct ChangesHTTPTests {
         configuration.changesMaxDuration = .milliseconds(3000)
     }
 
+    /// The `data:` line of every `change` event; each event's `id:` must be its date (SSE resumption).
     static func events(_ body: String) -> [String] {
-        body.components(separatedBy: "\n\n").filter { $0.hasPrefix("event: change") }.map {
-            String($0.split(separator: "\n").last ?? "")
+        body.components(separatedBy: "\n\n").filter { $0.contains("event: change") }.map { event in
+            let lines = event.split(separator: "\n").map(String.init)
+            let data = lines.last ?? ""
+            guard let id = lines.first(where: { $0.hasPrefix("id: ") }), data == #"data: {"date":"\#(id.dropFirst(4))"}"# else {
+                return "event without a matching id: \(event)"
+            }
+            return data
         }
     }
 
@@ -34,6 +40,9 @@ struct ChangesHTTPTests {
             let answer = try await stream
             #expect(answer.status == .ok)
             #expect(answer.headers[.contentType] == "text/event-stream")
+            #expect(answer.headers[HTTPField.Name("X-Accel-Buffering")!] == "no")
+            #expect(answer.headers[.cacheControl] == "no-cache")
+            #expect(answer.body.hasPrefix("retry: "))
             let newDate = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
             #expect(Self.events(answer.body) == [#"data: {"date":"\#(newDate)"}"#])
             #expect(answer.body.contains(": ping"))
@@ -42,6 +51,13 @@ struct ChangesHTTPTests {
             #expect(Self.events(moved.body) == [#"data: {"date":"\#(newDate)"}"#])
             let malformed = try await api.call(.get, "/api/v1/changes?date=not%20valid")
             #expect(malformed.status == .badRequest)
+            // A reconnecting EventSource sends its last event id and no date: it resumes from there.
+            let resumed = try await api.call(.get, "/api/v1/changes", headers: [HTTPField.Name("Last-Event-ID")!: newDate])
+            #expect(Self.events(resumed.body).isEmpty)
+            // A date the server cannot answer (above the counter): a notice at once, so the app syncs in full.
+            let ahead = newDate.split(separator: ".").dropLast().joined(separator: ".") + ".999"
+            let unanswerable = try await api.call(.get, "/api/v1/changes?date=\(ahead)")
+            #expect(Self.events(unanswerable.body) == [#"data: {"date":"\#(newDate)"}"#])
         }
     }
 }

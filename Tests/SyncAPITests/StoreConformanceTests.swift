@@ -80,21 +80,43 @@ struct StoreConformanceTests {
             #expect(try await store.session(tokenHash: "nope", nowMs: 0) == nil)
             try await store.deleteToken(hash: "h1")
             #expect(try await store.session(tokenHash: "h1", nowMs: 0) == nil)
+            // A password change revokes every other token of the account at once.
+            for hash in ["keep", "other1", "other2"] { try await store.insertToken(hash: hash, session: session, expiresMs: 5000) }
+            try await store.changePassword(accountID: credentials.accountID, passwordHash: "new-hash", keepTokenHash: "keep")
+            #expect(try await store.session(tokenHash: "keep", nowMs: 0) == session)
+            #expect(try await store.session(tokenHash: "other1", nowMs: 0) == nil)
+            #expect(try await store.credentials(accountID: credentials.accountID)?.credentials.passwordHash == "new-hash")
         }
     }
 
-    @Test("failed logins count inside a window and reset", arguments: Backend.allCases)
-    func failedLogins(backend: Backend) async throws {
+    @Test("login attempts count atomically per key inside a window, and a success is forgiven", arguments: Backend.allCases)
+    func loginThrottle(backend: Backend) async throws {
         try await backend.withStore { store in
-            #expect(try await store.failedLogins(usernameKey: "alice") == nil)
-            for t in 0..<3 { try await store.recordFailedLogin(usernameKey: "alice", nowMs: 1000 + Int64(t), windowMs: 100) }
-            let counted = try #require(try await store.failedLogins(usernameKey: "alice"))
-            #expect(counted.count == 3 && counted.windowStartMs == 1000)
-            try await store.recordFailedLogin(usernameKey: "alice", nowMs: 1100, windowMs: 100)
-            let reset = try #require(try await store.failedLogins(usernameKey: "alice"))
-            #expect(reset.count == 1 && reset.windowStartMs == 1100)
-            try await store.clearFailedLogins(usernameKey: "alice")
-            #expect(try await store.failedLogins(usernameKey: "alice") == nil)
+            let keys = ["p:alice|1.2.3.4", "a:1.2.3.4", "u:alice"]
+            // 40 parallel attempts count 40: no two read the same count.
+            let counts = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<40 {
+                    group.addTask { try await store.countLoginAttempt(keys: keys, nowMs: 1000, windowMs: 100)["u:alice"]!.attempts }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(counts.sorted() == Array(1...40))
+            try await store.forgiveLoginAttempt(resetKey: keys[0], uncountKeys: [keys[1], keys[2]])
+            let after = try await store.countLoginAttempt(keys: keys, nowMs: 1050, windowMs: 100)
+            #expect(after[keys[0]] == ThrottleWindow(attempts: 1, startMs: 1000))
+            #expect(after[keys[2]] == ThrottleWindow(attempts: 40, startMs: 1000))
+            // A window that began `windowMs` ago starts over.
+            let fresh = try await store.countLoginAttempt(keys: keys, nowMs: 1100, windowMs: 100)
+            #expect(fresh[keys[1]] == ThrottleWindow(attempts: 1, startMs: 1100))
+            // Old windows and expired tokens are cleaned up.
+            let family = try await Self.family(store)
+            let credentials = try #require(try await store.credentials(usernameKey: "alice"))
+            let session = Session(accountID: credentials.accountID, familyID: family)
+            try await store.insertToken(hash: "old", session: session, expiresMs: 500)
+            try await store.insertToken(hash: "live", session: session, expiresMs: 5000)
+            #expect(try await store.purgeExpired(nowMs: 2000, throttleBeforeMs: 1500) == 4)
+            #expect(try await store.session(tokenHash: "live", nowMs: 2000) == session)
+            #expect(try await store.countLoginAttempt(keys: keys, nowMs: 2000, windowMs: 100)[keys[2]]?.attempts == 1)
         }
     }
 

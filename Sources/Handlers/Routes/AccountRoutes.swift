@@ -1,10 +1,11 @@
 import Hummingbird
 import SyncAPI
 
-/// `POST /signup`, `/login`, `/logout`, `/accounts` (protocol §1).
+/// `POST /signup`, `/login`, `/logout`, `/password`, `/accounts` (protocol §1).
 struct AccountRoutes {
     let accounts: AccountService
     let bodyMaxBytes: Int
+    let clientAddress: ClientAddressResolver
 
     /// Routes that need no token.
     func addPublic(to group: RouterGroup<AppRequestContext>) {
@@ -19,8 +20,9 @@ struct AccountRoutes {
         group.resource(
             "login",
             [
-                .post: { request, _ in
-                    let grant = try await accounts.login(try await HTTPBodies.json(request, limit: bodyMaxBytes))
+                .post: { request, context in
+                    let grant = try await accounts.login(
+                        try await HTTPBodies.json(request, limit: bodyMaxBytes), client: clientAddress.address(request, context))
                     return HTTPBodies.response(.ok, json: grant.json)
                 }
             ])
@@ -33,6 +35,17 @@ struct AccountRoutes {
             [
                 .post: { request, _ in
                     if let token = AuthMiddleware.bearerToken(request) { try await accounts.logout(token: token) }
+                    return Response(status: .noContent)
+                }
+            ])
+        group.resource(
+            "password",
+            [
+                .post: { request, context in
+                    guard let token = AuthMiddleware.bearerToken(request) else { throw SyncError.unauthorized }
+                    try await accounts.changePassword(
+                        try context.requireSession(), currentTokenHash: BearerToken.storageHash(token),
+                        client: clientAddress.address(request, context), try await HTTPBodies.json(request, limit: bodyMaxBytes))
                     return Response(status: .noContent)
                 }
             ])

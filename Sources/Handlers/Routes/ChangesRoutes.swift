@@ -1,15 +1,23 @@
+import HTTPTypes
 import Hummingbird
 import NIOCore
+import ServiceLifecycle
 import SyncAPI
+import Synchronization
 
 /// `GET /changes` (protocol §9): a server-sent event stream that says `change` with the new date of sync as soon as
 /// the family's data moves past the client's date, and `: ping` comments in between.
 ///
-/// The stream polls the family's counter in the shared database, so a write taken by any instance reaches every
-/// connected client within one poll interval.
+/// It follows the SSE conventions so standard EventSource clients resume by themselves: every `change` carries
+/// `id: <date>`, `Last-Event-ID` stands for a missing `date`, the stream opens with a `retry:` hint, and proxies are
+/// told not to buffer it. The stream polls the family's counter in the shared database, so a write taken by any
+/// instance reaches every connected client within one poll interval. It ends when its token stops working, after
+/// `changesMaxDuration`, and at once on graceful shutdown.
 struct ChangesRoutes {
     let engine: SyncEngine
+    let accounts: AccountService
     let configuration: AppConfiguration
+    let streams: LiveStreams
 
     func add(to group: RouterGroup<AppRequestContext>) {
         let poll = configuration.changesPollInterval
@@ -20,39 +28,133 @@ struct ChangesRoutes {
             [
                 .get: { request, context in
                     let session = try context.requireSession()
+                    guard let token = AuthMiddleware.bearerToken(request) else { throw SyncError.unauthorized }
                     let query = try SyncQuery(request, allowed: ["date"])
-                    let start = try await engine.changesSince(query.values["date"], session)
-                    // The first check runs before answering, so that an unreachable database is a 503, not a dead stream.
-                    let first = try await engine.currentPosition(session)
+                    let date = query.values["date"] ?? request.headers[.lastEventID]
+                    let lease = try streams.open(account: session.accountID)
+                    let start: (since: Int64?, now: (date: String, version: Int64))
+                    do {
+                        // Checked before answering, so that an unreachable database is a 503, not a dead stream.
+                        start = try await engine.changesSince(date, session)
+                    } catch {
+                        lease.close()
+                        throw error
+                    }
                     let body = ResponseBody { writer in
-                        let clock = ContinuousClock()
-                        let end = clock.now + maxDuration
-                        var lastWrite = clock.now
-                        var since = start
-                        var current: (date: String, version: Int64)? = first
-                        while clock.now < end, !Task.isCancelled {
-                            let position: (date: String, version: Int64)
-                            if let known = current {
-                                position = known
-                                current = nil
-                            } else {
-                                position = try await engine.currentPosition(session)
-                            }
-                            if since.map({ position.version > $0 }) ?? true {
-                                try await writer.write(ByteBuffer(string: "event: change\ndata: {\"date\":\"\(position.date)\"}\n\n"))
-                                since = position.version
-                                lastWrite = clock.now
-                            } else if clock.now - lastWrite >= ping {
-                                try await writer.write(ByteBuffer(string: ": ping\n\n"))
-                                lastWrite = clock.now
-                            }
-                            try await Task.sleep(for: poll)
-                        }
+                        defer { lease.close() }
+                        try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
+                        try await Self.stream(
+                            to: &writer, from: start, every: poll, ping: ping, for: maxDuration,
+                            position: { try await engine.currentPosition(session) },
+                            stillValid: { try await accounts.authenticate(token: token) == session })
                         try await writer.finish(nil)
                     }
                     return Response(
-                        status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"], body: body)
+                        status: .ok,
+                        headers: [.contentType: "text/event-stream", .cacheControl: "no-cache", .xAccelBuffering: "no"],
+                        body: body)
                 }
             ])
     }
+
+    /// Writes a `change` whenever the position passes `since`, a ping when idle, until the time is up, the token
+    /// stops working, the server shuts down gracefully (SIGTERM), or the task is cancelled.
+    static func stream(
+        to writer: inout any ResponseBodyWriter, from start: (since: Int64?, now: (date: String, version: Int64)), every poll: Duration,
+        ping: Duration, for maxDuration: Duration, position: () async throws -> (date: String, version: Int64, horizon: Int64),
+        stillValid: () async throws -> Bool
+    ) async throws {
+        let clock = ContinuousClock()
+        let end = clock.now + maxDuration
+        var lastWrite = clock.now
+        var since = start.since
+        var current: (date: String, version: Int64)? = start.now
+        while clock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully {
+            let now: (date: String, version: Int64)
+            if let known = current {
+                now = known
+                current = nil
+            } else {
+                guard try await stillValid() else { return }
+                let read = try await position()
+                now = (read.date, read.version)
+            }
+            if since.map({ now.version > $0 }) ?? true {
+                try await writer.write(ByteBuffer(string: "id: \(now.date)\nevent: change\ndata: {\"date\":\"\(now.date)\"}\n\n"))
+                since = now.version
+                lastWrite = clock.now
+            } else if clock.now - lastWrite >= ping {
+                try await writer.write(ByteBuffer(string: ": ping\n\n"))
+                lastWrite = clock.now
+            }
+            try await Self.sleep(poll)
+        }
+    }
+
+    /// Sleeps `duration`, waking early on graceful shutdown.
+    static func sleep(_ duration: Duration) async throws {
+        try? await cancelWhenGracefulShutdown { try await Task.sleep(for: duration) }
+        try Task.checkCancellation()
+    }
+}
+
+/// Counts open change streams, per account and for the instance, and refuses one past either cap (429), so that
+/// open connections cannot exhaust the server (protocol §8).
+final class LiveStreams: Sendable {
+    let perAccount: Int
+    let perInstance: Int
+    private let open = Mutex<(total: Int, byAccount: [String: Int])>((0, [:]))
+
+    init(perAccount: Int, perInstance: Int) {
+        self.perAccount = perAccount
+        self.perInstance = perInstance
+    }
+
+    /// The number of open streams.
+    var count: Int { open.withLock { $0.total } }
+
+    /// Reserves a stream for `account`; throws 429 `too_many_requests` past a cap.
+    func open(account: String) throws -> Lease {
+        try open.withLock { state in
+            guard state.total < perInstance else {
+                throw SyncError.tooManyRequests(retryAfter: 30, detail: "This server holds as many live streams as it can.")
+            }
+            guard state.byAccount[account, default: 0] < perAccount else {
+                throw SyncError.tooManyRequests(retryAfter: 30, detail: "This account has \(perAccount) live streams open already.")
+            }
+            state.total += 1
+            state.byAccount[account, default: 0] += 1
+        }
+        return Lease(streams: self, account: account)
+    }
+
+    fileprivate func close(account: String) {
+        open.withLock { state in
+            state.total -= 1
+            let left = state.byAccount[account, default: 1] - 1
+            state.byAccount[account] = left > 0 ? left : nil
+        }
+    }
+
+    /// One reserved stream; `close()` gives it back (once).
+    final class Lease: Sendable {
+        let streams: LiveStreams
+        let account: String
+        private let closed = Atomic<Bool>(false)
+
+        init(streams: LiveStreams, account: String) {
+            self.streams = streams
+            self.account = account
+        }
+
+        func close() {
+            guard !closed.exchange(true, ordering: .relaxed) else { return }
+            streams.close(account: account)
+        }
+    }
+}
+
+extension HTTPField.Name {
+    static let lastEventID = Self("Last-Event-ID")!
+    static let xAccelBuffering = Self("X-Accel-Buffering")!
 }

@@ -5,6 +5,8 @@ import Synchronization
 
 /// `POST /group` (protocol §6): many calls in one round trip. Each sub-request goes through the same router,
 /// middleware and engine as a direct call; runs of consecutive reads are answered from one database snapshot.
+/// What a sub-request may reach is decided on its resolved route (`GroupReachMiddleware`); the whole group is
+/// answered within the request time limit like any request.
 struct GroupRoutes {
     let store: any SyncStore
     let bodyMaxBytes: Int
@@ -97,6 +99,9 @@ struct GroupRoutes {
             guard let responder = responder.value.withLock({ $0 }) else { throw SyncError.unavailable }
             var subContext = context
             subContext.session = nil
+            subContext.isSubrequest = true
+            // A route of its own: the group's endpoint path is a shared box, and it stays the group's (metrics).
+            subContext.coreContext.endpointPath = EndpointPath()
             let response = try await responder.respond(to: request, context: subContext)
             status = response.status.code
             etag = response.headers[.eTag]
@@ -128,17 +133,11 @@ struct GroupRoutes {
         guard let method = sub.method, [.get, .put, .delete].contains(method) else {
             throw invalid("A sub-request's method is GET, PUT or DELETE.")
         }
-        guard let url = sub.url, url.hasPrefix("/api/v1/"), !url.contains("#") else {
+        // Dot segments are resolved first (RFC 3986 §5.2.4), so `/api/v1/../health` is `/health`, outside the API,
+        // and `/api/v1/./group` is the group route; what the path may reach is then decided by
+        // `GroupReachMiddleware` on the route it resolves to, never on its spelling.
+        guard let raw = sub.url, !raw.contains("#"), let url = Self.resolvingDotSegments(raw), url.hasPrefix("/api/v1/") else {
             throw invalid("A sub-request's url is a path under /api/v1/.")
-        }
-        let path = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard !segments.contains(where: { $0 == "." || $0 == ".." || $0.contains("%2") || $0.contains("%2F") }) else {
-            throw invalid("A sub-request's path may not contain . or .. segments.")
-        }
-        guard segments.count < 4 || segments[3] != "group" else { throw invalid("A group cannot contain a group.") }
-        guard segments.count < 4 || segments[3] != "changes" else {
-            throw invalid("The change stream does not end: open it on its own connection.")
         }
         var fields: HTTPFields = [:]
         if let authorization { fields[.authorization] = authorization }
@@ -157,6 +156,23 @@ struct GroupRoutes {
         fields[.contentLength] = String(buffer.readableBytes)
         let head = HTTPRequest(method: method, scheme: nil, authority: nil, path: url, headerFields: fields)
         return Request(head: head, body: RequestBody(buffer: buffer))
+    }
+}
+
+extension GroupRoutes {
+    /// `url` with `.` and `..` path segments resolved and empty ones dropped; nil when `..` climbs above the root.
+    static func resolvingDotSegments(_ url: String) -> String? {
+        let parts = url.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        var segments: [Substring] = []
+        for segment in parts[0].split(separator: "/") {
+            switch segment {
+            case ".": continue
+            case "..": guard segments.popLast() != nil else { return nil }
+            default: segments.append(segment)
+            }
+        }
+        let path = "/" + segments.joined(separator: "/") + (parts[0].hasSuffix("/") && !segments.isEmpty ? "/" : "")
+        return parts.count > 1 ? path + "?" + parts[1] : path
     }
 }
 

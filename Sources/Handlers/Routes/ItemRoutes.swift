@@ -1,3 +1,4 @@
+import HTTPTypes
 import Hummingbird
 import SyncAPI
 
@@ -76,7 +77,13 @@ struct ItemRoutes {
         return ItemAddress(collection, id: id)
     }
 
+    /// `If-Match` / `If-None-Match`; a header with an empty value names no entity tag and counts as absent (RFC 9110
+    /// §13.1.1 lists are `#entity-tag`, and an empty list asks for nothing).
     static func preconditions(_ request: Request) -> WritePreconditions {
-        WritePreconditions(ifMatch: request.headers[.ifMatch], ifNoneMatch: request.headers[.ifNoneMatch])
+        func header(_ name: HTTPField.Name) -> String? {
+            let value = request.headers[values: name].joined(separator: ",")
+            return value.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "," }) ? nil : value
+        }
+        return WritePreconditions(ifMatch: header(.ifMatch), ifNoneMatch: header(.ifNoneMatch))
     }
 }

@@ -1,11 +1,17 @@
-/// Signup, login, logout and extra accounts (protocol §1): the engine side of authentication.
+/// Signup, login, logout, password changes and extra accounts (protocol §1): the engine side of authentication.
 public struct AccountService: Sendable {
     /// Settings an operator may change.
     public struct Settings: Sendable {
         public var signupEnabled = true
         public var tokenLifetimeSeconds: Int64 = 30 * 86_400
-        public var maxFailedLogins = 10
-        public var failedLoginWindowSeconds: Int64 = 15 * 60
+        /// Failed logins for one username from one client address before 429 (protocol §1).
+        public var maxFailuresPerPair = 10
+        /// Failed logins from one address, across usernames, before 429 (password spraying).
+        public var maxFailuresPerAddress = 30
+        /// Failed logins for one username from all addresses before 429 for everyone (a visible attack).
+        public var maxFailuresPerUsername = 100
+        /// The throttling window.
+        public var failureWindowSeconds: Int64 = 15 * 60
 
         public init() {}
     }
@@ -31,15 +37,18 @@ public struct AccountService: Sendable {
     let hasher: any PasswordHasher
     public let settings: Settings
     let now: @Sendable () -> Int64
+    /// Called once when a username reaches its overall failure limit (a visible attack, for logs and metrics).
+    let onUsernameLocked: @Sendable (String) -> Void
 
     public init(
         store: any SyncStore, hasher: any PasswordHasher, settings: Settings = Settings(),
-        now: @escaping @Sendable () -> Int64 = WallClock.nowMs
+        now: @escaping @Sendable () -> Int64 = WallClock.nowMs, onUsernameLocked: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.store = store
         self.hasher = hasher
         self.settings = settings
         self.now = now
+        self.onUsernameLocked = onUsernameLocked
     }
 
     static let usernameRule: ItemSchema.Rule = { values throws in
@@ -47,11 +56,14 @@ public struct AccountService: Sendable {
         let ok = ASCIIToken.matches(name, length: 3...64, punctuation: "._-")
         guard ok else { throw SyncError.invalidField("username", "username is 3 to 64 characters of A-Z a-z 0-9 . _ -.") }
     }
-    static let passwordRule: ItemSchema.Rule = { values throws in
-        guard case .string(let password)? = values["password"], password.count >= 8 else {
-            throw SyncError.invalidField("password", "password must be at least 8 characters.")
+    static func minimumLength(_ field: String) -> ItemSchema.Rule {
+        { values throws in
+            guard case .string(let password)? = values[field], TextRules.length(password) >= 8 else {
+                throw SyncError.invalidField(field, "\(field) must be at least 8 characters.")
+            }
         }
     }
+    static let passwordRule = minimumLength("password")
     static let signupSchema = ItemSchema(
         fields: [
             FieldSpec("family", .string(maxLength: Limits.nameLength), required: true),
@@ -64,10 +76,18 @@ public struct AccountService: Sendable {
             FieldSpec("password", .string(maxLength: 1024), required: true),
             FieldSpec("displayName", .string(maxLength: Limits.nameLength)),
         ], rules: [usernameRule, passwordRule])
-    static let loginSchema = ItemSchema(fields: [
-        FieldSpec("username", .string(maxLength: 1024), required: true),
-        FieldSpec("password", .string(maxLength: 1024), required: true),
-    ])
+    /// Login checks the username like signup does, so a malformed one is a clear 400, never a lookup.
+    static let loginSchema = ItemSchema(
+        fields: [
+            FieldSpec("username", .string(maxLength: 64), required: true),
+            FieldSpec("password", .string(maxLength: 1024), required: true),
+        ], rules: [usernameRule])
+
+    static let passwordSchema = ItemSchema(
+        fields: [
+            FieldSpec("oldPassword", .string(maxLength: 1024), required: true),
+            FieldSpec("newPassword", .string(maxLength: 1024), required: true),
+        ], rules: [minimumLength("newPassword")])
 
     private static func values(_ content: [(key: String, value: JSONValue)]) -> [String: String] {
         var out: [String: String] = [:]
@@ -109,20 +129,45 @@ public struct AccountService: Sendable {
             profileBody: profile, settingsBody: settings)
     }
 
-    /// `POST /login`, throttled per username (protocol §1).
-    public func login(_ body: JSONValue) async throws -> Grant {
+    /// `POST /login`, throttled per (username, address), per address and per username (protocol §1).
+    public func login(_ body: JSONValue, client: String) async throws -> Grant {
         let v = Self.values(try Self.loginSchema.canonicalContent(of: body, pathID: nil))
-        let key = v["username"]!.lowercased()
-        let password = v["password"]!
-        let nowMs = now()
-        let windowMs = settings.failedLoginWindowSeconds * 1000
-        let failures = try await store.failedLogins(usernameKey: key)
-        if let failures, failures.count >= settings.maxFailedLogins, failures.windowStartMs + windowMs > nowMs {
-            let wait = (failures.windowStartMs + windowMs - nowMs + 999) / 1000
-            throw SyncError.tooManyRequests(retryAfter: Int(max(1, wait)))
+        let username = v["username"]!
+        let credentials = try await throttledCheck(username: username, password: v["password"]!, client: client) {
+            try await store.credentials(usernameKey: username.lowercased())
         }
-        let credentials = try await store.credentials(usernameKey: key)
-        // Hash even for an unknown user, so both failures take the same time.
+        return try await grant(Session(accountID: credentials.accountID, familyID: credentials.familyID))
+    }
+
+    /// `POST /password`: checks the old password (throttled like login), stores the new one and revokes every other
+    /// token of the account at once.
+    public func changePassword(_ session: Session, currentTokenHash: String, client: String, _ body: JSONValue) async throws {
+        let v = Self.values(try Self.passwordSchema.canonicalContent(of: body, pathID: nil))
+        guard let account = try await store.credentials(accountID: session.accountID) else { throw SyncError.unauthorized }
+        _ = try await throttledCheck(username: account.username, password: v["oldPassword"]!, client: client) { account.credentials }
+        let hash = try await hasher.hash(v["newPassword"]!)
+        try await store.changePassword(accountID: session.accountID, passwordHash: hash, keepTokenHash: currentTokenHash)
+    }
+
+    /// Counts the attempt first (so N parallel guesses count N), answers 429 past a limit, then checks the password;
+    /// a success takes the attempt back. An unknown username costs one hash too, so both failures take the same time.
+    private func throttledCheck(
+        username: String, password: String, client: String, lookup: () async throws -> AccountCredentials?
+    ) async throws -> AccountCredentials {
+        let user = username.lowercased()
+        let keys = LoginThrottleKeys(username: user, client: client)
+        let nowMs = now()
+        let windowMs = settings.failureWindowSeconds * 1000
+        let counted = try await store.countLoginAttempt(keys: keys.all, nowMs: nowMs, windowMs: windowMs)
+        for (key, limit) in [
+            (keys.pair, settings.maxFailuresPerPair), (keys.address, settings.maxFailuresPerAddress),
+            (keys.username, settings.maxFailuresPerUsername),
+        ] {
+            guard let window = counted[key], window.attempts > limit else { continue }
+            if key == keys.username, window.attempts == limit + 1 { onUsernameLocked(user) }
+            throw SyncError.tooManyRequests(retryAfter: Int(max(1, (window.startMs + windowMs - nowMs + 999) / 1000)))
+        }
+        let credentials = try await lookup()
         let ok: Bool
         if let credentials {
             ok = try await hasher.verify(password, hash: credentials.passwordHash)
@@ -130,12 +175,9 @@ public struct AccountService: Sendable {
             _ = try await hasher.hash(password)
             ok = false
         }
-        guard let credentials, ok else {
-            try await store.recordFailedLogin(usernameKey: key, nowMs: nowMs, windowMs: windowMs)
-            throw SyncError.invalidCredentials
-        }
-        if failures != nil { try await store.clearFailedLogins(usernameKey: key) }
-        return try await grant(Session(accountID: credentials.accountID, familyID: credentials.familyID))
+        guard let credentials, ok else { throw SyncError.invalidCredentials }
+        try await store.forgiveLoginAttempt(resetKey: keys.pair, uncountKeys: [keys.address, keys.username])
+        return credentials
     }
 
     /// `POST /logout`: the token stops working at once.
@@ -156,4 +198,20 @@ public struct AccountService: Sendable {
             token: token, accountID: session.accountID, familyID: session.familyID,
             expiresAt: Timestamp.format(epochMilliseconds: expiresMs))
     }
+}
+
+/// The three login-throttle keys of an attempt (protocol §1): the (username, address) pair, the address across
+/// usernames, and the username across addresses.
+struct LoginThrottleKeys {
+    let pair: String
+    let address: String
+    let username: String
+
+    init(username: String, client: String) {
+        pair = "p:\(username)|\(client)"
+        address = "a:\(client)"
+        self.username = "u:\(username)"
+    }
+
+    var all: [String] { [pair, address, username] }
 }

@@ -1,7 +1,9 @@
 import Crypto
 import Foundation
 import HummingbirdBcrypt
+import NIOCore
 import NIOPosix
+import Synchronization
 
 /// Turns passwords into slow salted hashes and checks them; slow on purpose, so it runs off the event loops.
 public protocol PasswordHasher: Sendable {
@@ -13,11 +15,19 @@ public protocol PasswordHasher: Sendable {
 
 /// bcrypt over SHA-256 of the password (so passwords longer than bcrypt's 72 bytes keep all their strength),
 /// computed on NIO's blocking thread pool.
+///
+/// The work is bounded: past `maxPending` hashes queued or running, a call throws 503 `unavailable` at once instead
+/// of queueing, so a flood of unauthenticated logins cannot starve real ones (protocol §1).
 public struct BcryptPasswordHasher: PasswordHasher {
     /// bcrypt cost (log2 rounds); 12 in production, 4 (the minimum) makes tests fast.
     public let cost: UInt8
+    let gate: WorkGate
 
-    public init(cost: UInt8 = 12) { self.cost = cost }
+    /// `maxPending` defaults to 4 per core: at cost 12 (about 0.25 s a hash) that is about a second of queue.
+    public init(cost: UInt8 = 12, maxPending: Int = 4 * System.coreCount) {
+        self.cost = cost
+        self.gate = WorkGate(limit: maxPending)
+    }
 
     static func prehash(_ password: String) -> String {
         Data(SHA256.hash(data: Data(password.utf8))).base64EncodedString()
@@ -25,11 +35,28 @@ public struct BcryptPasswordHasher: PasswordHasher {
 
     public func hash(_ password: String) async throws -> String {
         let cost = self.cost
-        return try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(Self.prehash(password), cost: cost) }
+        return try await gate.run { try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(Self.prehash(password), cost: cost) } }
     }
 
     public func verify(_ password: String, hash: String) async throws -> Bool {
-        try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(Self.prehash(password), hash: hash) }
+        try await gate.run { try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(Self.prehash(password), hash: hash) } }
+    }
+}
+
+/// Admits at most `limit` concurrent pieces of work; past it, throws 503 `unavailable` with `Retry-After` at once.
+public final class WorkGate: Sendable {
+    let limit: Int
+    private let running = Atomic<Int>(0)
+
+    public init(limit: Int) { self.limit = max(1, limit) }
+
+    public func run<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        guard running.wrappingAdd(1, ordering: .relaxed).newValue <= limit else {
+            running.wrappingSubtract(1, ordering: .relaxed)
+            throw SyncError(code: "unavailable", status: 503, detail: "The server is busy checking passwords; retry shortly.", retryAfter: 2)
+        }
+        defer { running.wrappingSubtract(1, ordering: .relaxed) }
+        return try await body()
     }
 }
 

@@ -13,13 +13,16 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public let field: String?
     /// Seconds to wait before retrying (429, 503).
     public let retryAfter: Int?
+    /// The methods the path takes (405, for the `Allow` header).
+    public let allow: [String]?
 
-    public init(code: String, status: Int, detail: String, field: String? = nil, retryAfter: Int? = nil) {
+    public init(code: String, status: Int, detail: String, field: String? = nil, retryAfter: Int? = nil, allow: [String]? = nil) {
         self.code = code
         self.status = status
         self.detail = detail
         self.field = field
         self.retryAfter = retryAfter
+        self.allow = allow
     }
 
     public var description: String { "\(status) \(code): \(detail)" }
@@ -60,11 +63,12 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public static func payloadTooLarge(limit: Int) -> SyncError {
         SyncError(code: "payload_too_large", status: 413, detail: "The body is larger than \(limit) bytes.")
     }
-    public static let methodNotAllowed = SyncError(
-        code: "method_not_allowed", status: 405, detail: "This path does not take this method.")
-    public static func tooManyRequests(retryAfter: Int) -> SyncError {
+    public static func methodNotAllowed(allow: [String]) -> SyncError {
         SyncError(
-            code: "too_many_requests", status: 429, detail: "Too many failed attempts; retry later.", retryAfter: retryAfter)
+            code: "method_not_allowed", status: 405, detail: "This path takes \(allow.joined(separator: ", ")) only.", allow: allow)
+    }
+    public static func tooManyRequests(retryAfter: Int, detail: String = "Too many failed attempts; retry later.") -> SyncError {
+        SyncError(code: "too_many_requests", status: 429, detail: detail, retryAfter: retryAfter)
     }
     public static let unavailable = SyncError(
         code: "unavailable", status: 503, detail: "The database is unreachable; retry shortly.", retryAfter: 5)

@@ -14,6 +14,8 @@ public struct JSONParser {
     private var index = 0
     private var depth = 0
     private static let maxDepth = 64
+    /// 2^53: the largest magnitude below which every integer is exact in a double.
+    static let maxExactInteger: Double = 9_007_199_254_740_992
 
     private init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -135,6 +137,7 @@ public struct JSONParser {
 
     private mutating func parseNumber() throws(ParseError) -> Double {
         let start = index
+        var integer = true
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
         guard index < bytes.count else { throw error("invalid number") }
         if bytes[index] == UInt8(ascii: "0") {
@@ -145,11 +148,13 @@ public struct JSONParser {
             throw error("invalid number")
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            integer = false
             index += 1
             guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number") }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            integer = false
             index += 1
             if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
             guard index < bytes.count, isDigit(bytes[index]) else { throw error("invalid number") }
@@ -157,6 +162,10 @@ public struct JSONParser {
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         guard let value = Double(text), value.isFinite else { throw error("number out of range") }
+        // An integer a double cannot hold exactly would be silently rounded: refuse it instead.
+        guard !integer || value.magnitude <= Self.maxExactInteger else {
+            throw error("integer beyond 2^53 cannot be represented exactly")
+        }
         return value
     }
 

@@ -93,7 +93,7 @@ public struct ItemSchema: Sendable {
         case .url:
             let s = try string(value, name, maxLength: Limits.urlLength)
             let lower = s.lowercased()
-            guard (lower.hasPrefix("http://") && s.count > 7) || (lower.hasPrefix("https://") && s.count > 8),
+            guard (lower.hasPrefix("http://") && s.utf8.count > 7) || (lower.hasPrefix("https://") && s.utf8.count > 8),
                 !s.contains(where: { $0 == " " || $0.isNewline })
             else { throw SyncError.invalidField(name, "\(name) must be an http or https URL.") }
             return .string(s)
@@ -108,7 +108,7 @@ public struct ItemSchema: Sendable {
     private static func string(_ value: JSONValue, _ name: String, maxLength: Int) throws -> String {
         guard case .string(let s) = value else { throw SyncError.invalidField(name, "\(name) must be a string.") }
         guard !s.isEmpty else { throw SyncError.invalidField(name, "\(name) must not be empty.") }
-        guard s.count <= maxLength else { throw SyncError.invalidField(name, "\(name) is longer than \(maxLength) characters.") }
+        try TextRules.check(s, name, maxLength: maxLength)
         return s
     }
 

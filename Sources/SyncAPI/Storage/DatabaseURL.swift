@@ -19,8 +19,8 @@ public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://"), let url = URLComponents(string: text),
             let host = url.host, !host.isEmpty
         else {
-            throw DatabaseURLError(
-                "unsupported database URL \"\(text)\": use sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE")
+            // Not echoed: the text may hold a password.
+            throw DatabaseURLError("unsupported database URL: use sqlite:PATH or postgres://USER@HOST:PORT/DATABASE")
         }
         let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
         guard !database.isEmpty else { throw DatabaseURLError("postgres URL needs a database name after the host: …/DATABASE") }
@@ -32,6 +32,12 @@ public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         self = .postgres(
             host: host, port: url.port ?? 5432, username: user.removingPercentEncoding ?? user,
             password: url.password.map { $0.removingPercentEncoding ?? $0 }, database: database, requireTLS: sslmode == "require")
+    }
+
+    /// The same URL with `password` (from a password file).
+    public func withPassword(_ password: String) -> DatabaseURL {
+        guard case .postgres(let host, let port, let user, _, let db, let tls) = self else { return self }
+        return .postgres(host: host, port: port, username: user, password: password, database: db, requireTLS: tls)
     }
 
     /// The URL without its password, for logs.
@@ -61,7 +67,7 @@ public struct OpenedStore: Sendable {
     }
 
     /// Opens the database a URL names (SQLite file created if needed; PostgreSQL client not yet running).
-    public static func open(_ url: DatabaseURL, logger: Logger) throws -> OpenedStore {
+    public static func open(_ url: DatabaseURL, deadline: Duration = .seconds(10), logger: Logger) throws -> OpenedStore {
         switch url {
         case .sqlite(let path):
             do {
@@ -75,7 +81,7 @@ public struct OpenedStore: Sendable {
                 tls: requireTLS ? .require(.makeClientConfiguration()) : .disable)
             configuration.options.connectTimeout = .seconds(5)
             let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-            return OpenedStore(store: PostgresStore(client: client, logger: logger), postgresClient: client)
+            return OpenedStore(store: PostgresStore(client: client, logger: logger, deadline: deadline), postgresClient: client)
         }
     }
 }

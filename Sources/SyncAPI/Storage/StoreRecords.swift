@@ -135,6 +135,17 @@ extension NewAccount {
     }
 }
 
+/// One login-throttle key's window: attempts counted since it began.
+public struct ThrottleWindow: Sendable, Equatable {
+    public let attempts: Int
+    public let startMs: Int64
+
+    public init(attempts: Int, startMs: Int64) {
+        self.attempts = attempts
+        self.startMs = startMs
+    }
+}
+
 /// What login needs to check a password.
 public struct AccountCredentials: Sendable {
     public let accountID: String

@@ -7,6 +7,9 @@ public protocol SyncStore: Sendable {
     func migrate() async throws
     /// The random id of this database, put in dates of sync so that a token from another database is recognised.
     func databaseID() async throws -> String
+    /// Replaces the database id with a new random one and returns it (after restoring a backup: every date of sync
+    /// issued before then answers `sync: false`).
+    func rotateDatabaseID() async throws -> String
     /// Succeeds when the database answers (readiness).
     func ping() async throws
 
@@ -22,12 +25,17 @@ public protocol SyncStore: Sendable {
     func session(tokenHash: String, nowMs: Int64) async throws -> Session?
     /// Revokes a token at once.
     func deleteToken(hash: String) async throws
-    /// Failed logins for a username inside the current window: count and window start.
-    func failedLogins(usernameKey: String) async throws -> (count: Int, windowStartMs: Int64)?
-    /// Counts one failed login, starting a new window when the last one is older than `windowMs`.
-    func recordFailedLogin(usernameKey: String, nowMs: Int64, windowMs: Int64) async throws
-    /// Forgets failed logins after a success.
-    func clearFailedLogins(usernameKey: String) async throws
+    /// Counts one login attempt against each throttle key in one atomic step (N parallel attempts count N); a key's
+    /// window starts over when it began `windowMs` or more ago. Returns each key's window after counting.
+    func countLoginAttempt(keys: [String], nowMs: Int64, windowMs: Int64) async throws -> [String: ThrottleWindow]
+    /// Takes back a counted attempt that succeeded: `resetKey` starts from zero, `uncountKeys` lose one attempt.
+    func forgiveLoginAttempt(resetKey: String, uncountKeys: [String]) async throws
+    /// An account's username and credentials, by account id (for `POST /password`).
+    func credentials(accountID: String) async throws -> (username: String, credentials: AccountCredentials)?
+    /// Replaces an account's password hash and revokes every token of it but `keepTokenHash`, in one transaction.
+    func changePassword(accountID: String, passwordHash: String, keepTokenHash: String) async throws
+    /// Deletes tokens expired at `nowMs` and throttle windows begun before `throttleBeforeMs`; returns how many rows went.
+    func purgeExpired(nowMs: Int64, throttleBeforeMs: Int64) async throws -> Int
 
     /// One item row (live or tombstone) of a family.
     func item(familyID: String, key: ItemKey) async throws -> StoredItem?

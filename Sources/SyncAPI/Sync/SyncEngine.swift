@@ -34,15 +34,20 @@ public struct SyncEngine: Sendable {
         SyncToken(databaseID: try await databaseID(), familyID: session.familyID, version: version).string
     }
 
-    /// The family's current date of sync and counter value (for live change notices).
-    public func currentPosition(_ session: Session) async throws -> (date: String, version: Int64) {
+    /// The family's current date of sync, counter value and purge horizon (for live change notices).
+    public func currentPosition(_ session: Session) async throws -> (date: String, version: Int64, horizon: Int64) {
         let delta = try await store.delta(familyID: session.familyID, collections: [], since: nil)
-        return (try await token(delta.version, session), delta.version)
+        return (try await token(delta.version, session), delta.version, delta.horizon)
     }
 
-    /// The position a client's `date` names (nil: absent or not answerable here); throws `invalid_date` when malformed.
-    public func changesSince(_ date: String?, _ session: Session) async throws -> Int64? {
-        try await position(date, session)
+    /// Where a change stream starts (protocol §9): the position the client's `date` names, or nil when there is
+    /// none or it cannot be answered exactly (another database, above the counter, older than the purge horizon),
+    /// so that the first notice goes out at once and the app runs a full sync. Throws `invalid_date` when malformed.
+    public func changesSince(_ date: String?, _ session: Session) async throws -> (since: Int64?, now: (date: String, version: Int64)) {
+        let since = try await position(date, session)
+        let now = try await currentPosition(session)
+        guard let since, since <= now.version, since >= now.horizon else { return (nil, (now.date, now.version)) }
+        return (since, (now.date, now.version))
     }
 
     /// True when an `If-None-Match` header names this date of sync.

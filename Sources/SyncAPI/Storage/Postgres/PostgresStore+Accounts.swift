@@ -84,32 +84,70 @@ extension PostgresStore {
         try await guarded { try await client.query("DELETE FROM tokens WHERE hash = \(hash)", logger: logger) }
     }
 
-    public func failedLogins(usernameKey: String) async throws -> (count: Int, windowStartMs: Int64)? {
-        try await guarded {
+    public func countLoginAttempt(keys: [String], nowMs: Int64, windowMs: Int64) async throws -> [String: ThrottleWindow] {
+        let windowOpen = nowMs - windowMs
+        return try await guarded {
+            // Keys in one order for every caller, so concurrent upserts lock rows in the same order.
             let rows = try await client.query(
-                "SELECT failures, window_start_ms FROM login_failures WHERE username_key = \(usernameKey)", logger: logger)
-            for try await (count, start) in rows.decode((Int32, Int64).self) { return (Int(count), start) }
-            return nil
+                """
+                INSERT INTO login_throttle (key, attempts, window_start_ms)
+                SELECT k, 1, \(nowMs) FROM unnest(\(keys.sorted())::text[]) AS k ORDER BY k
+                ON CONFLICT (key) DO UPDATE SET
+                  attempts = CASE WHEN login_throttle.window_start_ms <= \(windowOpen) THEN 1 ELSE login_throttle.attempts + 1 END,
+                  window_start_ms = CASE WHEN login_throttle.window_start_ms <= \(windowOpen) THEN \(nowMs)
+                                    ELSE login_throttle.window_start_ms END
+                RETURNING key, attempts, window_start_ms
+                """, logger: logger)
+            var out: [String: ThrottleWindow] = [:]
+            for try await (key, attempts, start) in rows.decode((String, Int32, Int64).self) {
+                out[key] = ThrottleWindow(attempts: Int(attempts), startMs: start)
+            }
+            return out
         }
     }
 
-    public func recordFailedLogin(usernameKey: String, nowMs: Int64, windowMs: Int64) async throws {
-        let windowOpen = nowMs - windowMs
+    public func forgiveLoginAttempt(resetKey: String, uncountKeys: [String]) async throws {
         try await guarded {
             try await client.query(
                 """
-                INSERT INTO login_failures (username_key, failures, window_start_ms) VALUES (\(usernameKey), 1, \(nowMs))
-                ON CONFLICT (username_key) DO UPDATE SET
-                  failures = CASE WHEN login_failures.window_start_ms <= \(windowOpen) THEN 1 ELSE login_failures.failures + 1 END,
-                  window_start_ms = CASE WHEN login_failures.window_start_ms <= \(windowOpen) THEN \(nowMs)
-                                    ELSE login_failures.window_start_ms END
+                UPDATE login_throttle SET attempts = CASE WHEN key = \(resetKey) THEN 0 ELSE GREATEST(attempts - 1, 0) END
+                WHERE key = ANY(\(([resetKey] + uncountKeys).sorted())::text[])
                 """, logger: logger)
         }
     }
 
-    public func clearFailedLogins(usernameKey: String) async throws {
+    public func credentials(accountID: String) async throws -> (username: String, credentials: AccountCredentials)? {
         try await guarded {
-            try await client.query("DELETE FROM login_failures WHERE username_key = \(usernameKey)", logger: logger)
+            let rows = try await client.query(
+                "SELECT username, family_id, password_hash FROM accounts WHERE id = \(accountID)", logger: logger)
+            for try await (username, family, hash) in rows.decode((String, String, String).self) {
+                return (username, AccountCredentials(accountID: accountID, familyID: family, passwordHash: hash))
+            }
+            return nil
+        }
+    }
+
+    public func changePassword(accountID: String, passwordHash: String, keepTokenHash: String) async throws {
+        try await guarded {
+            try await transaction { conn in
+                try await conn.query("UPDATE accounts SET password_hash = \(passwordHash) WHERE id = \(accountID)", logger: logger)
+                try await conn.query(
+                    "DELETE FROM tokens WHERE account_id = \(accountID) AND hash <> \(keepTokenHash)", logger: logger)
+            }
+        }
+    }
+
+    public func purgeExpired(nowMs: Int64, throttleBeforeMs: Int64) async throws -> Int {
+        try await guarded {
+            var count = 0
+            let rows = try await client.query(
+                """
+                WITH t AS (DELETE FROM tokens WHERE expires_ms <= \(nowMs) RETURNING 1),
+                     l AS (DELETE FROM login_throttle WHERE window_start_ms < \(throttleBeforeMs) RETURNING 1)
+                SELECT (SELECT count(*) FROM t) + (SELECT count(*) FROM l)
+                """, logger: logger)
+            for try await n in rows.decode(Int64.self) { count = Int(n) }
+            return count
         }
     }
 }

@@ -100,12 +100,15 @@ extension PostgresStore {
                 let bottom = try await Self.items(
                     try await conn.query(Self.ordered(&bottomSQL, ascending: true, limit: 1), logger: logger)
                 ).first
+                // Deleted after the date, or changed after it and now outside the filter: gone for this client (§4).
                 var deleted: [String] = []
                 if let since {
                     for try await id in try await conn.query(
                         """
                         SELECT id FROM items WHERE family_id = \(familyID) AND collection = \(query.collection)
-                        AND parent_id = \(query.parentID) AND deleted AND version > \(since) ORDER BY version
+                        AND parent_id = \(query.parentID) AND version > \(since)
+                        AND (deleted OR (\(query.tags != nil) AND NOT coalesce(tag = ANY(\(query.tags ?? [])), false)))
+                        ORDER BY version
                         """, logger: logger
                     ).decode(String.self) { deleted.append(id) }
                 }

@@ -2,29 +2,68 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// Tombstone purge in PostgreSQL.
+/// Tombstone purge in PostgreSQL, safe on a live database: one instance at a time (advisory lock), each batch in
+/// its own short transaction that locks the family row first, in the same order as every writer.
 extension PostgresStore {
 
     public func purgeTombstones(cutoffMs: Int64) async throws -> Int {
         try await guarded {
-            try await transaction { conn in
-                // Raising the horizon takes each family's row lock, so it is ordered with that family's writes.
-                var count = 0
-                let rows = try await conn.query(
-                    """
-                    WITH purged AS (
-                      DELETE FROM items WHERE deleted AND modified_ms < \(cutoffMs) RETURNING family_id, version
-                    ), newest AS (
-                      SELECT family_id, max(version) AS version, count(*) AS n FROM purged GROUP BY family_id
-                    ), raised AS (
-                      UPDATE families f SET horizon = GREATEST(f.horizon, newest.version) FROM newest WHERE f.id = newest.family_id
-                      RETURNING f.id
-                    )
-                    SELECT coalesce(sum(n), 0)::BIGINT FROM newest
-                    """, logger: logger)
-                for try await n in rows.decode(Int64.self) { count = Int(n) }
-                return count
+            try await client.withConnection { conn in
+                var locked = false
+                for try await ok in try await conn.query("SELECT pg_try_advisory_lock(\(Self.purgeLockKey))", logger: logger)
+                    .decode(Bool.self)
+                { locked = ok }
+                // Another instance is purging: its purge covers this one.
+                guard locked else { return 0 }
+                do {
+                    let total = try await purgeBatches(cutoffMs: cutoffMs, on: conn)
+                    try await conn.query("SELECT pg_advisory_unlock(\(Self.purgeLockKey))", logger: logger)
+                    return total
+                } catch {
+                    _ = try? await conn.query("SELECT pg_advisory_unlock(\(Self.purgeLockKey))", logger: logger)
+                    throw error
+                }
             }
         }
+    }
+
+    /// The advisory lock key of the purge (the migration takes 7311562).
+    static let purgeLockKey: Int64 = 7_311_563
+    /// Tombstones deleted per transaction.
+    static let purgeBatch = 500
+
+    private func purgeBatches(cutoffMs: Int64, on conn: PostgresConnection) async throws -> Int {
+        var families: [String] = []
+        for try await id in try await conn.query(
+            "SELECT DISTINCT family_id FROM items WHERE deleted AND modified_ms < \(cutoffMs) ORDER BY family_id", logger: logger
+        ).decode(String.self) { families.append(id) }
+        var total = 0
+        for family in families {
+            while true {
+                let purged = try await inTransaction(on: conn) { conn in
+                    // The family row first, as writers do: the purge waits for them, never the other way round.
+                    try await conn.query("SELECT 1 FROM families WHERE id = \(family) FOR UPDATE", logger: logger)
+                    var count = 0
+                    for try await n in try await conn.query(
+                        """
+                        WITH purged AS (
+                          DELETE FROM items WHERE (family_id, collection, parent_id, id) IN (
+                            SELECT family_id, collection, parent_id, id FROM items
+                            WHERE family_id = \(family) AND deleted AND modified_ms < \(cutoffMs) LIMIT \(Self.purgeBatch))
+                          RETURNING version
+                        ), raised AS (
+                          UPDATE families SET horizon = GREATEST(horizon, (SELECT max(version) FROM purged))
+                          WHERE id = \(family) AND EXISTS (SELECT 1 FROM purged) RETURNING 1
+                        )
+                        SELECT count(*) FROM purged
+                        """, logger: logger
+                    ).decode(Int64.self) { count = Int(n) }
+                    return count
+                }
+                total += purged
+                if purged < Self.purgeBatch { break }
+            }
+        }
+        return total
     }
 }

@@ -88,58 +88,71 @@ public struct PostgresStore: SyncStore {
         }
     }
 
+    public func rotateDatabaseID() async throws -> String {
+        let id = DatabaseIdentity.random()
+        try await guarded { try await client.query("UPDATE syncapi_meta SET value = \(id) WHERE key = 'database_id'", logger: logger) }
+        return id
+    }
+
     public func ping() async throws {
         try await guarded { try await client.query("SELECT 1", logger: logger) }
     }
 
     // MARK: Plumbing
 
-    /// Runs `body` in one transaction on one pooled connection, rolling back when it throws.
-    /// With `readOnlySnapshot`, every statement of `body` reads one snapshot (REPEATABLE READ, READ ONLY).
-    func transaction<T: Sendable>(
-        readOnlySnapshot: Bool = false, _ body: (PostgresConnection) async throws -> T
-    ) async throws
-        -> T
-    {
+    /// Runs `body` in one transaction on one pooled connection (`PostgresClient.withTransaction`: `COMMIT` when it
+    /// returns, `ROLLBACK` when it throws). With `readOnlySnapshot`, every statement of `body` reads one snapshot
+    /// (REPEATABLE READ, READ ONLY).
+    func transaction<T: Sendable>(readOnlySnapshot: Bool = false, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         try await client.withConnection { conn in
-            try await conn.query(readOnlySnapshot ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN", logger: logger)
             do {
-                let value = try await body(conn)
-                try await conn.query("COMMIT", logger: logger)
-                return value
-            } catch {
-                _ = try? await conn.query("ROLLBACK", logger: logger)
-                throw error
+                return try await conn.withTransaction(logger: logger) { conn in
+                    if readOnlySnapshot {
+                        try await conn.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
+                    }
+                    return try await body(conn)
+                }
+            } catch let error as PostgresTransactionError {
+                throw Self.cause(of: error)
             }
         }
     }
 
-    /// Maps lost connections, and calls that wait past the deadline, to 503 `unavailable`; domain errors pass
-    /// through; the rest is logged and rethrown.
+    /// Runs `body` in one transaction on `conn` (already leased).
+    func inTransaction<T: Sendable>(on conn: PostgresConnection, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+        do {
+            return try await conn.withTransaction(logger: logger) { conn in try await body(conn) }
+        } catch let error as PostgresTransactionError {
+            throw Self.cause(of: error)
+        }
+    }
+
+    /// The error that made PostgresNIO's transaction fail.
+    static func cause(of error: PostgresTransactionError) -> any Error {
+        error.closureError ?? error.beginError ?? error.commitError ?? error
+    }
+
+    /// Every store call goes through here: the call is answered within the deadline whatever the database does
+    /// (`Deadline`), a transaction that failed on a serialization failure or a deadlock is run again (nothing of it
+    /// was committed), and every operational failure is 503 `unavailable`, never a 500 (protocol §8).
     @discardableResult
     func guarded<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        do {
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask { try await body() }
-                let deadline = self.deadline
-                group.addTask {
-                    try await Task.sleep(for: deadline)
-                    return nil
+        let logger = self.logger
+        return try await Deadline.run(within: deadline) {
+            var attempt = 0
+            while true {
+                do {
+                    return try await body()
+                } catch {
+                    let failure = PostgresFailure(error)
+                    attempt += 1
+                    if failure == .retry, attempt < 4 {
+                        try await Task.sleep(for: .milliseconds(5 << attempt))
+                        continue
+                    }
+                    throw failure.domainError(for: error, logger: logger)
                 }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let value = first else { throw SyncError.unavailable }
-                return value
             }
-        } catch let error as SyncError {
-            if error == .unavailable { logger.warning("database did not answer within \(deadline)") }
-            throw error
-        } catch let error as PSQLError {
-            if error.serverInfo == nil {
-                logger.warning("database unreachable", metadata: ["error": "\(String(reflecting: error))"])
-                throw SyncError.unavailable
-            }
-            logger.error("database error", metadata: ["error": "\(String(reflecting: error))"])
-            throw error
         }
     }
 }

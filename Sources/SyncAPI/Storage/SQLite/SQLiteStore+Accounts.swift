@@ -5,7 +5,7 @@ import GRDB
 extension SQLiteStore {
 
     public func createFamily(id: String, name: String, familyBody: String, account: NewAccount, nowMs: Int64) async throws {
-        try await pool.write { db in
+        try await write { db in
             try db.executeCached(
                 sql: "INSERT INTO families (id, name, version, created_ms) VALUES (?, ?, 0, ?)", arguments: [id, name, nowMs])
             let version = try Self.insertAccount(account, familyID: id, nowMs: nowMs, db: db)
@@ -16,7 +16,7 @@ extension SQLiteStore {
     }
 
     public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64) async throws {
-        try await pool.write { db in
+        try await write { db in
             guard try Int64.fetchOne(cached: db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID]) != nil else {
                 throw SyncError.unauthorized
             }
@@ -48,7 +48,7 @@ extension SQLiteStore {
     }
 
     public func credentials(usernameKey: String) async throws -> AccountCredentials? {
-        try await reader.read { db in
+        try await read { db in
             try Row.fetchOne(
                 cached: db, sql: "SELECT id, family_id, password_hash FROM accounts WHERE username_key = ?", arguments: [usernameKey]
             ).map { AccountCredentials(accountID: $0[0], familyID: $0[1], passwordHash: $0[2]) }
@@ -56,7 +56,7 @@ extension SQLiteStore {
     }
 
     public func insertToken(hash: String, session: Session, expiresMs: Int64) async throws {
-        try await pool.write { db in
+        try await write { db in
             try db.executeCached(
                 sql: "INSERT INTO tokens (hash, account_id, family_id, expires_ms) VALUES (?, ?, ?, ?)",
                 arguments: [hash, session.accountID, session.familyID, expiresMs])
@@ -64,7 +64,7 @@ extension SQLiteStore {
     }
 
     public func session(tokenHash: String, nowMs: Int64) async throws -> Session? {
-        try await reader.read { db in
+        try await read { db in
             try Row.fetchOne(
                 cached: db, sql: "SELECT account_id, family_id FROM tokens WHERE hash = ? AND expires_ms > ?",
                 arguments: [tokenHash, nowMs]
@@ -73,34 +73,60 @@ extension SQLiteStore {
     }
 
     public func deleteToken(hash: String) async throws {
-        try await pool.write { db in try db.executeCached(sql: "DELETE FROM tokens WHERE hash = ?", arguments: [hash]) }
+        try await write { db in try db.executeCached(sql: "DELETE FROM tokens WHERE hash = ?", arguments: [hash]) }
     }
 
-    public func failedLogins(usernameKey: String) async throws -> (count: Int, windowStartMs: Int64)? {
-        let row: (Int64, Int64)? = try await reader.read { db in
-            try Row.fetchOne(
-                cached: db, sql: "SELECT failures, window_start_ms FROM login_failures WHERE username_key = ?", arguments: [usernameKey]
-            ).map { ($0[0], $0[1]) }
-        }
-        return row.map { (Int($0.0), $0.1) }
-    }
-
-    public func recordFailedLogin(usernameKey: String, nowMs: Int64, windowMs: Int64) async throws {
+    public func countLoginAttempt(keys: [String], nowMs: Int64, windowMs: Int64) async throws -> [String: ThrottleWindow] {
         let windowOpen = nowMs - windowMs
-        try await pool.write { db in
-            try db.executeCached(
-                sql: """
-                    INSERT INTO login_failures (username_key, failures, window_start_ms) VALUES (?1, 1, ?2)
-                    ON CONFLICT (username_key) DO UPDATE SET
-                      failures = CASE WHEN window_start_ms <= ?3 THEN 1 ELSE failures + 1 END,
-                      window_start_ms = CASE WHEN window_start_ms <= ?3 THEN ?2 ELSE window_start_ms END
-                    """, arguments: [usernameKey, nowMs, windowOpen])
+        return try await write { db in
+            var out: [String: ThrottleWindow] = [:]
+            for key in keys.sorted() {
+                let row = try Row.fetchOne(
+                    cached: db,
+                    sql: """
+                        INSERT INTO login_throttle (key, attempts, window_start_ms) VALUES (?1, 1, ?2)
+                        ON CONFLICT (key) DO UPDATE SET
+                          attempts = CASE WHEN window_start_ms <= ?3 THEN 1 ELSE attempts + 1 END,
+                          window_start_ms = CASE WHEN window_start_ms <= ?3 THEN ?2 ELSE window_start_ms END
+                        RETURNING attempts, window_start_ms
+                        """, arguments: [key, nowMs, windowOpen])
+                if let row { out[key] = ThrottleWindow(attempts: row[0], startMs: row[1]) }
+            }
+            return out
         }
     }
 
-    public func clearFailedLogins(usernameKey: String) async throws {
-        try await pool.write { db in
-            try db.executeCached(sql: "DELETE FROM login_failures WHERE username_key = ?", arguments: [usernameKey])
+    public func forgiveLoginAttempt(resetKey: String, uncountKeys: [String]) async throws {
+        try await write { db in
+            try db.executeCached(sql: "UPDATE login_throttle SET attempts = 0 WHERE key = ?", arguments: [resetKey])
+            for key in uncountKeys {
+                try db.executeCached(sql: "UPDATE login_throttle SET attempts = max(attempts - 1, 0) WHERE key = ?", arguments: [key])
+            }
+        }
+    }
+
+    public func credentials(accountID: String) async throws -> (username: String, credentials: AccountCredentials)? {
+        try await read { db in
+            try Row.fetchOne(
+                cached: db, sql: "SELECT username, family_id, password_hash FROM accounts WHERE id = ?", arguments: [accountID]
+            ).map { ($0[0], AccountCredentials(accountID: accountID, familyID: $0[1], passwordHash: $0[2])) }
+        }
+    }
+
+    public func changePassword(accountID: String, passwordHash: String, keepTokenHash: String) async throws {
+        try await write { db in
+            try db.executeCached(sql: "UPDATE accounts SET password_hash = ? WHERE id = ?", arguments: [passwordHash, accountID])
+            try db.executeCached(sql: "DELETE FROM tokens WHERE account_id = ? AND hash <> ?", arguments: [accountID, keepTokenHash])
+        }
+    }
+
+    public func purgeExpired(nowMs: Int64, throttleBeforeMs: Int64) async throws -> Int {
+        try await write { db in
+            try db.executeCached(sql: "DELETE FROM tokens WHERE expires_ms <= ?", arguments: [nowMs])
+            var count = db.changesCount
+            try db.executeCached(sql: "DELETE FROM login_throttle WHERE window_start_ms < ?", arguments: [throttleBeforeMs])
+            count += db.changesCount
+            return count
         }
     }
 }

@@ -5,7 +5,7 @@ import GRDB
 extension SQLiteStore {
 
     public func item(familyID: String, key: ItemKey) async throws -> StoredItem? {
-        try await reader.read { db in try Self.fetchItem(familyID: familyID, key: key, db: db) }
+        try await read { db in try Self.fetchItem(familyID: familyID, key: key, db: db) }
     }
 
     static let columns = "id, version, deleted, body, sort_ms, sort_version, tag"
@@ -24,7 +24,7 @@ extension SQLiteStore {
     public func write(
         familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
     ) async throws -> WriteOutcome {
-        try await pool.write { db in
+        try await write { db in
             guard try Int64.fetchOne(cached: db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID]) != nil else {
                 throw SyncError.unauthorized
             }
@@ -87,7 +87,7 @@ extension SQLiteStore {
     }
 
     public func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
-        try await reader.read { db in
+        try await read { db in
             // One read transaction: the counter and the rows come from the same snapshot.
             guard
                 let family = try Row.fetchOne(cached: db, sql: "SELECT version, horizon FROM families WHERE id = ?", arguments: [familyID])

@@ -37,7 +37,7 @@ extension SQLiteStore {
     }
 
     public func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
-        try await reader.read { db in
+        try await read { db in
             guard let family = try Row.fetchOne(cached: db, sql: "SELECT version, horizon FROM families WHERE id = ?", arguments: [familyID]) else {
                 throw SyncError.unauthorized
             }
@@ -70,13 +70,16 @@ extension SQLiteStore {
             let bottom = try Row.fetchOne(
                 cached: db, sql: "SELECT \(Self.columns) " + list.sql + " ORDER BY sort_ms ASC, id ASC LIMIT 1", arguments: list.arguments
             ).map(Self.storedItem)
-            let deleted: [String] =
-                since == nil
-                ? []
-                : try String.fetchAll(
+            // Deleted after the date, or changed after it and now outside the filter: gone for this client (§4).
+            var deleted: [String] = []
+            if let since {
+                let outside = query.tags.map { " OR tag IS NULL OR tag NOT IN (\($0.map { _ in "?" }.joined(separator: ",")))" } ?? ""
+                deleted = try String.fetchAll(
                     cached: db,
-                    sql: "SELECT id FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND deleted AND version > ? ORDER BY version",
-                    arguments: [familyID, query.collection, query.parentID, since])
+                    sql: "SELECT id FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND version > ? AND (deleted"
+                        + outside + ") ORDER BY version",
+                    arguments: [familyID, query.collection, query.parentID, since] + StatementArguments(query.tags ?? []))
+            }
             return PageSyncRows(
                 version: family[0], horizon: family[1], anchor: anchor, changed: changed, top: top, belowAnchor: belowAnchor,
                 bottom: bottom, deleted: deleted,
@@ -85,7 +88,7 @@ extension SQLiteStore {
     }
 
     public func page(familyID: String, query: PageQuery) async throws -> PageRows? {
-        try await reader.read { db in
+        try await read { db in
             let list = Self.liveList(query, familyID: familyID)
             var sql = "SELECT \(Self.columns) " + list.sql
             var arguments = list.arguments

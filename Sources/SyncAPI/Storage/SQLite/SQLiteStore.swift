@@ -12,15 +12,23 @@ public struct SQLiteStore: SyncStore {
     public init(path: String) throws {
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         if !folder.isEmpty {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            // Private: the database holds password hashes and every family's data.
+            try FileManager.default.createDirectory(
+                atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
+        // The file and its WAL and shared-memory companions are created 0600 (umask 077 while opening).
+        let previous = umask(0o077)
+        defer { umask(previous) }
         var configuration = GRDB.Configuration()
         configuration.busyMode = .timeout(10)
         configuration.foreignKeysEnabled = true
         configuration.prepareDatabase { db in
-            try db.executeCached(sql: "PRAGMA synchronous = NORMAL")
+            // FULL: a write acknowledged to a client survives power loss, not only a killed process
+            // (NORMAL in WAL mode may lose the last transactions on power loss). See docs/operations.md.
+            try db.executeCached(sql: "PRAGMA synchronous = FULL")
         }
         self.pool = try DatabasePool(path: path, configuration: configuration)
+        chmod(path, 0o600)
     }
 
     /// The snapshot that `withReadSnapshot` pinned for the current task, if any.
@@ -30,8 +38,35 @@ public struct SQLiteStore: SyncStore {
     var reader: any DatabaseReader { Self.pinned ?? pool }
 
     public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let snapshot = try pool.makeSnapshot()
+        let snapshot = try Self.mapped { try pool.makeSnapshot() }
         return try await Self.$pinned.withValue(snapshot) { try await body() }
+    }
+
+    /// A write transaction of the single writer; operational failures become 503 `unavailable`.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do { return try await pool.write(body) } catch { throw Self.mapped(error) }
+    }
+
+    /// A read from the pinned snapshot, else its own WAL snapshot; operational failures become 503 `unavailable`.
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do { return try await reader.read(body) } catch { throw Self.mapped(error) }
+    }
+
+    static func mapped<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch { throw mapped(error) }
+    }
+
+    /// The error a caller sees: busy or locked past the busy timeout, disk full, I/O error, read-only or unopenable
+    /// file are 503 `unavailable` (protocol §8), never a 500; domain errors pass through.
+    static func mapped(_ error: any Error) -> any Error {
+        guard let error = error as? DatabaseError else { return error }
+        switch error.resultCode {
+        case .SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_FULL, .SQLITE_IOERR, .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_NOMEM,
+            .SQLITE_PROTOCOL:
+            return SyncError.unavailable
+        default:
+            return error
+        }
     }
 
     // MARK: Schema
@@ -43,7 +78,7 @@ public struct SQLiteStore: SyncStore {
             migrator.registerMigration(migration.name) { db in try db.execute(sql: sql) }
         }
         try migrator.migrate(pool)
-        try await pool.write { db in
+        try await write { db in
             try db.executeCached(
                 sql: "INSERT INTO syncapi_meta (key, value) VALUES ('database_id', ?) ON CONFLICT (key) DO NOTHING",
                 arguments: [DatabaseIdentity.random()])
@@ -51,7 +86,7 @@ public struct SQLiteStore: SyncStore {
     }
 
     public func databaseID() async throws -> String {
-        try await reader.read { db in
+        try await read { db in
             guard let id = try String.fetchOne(cached: db, sql: "SELECT value FROM syncapi_meta WHERE key = 'database_id'") else {
                 throw SyncError.unavailable
             }
@@ -59,8 +94,16 @@ public struct SQLiteStore: SyncStore {
         }
     }
 
+    public func rotateDatabaseID() async throws -> String {
+        let id = DatabaseIdentity.random()
+        try await write { db in
+            try db.execute(sql: "UPDATE syncapi_meta SET value = ? WHERE key = 'database_id'", arguments: [id])
+        }
+        return id
+    }
+
     public func ping() async throws {
-        _ = try await reader.read { db in try Int64.fetchOne(cached: db, sql: "SELECT 1") }
+        _ = try await read { db in try Int64.fetchOne(cached: db, sql: "SELECT 1") }
     }
 
 }

@@ -1,0 +1,46 @@
+import Hummingbird
+import Logging
+import NIOCore
+import SyncAPI
+
+/// Every request is answered within `limit` (protocol §8): past it, 503 `unavailable` with `Retry-After`, whatever
+/// the database or a handler does. The handler is not cancelled: it runs on to its own end (a transaction always
+/// commits or rolls back) and its late answer is dropped.
+///
+/// It wraps the router's responder (not a middleware: the handler must be able to outlive the answer). The body is
+/// read first, whole (at most `bodyMaxBytes`), so the handler never reads the connection after the answer has gone.
+/// `GET /changes` is exempt: a live stream is meant to stay open and has caps of its own.
+struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context == AppRequestContext {
+    typealias Context = AppRequestContext
+    let inner: Inner
+    let limit: Duration
+    let bodyMaxBytes: Int
+
+    func respond(to request: Request, context: Context) async throws -> Response {
+        if Self.isChangeStream(request) { return try await inner.respond(to: request, context: context) }
+        var request = request
+        if request.method == .put || request.method == .post {
+            do {
+                if let length = request.headers[.contentLength].flatMap(Int.init), length > bodyMaxBytes {
+                    throw SyncError.payloadTooLarge(limit: bodyMaxBytes)
+                }
+                request.body = RequestBody(buffer: try await request.collectBody(upTo: bodyMaxBytes))
+            } catch {
+                return ProblemMiddleware.problem(for: error, bodyMaxBytes: bodyMaxBytes, logger: context.logger).response
+            }
+        }
+        let ready = request
+        let inner = self.inner
+        do {
+            return try await Deadline.run(within: limit) { try await inner.respond(to: ready, context: context) }
+        } catch let error as SyncError {
+            context.logger.warning("request answered 503: it did not finish within \(limit)")
+            return error.response
+        }
+    }
+
+    /// `GET /api/v1/changes`, however many slashes separate its segments.
+    static func isChangeStream(_ request: Request) -> Bool {
+        request.method == .get && request.uri.path.split(separator: "/").elementsEqual(["api", "v1", "changes"])
+    }
+}
