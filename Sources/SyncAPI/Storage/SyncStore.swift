@@ -3,8 +3,9 @@
 /// Two implementations, `SQLiteStore` (embedded default) and `PostgresStore`, pass one conformance suite.
 /// Every item method takes the family id first: no query can leave its tenant.
 public protocol SyncStore: Sendable {
-    /// Creates or upgrades the schema; safe to run concurrently from several instances.
-    func migrate() async throws
+    /// Creates or upgrades the schema with the first `count` migrations (nil: all); safe to run concurrently from
+    /// several instances.
+    func migrate(upTo count: Int?) async throws
     /// The random id of this database, put in dates of sync so that a token from another database is recognised.
     func databaseID() async throws -> String
     /// Replaces the database id with a new random one and returns it (after restoring a backup: every date of sync
@@ -57,4 +58,9 @@ public protocol SyncStore: Sendable {
     /// Runs `body` with every read of this store (in this task and its child tasks) answered from one snapshot of
     /// the database, so that several answers are consistent with each other (protocol §6). Writes are not affected.
     func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T
+}
+
+extension SyncStore {
+    /// Creates or upgrades the schema to the newest version.
+    public func migrate() async throws { try await migrate(upTo: nil) }
 }

@@ -45,7 +45,7 @@ public struct PostgresStore: SyncStore {
 
     // MARK: Schema
 
-    public func migrate() async throws {
+    public func migrate(upTo count: Int?) async throws {
         try await guarded {
             try await transaction { conn in
                 // One migrator at a time when several instances start together.
@@ -57,7 +57,7 @@ public struct PostgresStore: SyncStore {
                 for try await name in try await conn.query("SELECT name FROM syncapi_migrations", logger: logger).decode(String.self) {
                     applied.insert(name)
                 }
-                for migration in EmbeddedMigrations.postgres where !applied.contains(migration.name) {
+                for migration in EmbeddedMigrations.postgres.prefix(count ?? .max) where !applied.contains(migration.name) {
                     // The extended protocol takes one statement at a time.
                     for statement in Self.statements(of: migration.sql) {
                         try await conn.query(PostgresQuery(unsafeSQL: statement), logger: logger)

@@ -71,9 +71,9 @@ public struct SQLiteStore: SyncStore {
 
     // MARK: Schema
 
-    public func migrate() async throws {
+    public func migrate(upTo count: Int?) async throws {
         var migrator = DatabaseMigrator()
-        for migration in EmbeddedMigrations.sqlite {
+        for migration in EmbeddedMigrations.sqlite.prefix(count ?? .max) {
             let sql = migration.sql
             migrator.registerMigration(migration.name) { db in try db.execute(sql: sql) }
         }

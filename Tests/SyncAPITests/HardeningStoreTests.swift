@@ -1,0 +1,113 @@
+import Foundation
+import Logging
+import SyncAPI
+import TestSupport
+import Testing
+
+/// Exactness and safety on a live database (issue 8): the purge horizon in paginated sync, purges racing writers,
+/// and migrating a database that already holds data.
+@Suite("Hardening: purge and migration")
+struct HardeningStoreTests {
+    static func json(_ bytes: [UInt8]) throws -> JSONValue { try JSONParser.parse(bytes) }
+
+    @Test("a paginated date older than the purge horizon answers sync: false with a fresh first page", arguments: Backend.allCases)
+    func purgeHorizonInPages(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let engine = SyncEngine(store: store)
+            let session = try await ConcurrencyTests.newFamily(store)
+            for id in ["t1", "t2", "t3"] {
+                _ = try await engine.put(
+                    session, ItemAddress(Collections.threads, id: id), body: .object([("title", .string(id))]), preconditions: .init())
+            }
+            let first = try Self.json(try await engine.pagedSync(session, Collections.threads, PageParameters(nb: 10), ifNoneMatch: nil).body)
+            let date = try #require(first["date"]?.stringValue)
+            try await engine.delete(session, ItemAddress(Collections.threads, id: "t2"), preconditions: .init())
+            // Before the purge the tombstone answers exactly.
+            let exact = try Self.json(
+                try await engine.pagedSync(session, Collections.threads, PageParameters(date: date, lastId: "t1", nb: 10), ifNoneMatch: nil).body)
+            #expect(exact["sync"] == .bool(true))
+            #expect(exact["deleted"] == .array([.string("t2")]))
+            #expect(try await store.purgeTombstones(cutoffMs: WallClock.nowMs() + 1000) == 1)
+            for lastId in [nil, "t1"] as [String?] {
+                let answer = try Self.json(
+                    try await engine.pagedSync(
+                        session, Collections.threads, PageParameters(date: date, lastId: lastId, nb: 10), ifNoneMatch: nil
+                    ).body)
+                #expect(answer["sync"] == .bool(false), "a purged deletion can no longer be told: the list is sent afresh")
+                #expect(PaginatedSyncTests.ids(answer["updated"]).sorted() == ["t1", "t3"])
+                #expect(answer["nomore"] == .bool(true))
+            }
+        }
+    }
+
+    @Test("purges run while writers write: no error, no live item lost, every tombstone older than the cutoff gone", arguments: Backend.allCases)
+    func purgeDuringWrites(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let engine = SyncEngine(store: store)
+            let sessions = [try await ConcurrencyTests.newFamily(store), try await ConcurrencyTests.newFamily(store)]
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (w, session) in sessions.enumerated() {
+                    group.addTask {
+                        for n in 0..<150 {
+                            let address = ItemAddress(Collections.contacts, id: "c\(n % 40)")
+                            if n % 3 == 2 {
+                                try await engine.delete(session, address, preconditions: .init())
+                            } else {
+                                _ = try await engine.put(
+                                    session, address, body: .object([("firstName", .string("w\(w) n\(n)"))]), preconditions: .init())
+                            }
+                        }
+                    }
+                }
+                group.addTask {
+                    for _ in 0..<30 {
+                        _ = try await store.purgeTombstones(cutoffMs: WallClock.nowMs() + 60_000)
+                        try await Task.sleep(for: .milliseconds(5))
+                    }
+                }
+                try await group.waitForAll()
+            }
+            _ = try await store.purgeTombstones(cutoffMs: WallClock.nowMs() + 60_000)
+            for session in sessions {
+                // The live items are exactly those whose last operation was a PUT.
+                let live = try await ConcurrencyTests.serverItems(engine, session)
+                let expected = Set(
+                    (0..<150).filter { n in n % 3 != 2 && !(0..<150).contains { m in m > n && m % 40 == n % 40 } }.map { "c\($0 % 40)" })
+                #expect(Set(live.keys) == expected)
+                let delta = try await store.delta(familyID: session.familyID, collections: [Collections.contacts.name], since: 0)
+                #expect(delta.rows[Collections.contacts.name, default: []].allSatisfy { !$0.deleted }, "tombstones were purged")
+            }
+        }
+    }
+
+    @Test("migrating a database that already holds data keeps every item and date of sync", arguments: Backend.allCases)
+    func migrateWithData(backend: Backend) async throws {
+        let url = try await backend.freshDatabaseURL()
+        let opened = try OpenedStore.open(url, logger: Logger(label: "test"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await opened.runClient() }
+            defer { group.cancelAll() }
+            let store = opened.store
+            // The schema as the previous release left it (migrations 001 and 002), holding a family and its data.
+            try await store.migrate(upTo: 2)
+            let engine = SyncEngine(store: store)
+            let session = try await ConcurrencyTests.newFamily(store)
+            for n in 0..<5 {
+                _ = try await engine.put(
+                    session, ItemAddress(Collections.contacts, id: "c\(n)"), body: .object([("firstName", .string("n\(n)"))]),
+                    preconditions: .init())
+            }
+            try await engine.delete(session, ItemAddress(Collections.contacts, id: "c4"), preconditions: .init())
+            let before = try await engine.fullListSync(session, Collections.contacts, date: nil, ifNoneMatch: nil)
+            try await store.migrate()
+            try await store.migrate()
+            let after = try await engine.fullListSync(session, Collections.contacts, date: nil, ifNoneMatch: nil)
+            #expect(after.body == before.body, "same items, same date of sync")
+            let delta = try Self.json(try await engine.fullListSync(session, Collections.contacts, date: before.date, ifNoneMatch: nil).body)
+            #expect(delta["sync"] == .bool(true))
+            // The new tables work on the migrated database.
+            let counted = try await store.countLoginAttempt(keys: ["u:x"], nowMs: 1, windowMs: 10)
+            #expect(counted["u:x"]?.attempts == 1)
+        }
+    }
+}
