@@ -38,7 +38,7 @@ public struct AppConfiguration: Sendable {
     public var bodyReadTimeout = Duration.seconds(30)
     /// An idle keep-alive connection is closed after this.
     public var idleTimeout = Duration.seconds(60)
-    /// Most open connections; past it new ones are closed at once.
+    /// Most open connections; past it new ones wait in the listen backlog until one closes.
     public var maxConnections = 10_000
     /// Most password hashes queued or running; past it, account calls answer 503 at once (nil: 4 per core).
     public var maxPendingHashes: Int?

@@ -7,6 +7,23 @@ public actor TestPostgres {
 
     private var port: Int?
     private var counter = 0
+    private var control: (prefix: [String], data: String, options: String, folder: String)?
+
+    /// A server of its own, for a test that stops and restarts it (outages); the shared one is never stopped.
+    public init() {}
+
+    /// Stops the server at once (`pg_ctl stop -m fast`: open connections are terminated, like a crash or failover).
+    public func stop() throws {
+        guard let control else { return }
+        try Self.run(control.prefix + ["pg_ctl", "-D", control.data, "-m", "fast", "-w", "stop"])
+    }
+
+    /// Starts it again on the same port, after `stop()`.
+    public func restart() throws {
+        guard let control else { return }
+        try Self.run(
+            control.prefix + ["pg_ctl", "-D", control.data, "-l", control.folder + "/server.log", "-o", control.options, "-w", "-t", "60", "start"])
+    }
 
     /// A fresh, empty database on the shared server.
     public func newDatabaseURL() throws -> String {
@@ -35,6 +52,7 @@ public actor TestPostgres {
             do {
                 try Self.run(prefix + ["pg_ctl", "-D", data, "-l", folder + "/server.log", "-o", options, "-w", "-t", "60", "start"])
                 port = candidate
+                control = (prefix, data, options, folder)
                 break
             } catch {
                 lastError = error

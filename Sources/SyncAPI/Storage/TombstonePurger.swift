@@ -16,9 +16,12 @@ public struct TombstonePurger: Service {
         self.logger = logger
     }
 
-    /// One purge: tombstones last changed more than the retention ago.
+    /// One purge: tombstones last changed more than the retention ago; also expired tokens and login-throttle
+    /// windows older than a day (they can no longer block anyone). Returns how many tombstones went.
     public func purgeOnce(nowMs: Int64 = WallClock.nowMs()) async throws -> Int {
-        try await store.purgeTombstones(cutoffMs: nowMs - Int64(retentionSeconds) * 1000)
+        let purged = try await store.purgeTombstones(cutoffMs: nowMs - Int64(retentionSeconds) * 1000)
+        _ = try await store.purgeExpired(nowMs: nowMs, throttleBeforeMs: nowMs - 86_400_000)
+        return purged
     }
 
     /// Waits an interval (the schema is migrated meanwhile), purges, and again, until graceful shutdown.
