@@ -72,7 +72,7 @@ public actor TestPostgres {
     /// Runs a command to completion (posix_spawn + waitpid; Foundation's `Process.waitUntilExit` can hang in
     /// concurrent tests); throws with its output when it fails.
     @discardableResult
-    static func run(_ arguments: [String]) throws -> String {
+    public static func run(_ arguments: [String]) throws -> String {
         // Output goes to a file, not a pipe: a server that pg_ctl starts would hold a pipe open forever.
         let outputPath = NSTemporaryDirectory() + "syncapi-cmd-\(UUID().uuidString).log"
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
