@@ -1,0 +1,119 @@
+import Foundation
+import SyncAPI
+import TestSupport
+import Testing
+
+/// The executable as operators run it (issue 8): HTTPS with HTTP/1.1 and HTTP/2, SIGTERM with live streams open,
+/// and SIGKILL in the middle of writes, after which every acknowledged write must be there.
+@Suite("The syncapi process", .serialized)
+struct ProcessTests {
+    static func temporaryFolder() throws -> String {
+        let folder = NSTemporaryDirectory() + "syncapi-process-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    @Test("HTTPS: a self-signed certificate, a sync over HTTP/1.1 and over HTTP/2 (ALPN)")
+    func tls() async throws {
+        let folder = try Self.temporaryFolder()
+        try TestPostgres.run([
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(folder)/key.pem", "-out", "\(folder)/cert.pem",
+            "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ])
+        let tls = ["--cacert", "\(folder)/cert.pem"]
+        let server = try await ServerProcess.start(
+            ["--database", "sqlite:\(folder)/db.sqlite", "--tls-cert", "\(folder)/cert.pem", "--tls-key", "\(folder)/key.pem"],
+            scheme: "https", curlOptions: tls)
+        defer {
+            kill(server.pid, SIGKILL)
+            _ = server.waitForExit(within: .seconds(5))
+        }
+        let base = "https://localhost:\(server.port)"
+        let token = try Curl.signup(base, options: tls)
+        let auth = ["-H", "Authorization: Bearer \(token)"]
+        let put = try Curl.call(tls + auth + ["--http1.1", "-X", "PUT", "\(base)/api/v1/contacts/c1", "-d", #"{"firstName":"Bob"}"#])
+        #expect(put.status == 200 && put.version == "1.1")
+        let h2 = try Curl.call(tls + auth + ["--http2", "\(base)/api/v1/ctcsync"])
+        #expect(h2.status == 200 && h2.version == "2")
+        #expect(h2.body.contains(#""firstName":"Bob""#))
+        let h1 = try Curl.call(tls + auth + ["--http1.1", "\(base)/api/v1/ctcsync"])
+        #expect(h1.status == 200 && h1.version == "1.1" && h1.body == h2.body)
+        // Plain HTTP on the TLS port is refused, not answered in clear.
+        #expect((try? Curl.call(["http://localhost:\(server.port)/health"]))?.status != 200)
+    }
+
+    @Test("SIGTERM with live streams open: the streams end and the process exits within 5 s")
+    func sigterm() async throws {
+        let folder = try Self.temporaryFolder()
+        let server = try await ServerProcess.start(["--database", "sqlite:\(folder)/db.sqlite"])
+        let base = "http://localhost:\(server.port)"
+        let token = try Curl.signup(base)
+        var streams: [pid_t] = []
+        for n in 0..<3 {
+            streams.append(
+                try ServerProcess.spawn(
+                    ["curl", "-s", "-N", "-H", "Authorization: Bearer \(token)", "\(base)/api/v1/changes"], output: "\(folder)/stream\(n).log"))
+        }
+        try await Task.sleep(for: .seconds(1))
+        let start = ContinuousClock.now
+        kill(server.pid, SIGTERM)
+        let exited = server.waitForExit(within: .seconds(5))
+        let took = ContinuousClock.now - start
+        if !exited { kill(server.pid, SIGKILL) }
+        #expect(exited, "still running 5 s after SIGTERM")
+        for pid in streams {
+            let ended = ServerProcess(pid: pid, port: 0, log: "").waitForExit(within: .seconds(2))
+            if !ended { kill(pid, SIGKILL) }
+            #expect(ended, "a stream's client was left hanging")
+        }
+        let first = (try? String(contentsOfFile: "\(folder)/stream0.log", encoding: .utf8)) ?? ""
+        #expect(first.hasPrefix("retry: "), "the stream was open: \(first)")
+        print("sigterm: exited after \(took) with 3 streams open")
+    }
+
+    @Test("SIGKILL under write load: every acknowledged write is there after a restart", arguments: Backend.allCases)
+    func sigkill(backend: Backend) async throws {
+        let folder = try Self.temporaryFolder()
+        let database: String
+        switch backend {
+        case .sqlite: database = "sqlite:\(folder)/db.sqlite"
+        case .postgres: database = try await TestPostgres.shared.newDatabaseURL()
+        }
+        let server = try await ServerProcess.start(["--database", database])
+        let base = "http://localhost:\(server.port)"
+        let token = try Curl.signup(base)
+        let auth = ["-H", "Authorization: Bearer \(token)"]
+        // The kill comes from a thread of its own: the writers below block the few threads of the task pool.
+        let pid = server.pid
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) { kill(pid, SIGKILL) }
+        let acknowledged = try await withThrowingTaskGroup(of: [String].self) { group in
+            for writer in 0..<4 {
+                group.addTask {
+                    var ok: [String] = []
+                    for n in 0..<400 {
+                        let id = "w\(writer)-\(n)"
+                        guard let answer = try? Curl.call(auth + ["-X", "PUT", "\(base)/api/v1/contacts/\(id)", "-d", #"{"firstName":"\#(id)"}"#])
+                        else { break }
+                        if answer.status == 200 { ok.append(id) } else if answer.status == 0 { break }
+                    }
+                    return ok
+                }
+            }
+            return try await group.reduce(into: [String]()) { $0 += $1 }
+        }
+        _ = server.waitForExit(within: .seconds(5))
+        #expect(acknowledged.count > 10, "the writers were writing when the kill came")
+        #expect(acknowledged.count < 1600, "the kill came in the middle of the writes")
+        let restarted = try await ServerProcess.start(["--database", database])
+        defer {
+            kill(restarted.pid, SIGKILL)
+            _ = restarted.waitForExit(within: .seconds(5))
+        }
+        let answer = try Curl.call(auth + ["http://localhost:\(restarted.port)/api/v1/ctcsync"])
+        guard case .array(let items)? = try JSONParser.parse(answer.body)["updated"] else { throw TestFailure("no list: \(answer.body)") }
+        let stored = Set(items.compactMap { $0["id"]?.stringValue })
+        let lost = acknowledged.filter { !stored.contains($0) }
+        #expect(lost.isEmpty, "acknowledged writes lost after SIGKILL: \(lost)")
+        print("sigkill \(backend): \(acknowledged.count) acknowledged writes checked after the kill")
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import SyncAPI
+import TestSupport
+
+/// The real `syncapi` executable, started as its own process on a free port, for what only a process shows: TLS on
+/// a socket, signals, a kill in the middle of writes. It is the binary `swift build` put beside the test bundle.
+struct ServerProcess {
+    let pid: pid_t
+    let port: Int
+    let log: String
+
+    static func binary() throws -> String {
+        let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [folder, folder.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("syncapi").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        throw TestFailure("no syncapi binary beside \(CommandLine.arguments[0]): run swift build first")
+    }
+
+    /// Starts `syncapi serve` with `arguments` on a free port and waits until `/health` answers.
+    static func start(_ arguments: [String], scheme: String = "http", curlOptions: [String] = []) async throws -> ServerProcess {
+        var lastError: (any Error)?
+        for _ in 0..<5 {
+            let port = Int.random(in: 20_000..<60_000)
+            let log = NSTemporaryDirectory() + "syncapi-server-\(UUID().uuidString).log"
+            let pid = try spawn([try binary(), "serve", "--port", "\(port)", "--bcrypt-cost", "4"] + arguments, output: log)
+            let server = ServerProcess(pid: pid, port: port, log: log)
+            do {
+                try await server.waitUntilHealthy(scheme: scheme, curlOptions: curlOptions)
+                return server
+            } catch {
+                lastError = error
+                kill(pid, SIGKILL)
+                _ = server.waitForExit(within: .seconds(5))
+            }
+        }
+        throw lastError ?? TestFailure("the server did not start")
+    }
+
+    func waitUntilHealthy(scheme: String, curlOptions: [String]) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if let answer = try? Curl.call(curlOptions + ["\(scheme)://localhost:\(port)/health"]), answer.status == 200 { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw TestFailure("the server did not answer /health: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+    }
+
+    /// Waits for the process to end; true when it ended within `limit`.
+    func waitForExit(within limit: Duration) -> Bool {
+        let deadline = ContinuousClock.now + limit
+        var status: Int32 = 0
+        while ContinuousClock.now < deadline {
+            if waitpid(pid, &status, WNOHANG) == pid { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    /// Starts a command without waiting for it; its output goes to `output`.
+    static func spawn(_ arguments: [String], output: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, &argv, environ)
+        guard spawned == 0 else { throw TestFailure("cannot run \(arguments[0]): error \(spawned)") }
+        return pid
+    }
+}
+
+/// HTTP over real sockets with curl (HTTP/1.1 and HTTP/2, TLS).
+enum Curl {
+    struct Answer {
+        let status: Int
+        let version: String
+        let body: String
+    }
+
+    /// Runs curl; the status and HTTP version come from `-w`, the body from a file.
+    static func call(_ arguments: [String]) throws -> Answer {
+        let bodyPath = NSTemporaryDirectory() + "syncapi-curl-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: bodyPath) }
+        let out = try TestPostgres.run(["curl", "-s", "-m", "20", "-o", bodyPath, "-w", "%{http_code} %{http_version}"] + arguments)
+        let parts = out.split(separator: " ")
+        return Answer(
+            status: Int(parts.first ?? "") ?? 0, version: parts.count > 1 ? String(parts[1]) : "",
+            body: (try? String(contentsOfFile: bodyPath, encoding: .utf8)) ?? "")
+    }
+
+    /// Signs up on a running server and returns the token.
+    static func signup(_ base: String, options: [String] = [], username: String = "alice") throws -> String {
+        let answer = try call(
+            options + ["-X", "POST", "\(base)/api/v1/signup", "-d", #"{"family":"F","username":"\#(username)","password":"password1"}"#])
+        guard answer.status == 201, let token = SyncAPITestJSON.string(answer.body, "token") else {
+            throw TestFailure("signup failed: \(answer.status) \(answer.body)")
+        }
+        return token
+    }
+}
+
+/// A member of a JSON object answer, for curl-based tests.
+enum SyncAPITestJSON {
+    static func string(_ body: String, _ key: String) -> String? {
+        (try? JSONParser.parse(body))?[key]?.stringValue
+    }
+}
