@@ -20,6 +20,12 @@ public struct AppRequestContext: RequestContext {
         self.peerAddress = source.channel.remoteAddress?.ipAddress
     }
 
+    /// A path parameter, percent-decoded (`/contacts/a%3Ab` names the id `a:b`, as clients that encode `:` send it);
+    /// nil when absent or not valid percent-encoding.
+    func pathID(_ name: String) -> String? {
+        parameters.get(name).flatMap { $0.removingPercentEncoding }
+    }
+
     /// The caller's session; routes behind `AuthMiddleware` always have one.
     func requireSession() throws -> Session {
         guard let session else { throw SyncError.unauthorized }

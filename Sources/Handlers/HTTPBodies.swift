@@ -46,7 +46,7 @@ extension RouterMethods {
         if handlers[.get] != nil { allow.append("HEAD") }
         allow.sort()
         let refusal = SyncError.methodNotAllowed(allow: allow)
-        for method in [HTTPRequest.Method.get, .head, .put, .post, .delete, .patch, .options, .trace] {
+        for method in HTTPMethods.routed {
             if let handler = handlers[method] {
                 on(path, method: method, use: handler)
             } else if method == .head, let get = handlers[.get] {
@@ -59,4 +59,9 @@ extension RouterMethods {
             }
         }
     }
+}
+
+/// The methods every resource answers (405 with `Allow` for those it does not take).
+enum HTTPMethods {
+    static let routed: [HTTPRequest.Method] = [.get, .head, .put, .post, .delete, .patch, .options, .trace]
 }

@@ -17,8 +17,15 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
     let bodyMaxBytes: Int
 
     func respond(to request: Request, context: Context) async throws -> Response {
-        if Self.isChangeStream(request) { return try await inner.respond(to: request, context: context) }
         var request = request
+        // A method no route registers (QUERY, PROPFIND…) is answered like OPTIONS: 405 with `Allow` on a known
+        // path (RFC 9110), 404 elsewhere — never a 404 for a path that exists.
+        if !HTTPMethods.routed.contains(request.method) {
+            var head = request.head
+            head.method = .options
+            request = Request(head: head, body: request.body)
+        }
+        if Self.isChangeStream(request) { return try await inner.respond(to: request, context: context) }
         if request.method == .put || request.method == .post {
             do {
                 if let length = request.headers[.contentLength].flatMap(Int.init), length > bodyMaxBytes {

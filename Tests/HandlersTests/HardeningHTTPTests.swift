@@ -163,6 +163,14 @@ struct HardeningHTTPTests {
             #expect(try await api.call(.get, "/api/v1/group").headers[.allow] == "POST")
             #expect(try await api.call(.delete, "/api/v1/contacts/c9", headers: [.ifMatch: ""]).status == .noContent)
             #expect(try await api.call(.delete, "/api/v1/contacts/c9", headers: [.ifMatch: #""nope""#]).status == .preconditionFailed)
+            // Methods no route knows: 405 with Allow on a known path, 404 elsewhere (schemathesis finding).
+            let query = try await api.call(HTTPRequest.Method("QUERY")!, "/api/v1/ctcsync")
+            #expect(query.status == .methodNotAllowed && query.headers[.allow] == "GET, HEAD")
+            #expect(try await api.call(HTTPRequest.Method("PROPFIND")!, "/api/v1/nowhere").status == .notFound)
+            // Percent-encoded ids name the same item (schemathesis finding: clients encode ':').
+            #expect(try await api.call(.put, "/api/v1/contacts/a%3Ab", body: #"{"firstName":"Colon"}"#).status == .ok)
+            let decoded = try await api.call(.get, "/api/v1/contacts/a:b")
+            #expect(decoded.status == .ok && decoded.json?["id"] == .string("a:b"))
             let head = try await api.call(.head, "/api/v1/ctcsync")
             #expect(head.status == .ok && head.body.isEmpty)
         }

@@ -27,6 +27,10 @@ struct OutageTests {
 
     @Test("PostgreSQL stopped 10 s under 4 readers and 4 writers")
     func outage() async throws {
+        try await HeavyTestGate.shared.run { try await Self.runOutage() }
+    }
+
+    static func runOutage() async throws {
         let postgres = TestPostgres()
         var configuration = AppConfiguration()
         configuration.database = try DatabaseURL(parsing: try await postgres.newDatabaseURL())

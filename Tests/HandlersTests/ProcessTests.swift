@@ -73,7 +73,11 @@ struct ProcessTests {
 
     @Test("SIGKILL under write load: every acknowledged write is there after a restart", arguments: Backend.allCases)
     func sigkill(backend: Backend) async throws {
-        let folder = try Self.temporaryFolder()
+        try await HeavyTestGate.shared.run { try await Self.killUnderLoad(backend) }
+    }
+
+    static func killUnderLoad(_ backend: Backend) async throws {
+        let folder = try temporaryFolder()
         let database: String
         switch backend {
         case .sqlite: database = "sqlite:\(folder)/db.sqlite"

@@ -70,10 +70,10 @@ struct ItemRoutes {
 
     static func address(_ collection: CollectionSpec, _ context: AppRequestContext) throws -> ItemAddress {
         if collection.parentName != nil {
-            guard let parentID = context.parameters.get("id"), let id = context.parameters.get("childId") else { throw SyncError.notFound() }
+            guard let parentID = context.pathID("id"), let id = context.pathID("childId") else { throw SyncError.notFound() }
             return ItemAddress(collection, parentID: parentID, id: id)
         }
-        guard let id = context.parameters.get("id") else { throw SyncError.notFound() }
+        guard let id = context.pathID("id") else { throw SyncError.notFound() }
         return ItemAddress(collection, id: id)
     }
 

@@ -57,7 +57,7 @@ struct SyncRoutes {
                             let query = try SyncQuery(request, allowed: ["lastId", "nb"])
                             let parameters = try query.pageParameters(collection, childLimit: nil, filter: nil)
                             let body = try await engine.page(
-                                try context.requireSession(), collection, parentID: context.parameters.get("id"), parameters)
+                                try context.requireSession(), collection, parentID: context.pathID("id"), parameters)
                             return HTTPBodies.response(json: body)
                         }
                     ])

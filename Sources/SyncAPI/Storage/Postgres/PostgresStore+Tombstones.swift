@@ -7,7 +7,8 @@ import PostgresNIO
 extension PostgresStore {
 
     public func purgeTombstones(cutoffMs: Int64) async throws -> Int {
-        try await guarded {
+        // A background job, not a request: it runs as long as the batches take.
+        try await guarded(within: .seconds(3600)) {
             try await client.withConnection { conn in
                 var locked = false
                 for try await ok in try await conn.query("SELECT pg_try_advisory_lock(\(Self.purgeLockKey))", logger: logger)

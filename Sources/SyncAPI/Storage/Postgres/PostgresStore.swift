@@ -46,7 +46,8 @@ public struct PostgresStore: SyncStore {
     // MARK: Schema
 
     public func migrate(upTo count: Int?) async throws {
-        try await guarded {
+        // Not a request: a migration may wait for other instances' migrations and take its time.
+        try await guarded(within: .seconds(300)) {
             try await transaction { conn in
                 // One migrator at a time when several instances start together.
                 try await conn.query("SELECT pg_advisory_xact_lock(7311562)", logger: logger)
@@ -136,9 +137,9 @@ public struct PostgresStore: SyncStore {
     /// (`Deadline`), a transaction that failed on a serialization failure or a deadlock is run again (nothing of it
     /// was committed), and every operational failure is 503 `unavailable`, never a 500 (protocol §8).
     @discardableResult
-    func guarded<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    func guarded<T: Sendable>(within limit: Duration? = nil, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let logger = self.logger
-        return try await Deadline.run(within: deadline) {
+        return try await Deadline.run(within: limit ?? deadline) {
             var attempt = 0
             while true {
                 do {
