@@ -62,6 +62,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "PEM private key of --tls-cert.") var tlsKey: String?
     @Option(help: "Address of a proxy whose X-Forwarded-For is believed (repeatable).") var trustedProxy: [String] = []
     @Option(help: "Seconds within which every request is answered (503 past it).") var requestTimeLimit = 15
+    @Option(help: "Seconds for a connection's first request head to arrive (then it is closed).") var headerReadTimeout = 10
+    @Option(help: "Seconds for a request body to arrive after its head.") var bodyReadTimeout = 30
+    @Option(help: "Seconds an idle keep-alive connection stays open.") var idleTimeout = 60
     @Option(help: "Most open connections.") var maxConnections = 10_000
     @Option(help: "Most open /changes streams per account.") var maxStreamsPerAccount = 8
     @Option(help: "Most open /changes streams on this instance.") var maxStreamsPerInstance = 10_000
@@ -83,6 +86,10 @@ struct Serve: AsyncParsableCommand {
         configuration.requestTimeLimit = .seconds(requestTimeLimit)
         configuration.databaseDeadline = .seconds(max(1, requestTimeLimit - 2))
         configuration.maxConnections = maxConnections
+        configuration.headerReadTimeout = .seconds(headerReadTimeout)
+        configuration.bodyReadTimeout = .seconds(bodyReadTimeout)
+        configuration.idleTimeout = .seconds(idleTimeout)
+        guard headerReadTimeout >= 1, bodyReadTimeout >= 1, idleTimeout >= 1 else { throw ValidationError("timeouts are at least 1 second") }
         configuration.maxStreamsPerAccount = maxStreamsPerAccount
         configuration.maxStreamsPerInstance = maxStreamsPerInstance
         configuration.maxPendingHashes = maxPendingHashes

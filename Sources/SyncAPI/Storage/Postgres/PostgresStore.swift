@@ -46,7 +46,9 @@ public struct PostgresStore: SyncStore {
     // MARK: Schema
 
     public func migrate(upTo count: Int?) async throws {
-        // Not a request: a migration may wait for other instances' migrations and take its time.
+        // An unreachable database fails within the usual deadline; once reached, a migration may wait for other
+        // instances' migrations and take its time.
+        try await ping()
         try await guarded(within: .seconds(300)) {
             try await transaction { conn in
                 // One migrator at a time when several instances start together.

@@ -1,0 +1,97 @@
+import Foundation
+import SyncAPI
+import TestSupport
+import Testing
+
+/// What an operator relies on (issue 8): slow senders are cut off, a restored backup never makes a client miss a
+/// change, secrets stay out of output, the embedded database is private.
+@Suite("Operating the syncapi process")
+struct OperatorTests {
+    /// Opens a TCP connection to the server, sends `bytes`, and returns how long until the server closes it.
+    static func secondsUntilClosed(port: Int, sending bytes: String) throws -> Double {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw TestFailure("connect") }
+        var timeout = timeval(tv_sec: 15, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let start = ContinuousClock.now
+        _ = bytes.withCString { send(fd, $0, strlen($0), 0) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+        }
+        return (ContinuousClock.now - start) / .seconds(1)
+    }
+
+    @Test("a request head or body that trickles in is cut off at its read timeout")
+    func slowSenders() async throws {
+        let folder = try ProcessTests.temporaryFolder()
+        let server = try await ServerProcess.start([
+            "--database", "sqlite:\(folder)/db.sqlite", "--header-read-timeout", "1", "--body-read-timeout", "1", "--idle-timeout", "30",
+        ])
+        defer {
+            kill(server.pid, SIGKILL)
+            _ = server.waitForExit(within: .seconds(5))
+        }
+        let head = try Self.secondsUntilClosed(port: server.port, sending: "GET /health HTTP/1.1\r\nHost: x\r\n")
+        #expect(head < 4, "an unfinished head held the connection \(head) s")
+        let body = try Self.secondsUntilClosed(
+            port: server.port, sending: "PUT /api/v1/contacts/c1 HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"first")
+        #expect(body < 4, "an unfinished body held the connection \(body) s")
+        print("slow senders: head cut after \(head) s, body after \(body) s (timeouts 1 s)")
+    }
+
+    @Test("restore-epoch: a date of sync issued before the restore answers sync: false")
+    func restoreEpoch() async throws {
+        let folder = try ProcessTests.temporaryFolder()
+        let database = "sqlite:\(folder)/db.sqlite"
+        let server = try await ServerProcess.start(["--database", database])
+        let base = "http://localhost:\(server.port)"
+        let token = try Curl.signup(base)
+        let auth = ["-H", "Authorization: Bearer \(token)"]
+        _ = try Curl.call(auth + ["-X", "PUT", "\(base)/api/v1/contacts/c1", "-d", #"{"firstName":"Bob"}"#])
+        let date = try #require(SyncAPITestJSON.string(try Curl.call(auth + ["\(base)/api/v1/ctcsync"]).body, "date"))
+        kill(server.pid, SIGTERM)
+        _ = server.waitForExit(within: .seconds(5))
+        let output = try TestPostgres.run([try ServerProcess.binary(), "restore-epoch", "--database", database])
+        #expect(output.contains("new database id"))
+        let restarted = try await ServerProcess.start(["--database", database])
+        defer {
+            kill(restarted.pid, SIGKILL)
+            _ = restarted.waitForExit(within: .seconds(5))
+        }
+        let answer = try JSONParser.parse(try Curl.call(auth + ["http://localhost:\(restarted.port)/api/v1/ctcsync?date=\(date)"]).body)
+        #expect(answer["sync"] == .bool(false))
+        #expect(answer["date"]?.stringValue != date)
+    }
+
+    @Test("secrets: a database password is never printed; the SQLite file and folder are private")
+    func secrets() async throws {
+        let folder = try ProcessTests.temporaryFolder()
+        let log = "\(folder)/out.log"
+        for url in ["postgres://syncapi:s3cret-pw@127.0.0.1:1/none", "mysql://syncapi:s3cret-pw@host/db"] {
+            let pid = try ServerProcess.spawn([try ServerProcess.binary(), "migrate", "--database", url], output: log)
+            #expect(ServerProcess(pid: pid, port: 0, log: log).waitForExit(within: .seconds(30)))
+            let output = try String(contentsOfFile: log, encoding: .utf8)
+            #expect(!output.isEmpty)
+            #expect(!output.contains("s3cret-pw"), "\(output)")
+        }
+        let dataFolder = "\(folder)/data"
+        let server = try await ServerProcess.start(["--database", "sqlite:\(dataFolder)/db.sqlite"])
+        kill(server.pid, SIGTERM)
+        _ = server.waitForExit(within: .seconds(5))
+        let folderMode = try FileManager.default.attributesOfItem(atPath: dataFolder)[.posixPermissions] as? Int
+        let fileMode = try FileManager.default.attributesOfItem(atPath: "\(dataFolder)/db.sqlite")[.posixPermissions] as? Int
+        #expect(folderMode == 0o700)
+        #expect(fileMode == 0o600)
+    }
+}
