@@ -7,19 +7,28 @@ import Testing
 /// change, secrets stay out of output, the embedded database is private.
 @Suite("Operating the syncapi process")
 struct OperatorTests {
-    /// Opens a TCP connection to the server, sends `bytes`, and returns how long until the server closes it.
-    static func secondsUntilClosed(port: Int, sending bytes: String) throws -> Double {
+    /// An open TCP connection to the server on loopback.
+    static func connect(port: Int) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket") }
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else { throw TestFailure("connect") }
+        guard connected == 0 else {
+            close(fd)
+            throw TestFailure("connect")
+        }
+        return fd
+    }
+
+    /// Opens a TCP connection to the server, sends `bytes`, and returns how long until the server closes it.
+    static func secondsUntilClosed(port: Int, sending bytes: String) throws -> Double {
+        let fd = try connect(port: port)
+        defer { close(fd) }
         var timeout = timeval(tv_sec: 15, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let start = ContinuousClock.now
@@ -48,6 +57,23 @@ struct OperatorTests {
             port: server.port, sending: "PUT /api/v1/contacts/c1 HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"first")
         #expect(body < 4, "an unfinished body held the connection \(body) s")
         print("slow senders: head cut after \(head) s, body after \(body) s (timeouts 1 s)")
+    }
+
+    @Test("past --max-connections a new connection waits until one closes")
+    func connectionCap() async throws {
+        let folder = try ProcessTests.temporaryFolder()
+        let server = try await ServerProcess.start(["--database", "sqlite:\(folder)/db.sqlite", "--max-connections", "2"])
+        defer {
+            kill(server.pid, SIGKILL)
+            _ = server.waitForExit(within: .seconds(5))
+        }
+        let held = [try Self.connect(port: server.port), try Self.connect(port: server.port)]
+        try await Task.sleep(for: .milliseconds(300))
+        let refused = try? Curl.call(["-m", "2", "http://127.0.0.1:\(server.port)/health"])
+        #expect(refused == nil, "a third connection was served while two were open")
+        for fd in held { close(fd) }
+        let served = try Curl.call(["-m", "10", "http://127.0.0.1:\(server.port)/health"])
+        #expect(served.status == 200)
     }
 
     @Test("restore-epoch: a date of sync issued before the restore answers sync: false")
