@@ -38,18 +38,20 @@ enum HTTPBodies {
 
 extension RouterMethods {
     /// Registers `handlers` on `path` and answers 405 `method_not_allowed`, with an `Allow` header naming the
-    /// methods the path takes (RFC 9110 §15.5.6), for every other method.
+    /// methods the path takes (RFC 9110 §15.5.6), for every other method. `HEAD` runs the `GET` handler and drops
+    /// its body, unless `headFromGet` is false (a live stream, whose body would never run its clean-up).
     func resource(
-        _ path: RouterPath, _ handlers: [HTTPRequest.Method: @Sendable (Request, Context) async throws -> Response]
+        _ path: RouterPath, headFromGet: Bool = true,
+        _ handlers: [HTTPRequest.Method: @Sendable (Request, Context) async throws -> Response]
     ) {
         var allow = handlers.keys.map(\.rawValue)
-        if handlers[.get] != nil { allow.append("HEAD") }
+        if headFromGet, handlers[.get] != nil { allow.append("HEAD") }
         allow.sort()
         let refusal = SyncError.methodNotAllowed(allow: allow)
         for method in HTTPMethods.routed {
             if let handler = handlers[method] {
                 on(path, method: method, use: handler)
-            } else if method == .head, let get = handlers[.get] {
+            } else if method == .head, headFromGet, let get = handlers[.get] {
                 on(path, method: .head) { request, context in
                     let response = try await get(request, context)
                     return Response(status: response.status, headers: response.headers)

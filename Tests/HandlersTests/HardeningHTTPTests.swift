@@ -230,6 +230,9 @@ struct HardeningHTTPTests {
             try await Task.sleep(for: .milliseconds(300))
             let second = try await api.call(.get, "/api/v1/changes")
             #expect(second.status == .tooManyRequests && second.json?["code"] == .string("too_many_requests"))
+            // HEAD does not open a stream (it would hold a slot forever): 405, GET only.
+            let head = try await api.call(.head, "/api/v1/changes")
+            #expect(head.status == .methodNotAllowed && head.headers[.allow] == "GET")
             #expect(try await api.call(.post, "/api/v1/logout").status == .noContent)
             let first = try await stream
             #expect(first.status == .ok)

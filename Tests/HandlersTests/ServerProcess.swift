@@ -60,18 +60,7 @@ struct ServerProcess {
 
     /// Starts a command without waiting for it; its output goes to `output`.
     static func spawn(_ arguments: [String], output: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, &argv, environ)
-        guard spawned == 0 else { throw TestFailure("cannot run \(arguments[0]): error \(spawned)") }
-        return pid
+        try TestPostgres.spawn(arguments, output: output)
     }
 }
 

@@ -76,17 +76,7 @@ public actor TestPostgres {
         // Output goes to a file, not a pipe: a server that pg_ctl starts would hold a pipe open forever.
         let outputPath = NSTemporaryDirectory() + "syncapi-cmd-\(UUID().uuidString).log"
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, &argv, environ)
-        guard spawned == 0 else { throw TestPostgresError(message: "cannot run \(arguments[0]): error \(spawned)") }
+        let pid = try spawn(arguments, output: outputPath)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
@@ -95,6 +85,22 @@ public actor TestPostgres {
             throw TestPostgresError(message: "\(arguments.joined(separator: " ")) failed (\(status)): \(output)")
         }
         return output
+    }
+
+    /// Starts a command without waiting for it; its standard output and error go to the file `output`.
+    public static func spawn(_ arguments: [String], output: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, &argv, environ)
+        guard spawned == 0 else { throw TestPostgresError(message: "cannot run \(arguments[0]): error \(spawned)") }
+        return pid
     }
 }
 

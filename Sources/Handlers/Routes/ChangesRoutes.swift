@@ -24,7 +24,7 @@ struct ChangesRoutes {
         let ping = configuration.changesPingInterval
         let maxDuration = configuration.changesMaxDuration
         group.resource(
-            "changes",
+            "changes", headFromGet: false,
             [
                 .get: { request, context in
                     let session = try context.requireSession()
