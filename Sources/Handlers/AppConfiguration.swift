@@ -33,7 +33,8 @@ public struct AppConfiguration: Sendable {
     public var requestTimeLimit = Duration.seconds(15)
     /// How long a store call may wait for the database before answering 503.
     public var databaseDeadline = Duration.seconds(10)
-    /// A request's head must arrive within this, and its body within `bodyReadTimeout`, or the connection closes (408).
+    /// A first request head must arrive within this, and a body may not stall longer than `bodyReadTimeout` between
+    /// two pieces, or the connection closes.
     public var headerReadTimeout = Duration.seconds(10)
     public var bodyReadTimeout = Duration.seconds(30)
     /// An idle keep-alive connection is closed after this.

@@ -1,8 +1,9 @@
 import NIOCore
 import NIOHTTPTypes
 
-/// Closes a connection whose first request head does not arrive within `headTimeout`, or whose request body does
-/// not finish within `bodyTimeout` of its head (protocol §8), so slow senders cannot hold connections forever.
+/// Closes a connection whose first request head does not arrive within `headTimeout`, or whose request body stalls
+/// for `bodyTimeout` between two pieces (protocol §8), so slow senders cannot hold connections forever while a large
+/// upload over a slow but live link goes on.
 /// Between requests of a keep-alive connection the server's idle timeout applies.
 final class RequestReadTimeoutHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
@@ -28,8 +29,7 @@ final class RequestReadTimeoutHandler: ChannelInboundHandler, RemovableChannelHa
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head: arm(bodyTimeout, context: context)
-        case .body: break
+        case .head, .body: arm(bodyTimeout, context: context)
         case .end: disarm()
         }
         context.fireChannelRead(data)

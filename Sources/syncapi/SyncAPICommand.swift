@@ -63,7 +63,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Address of a proxy whose X-Forwarded-For is believed (repeatable).") var trustedProxy: [String] = []
     @Option(help: "Seconds within which every request is answered (503 past it).") var requestTimeLimit = 15
     @Option(help: "Seconds for a connection's first request head to arrive (then it is closed).") var headerReadTimeout = 10
-    @Option(help: "Seconds for a request body to arrive after its head.") var bodyReadTimeout = 30
+    @Option(help: "Seconds a request body may stall between two pieces.") var bodyReadTimeout = 30
     @Option(help: "Seconds an idle keep-alive connection stays open.") var idleTimeout = 60
     @Option(help: "Most open connections.") var maxConnections = 10_000
     @Option(help: "Most open /changes streams per account.") var maxStreamsPerAccount = 8
