@@ -7,6 +7,8 @@ public struct AppConfiguration: Sendable {
     public var database = DatabaseURL.sqlite(path: "data/syncapi.sqlite")
     /// Largest accepted request body, in bytes (protocol §2: default 1 MiB).
     public var bodyMaxBytes = 1 << 20
+    /// Largest medium `POST /media` takes, in bytes (protocol §10: default 20 MiB).
+    public var mediaMaxBytes = 20 << 20
     /// Most sub-requests in one `POST /group`.
     public var groupMaxRequests = 20
     /// bcrypt cost of password hashes.

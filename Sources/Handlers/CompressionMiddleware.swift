@@ -14,7 +14,7 @@ struct CompressionMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let response = try await next(request, context)
         guard Self.acceptsGzip(request.headers[.acceptEncoding]), response.headers[.contentEncoding] == nil,
-            let length = response.body.contentLength, length >= minimumBytes
+            Self.compressible(response.headers[.contentType]), let length = response.body.contentLength, length >= minimumBytes
         else { return response }
         let collector = BodyCollector()
         try await response.body.write(collector)
@@ -25,6 +25,13 @@ struct CompressionMiddleware: RouterMiddleware {
         headers[.vary] = "Accept-Encoding"
         headers[.contentLength] = nil
         return Response(status: response.status, headers: headers, body: ResponseBody(byteBuffer: compressed))
+    }
+
+    /// JSON and text shrink; media (already compressed, possibly ranged and large) goes as it is.
+    static func compressible(_ contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        return contentType.hasPrefix("application/json") || contentType.hasPrefix("application/problem+json")
+            || contentType.hasPrefix("text/")
     }
 
     /// True when an `Accept-Encoding` header accepts gzip (by name or `*`, with a non-zero quality).

@@ -7,8 +7,9 @@ import Synchronization
 /// are not on the list and are refused like their plain spellings.
 final class GroupReach: Sendable {
     private let allowed = Mutex<Set<String>>([])
-    /// Routes of the API a sub-request never reaches.
-    static let refused: Set<String> = ["/api/v1/group", "/api/v1/changes"]
+    /// Routes of the API a sub-request never reaches: the group itself, the endless change stream, and media
+    /// (binary bodies do not belong in JSON).
+    static let refused: Set<String> = ["/api/v1/group", "/api/v1/changes", "/api/v1/media", "/api/v1/media/{sha256}"]
 
     /// Allows the route patterns of `routes` (e.g. `/api/v1/contacts/{id}`).
     func allow(_ patterns: some Sequence<String>) {
@@ -30,7 +31,7 @@ struct GroupReachMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         // No resolved route (nil): the not-found answer follows, as for a direct call.
         if context.isSubrequest, let route = context.endpointPath, !reach.allows(route) {
-            throw SyncError(code: "invalid_subrequest", status: 400, detail: "A sub-request cannot reach /group or /changes.")
+            throw SyncError(code: "invalid_subrequest", status: 400, detail: "A sub-request cannot reach /group, /changes or /media.")
         }
         return try await next(request, context)
     }

@@ -9,7 +9,8 @@ import SyncAPI
 ///
 /// It wraps the router's responder (not a middleware: the handler must be able to outlive the answer). The body is
 /// read first, whole (at most `bodyMaxBytes`), so the handler never reads the connection after the answer has gone.
-/// `GET /changes` is exempt: a live stream is meant to stay open and has caps of its own.
+/// `GET /changes` and media uploads are exempt: a live stream is meant to stay open and has caps of its own, and an
+/// upload over a slow link may take long while it moves.
 struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context == AppRequestContext {
     typealias Context = AppRequestContext
     let inner: Inner
@@ -25,7 +26,7 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
             head.method = .options
             request = Request(head: head, body: request.body)
         }
-        if Self.isChangeStream(request) { return try await inner.respond(to: request, context: context) }
+        if Self.isStreaming(request) { return try await inner.respond(to: request, context: context) }
         if request.method == .put || request.method == .post {
             do {
                 if let length = request.headers[.contentLength].flatMap(Int.init), length > bodyMaxBytes {
@@ -46,8 +47,11 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
         }
     }
 
-    /// `GET /api/v1/changes`, however many slashes separate its segments.
-    static func isChangeStream(_ request: Request) -> Bool {
-        request.method == .get && request.uri.path.split(separator: "/").elementsEqual(["api", "v1", "changes"])
+    /// `GET /api/v1/changes` and `POST /api/v1/media` (an upload streams to storage as it arrives, bounded by the
+    /// body read timeout and the media size limit), however many slashes separate their segments.
+    static func isStreaming(_ request: Request) -> Bool {
+        let segments = request.uri.path.split(separator: "/")
+        return (request.method == .get && segments.elementsEqual(["api", "v1", "changes"]))
+            || (request.method == .post && segments.elementsEqual(["api", "v1", "media"]))
     }
 }

@@ -58,6 +58,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "bcrypt cost of password hashes (4–31).") var bcryptCost: UInt8 = 12
     @Option(help: "Largest request body, in bytes (a group's whole body).") var bodyMaxBytes = 1 << 20
     @Option(help: "Most sub-requests in one POST /group.") var groupMaxRequests = 20
+    @Option(help: "Largest medium POST /media takes, in bytes.") var mediaMaxBytes = 20 << 20
     @Option(help: "PEM certificate chain: serve HTTPS (TLS 1.2+, HTTP/2 by ALPN). Needs --tls-key.") var tlsCert: String?
     @Option(help: "PEM private key of --tls-cert.") var tlsKey: String?
     @Option(help: "Address of a proxy whose X-Forwarded-For is believed (repeatable).") var trustedProxy: [String] = []
@@ -80,6 +81,8 @@ struct Serve: AsyncParsableCommand {
         configuration.bcryptCost = bcryptCost
         configuration.bodyMaxBytes = bodyMaxBytes
         configuration.groupMaxRequests = groupMaxRequests
+        configuration.mediaMaxBytes = mediaMaxBytes
+        guard mediaMaxBytes >= 1024 else { throw ValidationError("--media-max-bytes must be at least 1024") }
         configuration.tlsCertificatePath = tlsCert
         configuration.tlsKeyPath = tlsKey
         configuration.trustedProxies = Set(trustedProxy)
@@ -138,7 +141,8 @@ struct Purge: AsyncParsableCommand {
         let url = try database.url()
         let retention = retentionSeconds
         try await database.withMigratedStore(doing: "purge") { store, logger in
-            let purged = try await TombstonePurger(store: store, retentionSeconds: retention, logger: logger).purgeOnce()
+            let purged = try await TombstonePurger(store: store, media: store as? any MediaStore, retentionSeconds: retention, logger: logger)
+                .purgeOnce()
             print("syncapi: purged \(purged) tombstones from \(url)")
         }
     }

@@ -42,6 +42,8 @@ struct OperationsRoutes {
                 ),
                 ("tombstoneRetentionSeconds", .number(Double(configuration.tombstoneRetentionSeconds))),
                 ("signup", .bool(configuration.accounts.signupEnabled)),
+                ("mediaMaxBytes", .number(Double(configuration.mediaMaxBytes))),
+                ("mediaTypes", .array(MediaType.allCases.map { .string($0.rawValue) })),
             ]))
         api.resource("", [.get: { _, _ in HTTPBodies.response(json: description) }])
     }

@@ -70,12 +70,19 @@ public enum BearerToken {
     }
 
     public static func storageHash(_ token: String) -> String {
-        let hex = Array("0123456789abcdef".utf8)
+        Hex.lowercase(SHA256.hash(data: Data(token.utf8)))
+    }
+}
+
+/// Lowercase hexadecimal, without `String(format:)` (slow on Linux): token hashes and media names.
+public enum Hex {
+    public static func lowercase(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(64)
-        for byte in SHA256.hash(data: Data(token.utf8)) {
-            out.append(hex[Int(byte >> 4)])
-            out.append(hex[Int(byte & 0xF)])
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0xF)])
         }
         return String(decoding: out, as: UTF8.self)
     }

@@ -70,6 +70,9 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public static func tooManyRequests(retryAfter: Int, detail: String = "Too many failed attempts; retry later.") -> SyncError {
         SyncError(code: "too_many_requests", status: 429, detail: detail, retryAfter: retryAfter)
     }
+    public static func unsupportedMediaType(_ detail: String) -> SyncError {
+        SyncError(code: "unsupported_media_type", status: 415, detail: detail, field: "Content-Type")
+    }
     public static let unavailable = SyncError(
         code: "unavailable", status: 503, detail: "The database is unreachable; retry shortly.", retryAfter: 5)
 }

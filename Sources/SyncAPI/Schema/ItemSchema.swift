@@ -92,10 +92,11 @@ public struct ItemSchema: Sendable {
             return value
         case .url:
             let s = try string(value, name, maxLength: Limits.urlLength)
+            if MediaURL.isMediaURL(s) { return .string(s) }
             let lower = s.lowercased()
             guard (lower.hasPrefix("http://") && s.utf8.count > 7) || (lower.hasPrefix("https://") && s.utf8.count > 8),
                 !s.contains(where: { $0 == " " || $0.isNewline })
-            else { throw SyncError.invalidField(name, "\(name) must be an http or https URL.") }
+            else { throw SyncError.invalidField(name, "\(name) must be an http or https URL, or a media URL of this server.") }
             return .string(s)
         case .oneOf(let choices):
             guard case .string(let s) = value, choices.contains(s) else {

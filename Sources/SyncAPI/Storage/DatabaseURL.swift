@@ -58,6 +58,8 @@ public struct DatabaseURLError: Error, CustomStringConvertible, Sendable {
 /// A store ready to use, plus the client that must run in the service group (PostgreSQL only).
 public struct OpenedStore: Sendable {
     public let store: any SyncStore
+    /// Where media bytes live: the same database (chunks in PostgreSQL, files beside the SQLite file).
+    public var media: any MediaStore { store as! any MediaStore }
     /// Run this (`run()`) for the store to work; nil for SQLite.
     public let postgresClient: PostgresClient?
 

@@ -5,12 +5,16 @@ import ServiceLifecycle
 /// service group, stopping on graceful shutdown.
 public struct TombstonePurger: Service {
     let store: any SyncStore
+    let media: (any MediaStore)?
     let retentionSeconds: Int
     let interval: Duration
     let logger: Logger
 
-    public init(store: any SyncStore, retentionSeconds: Int, interval: Duration = .seconds(3600), logger: Logger) {
+    public init(
+        store: any SyncStore, media: (any MediaStore)? = nil, retentionSeconds: Int, interval: Duration = .seconds(3600), logger: Logger
+    ) {
         self.store = store
+        self.media = media
         self.retentionSeconds = retentionSeconds
         self.interval = interval
         self.logger = logger
@@ -21,6 +25,9 @@ public struct TombstonePurger: Service {
     public func purgeOnce(nowMs: Int64 = WallClock.nowMs()) async throws -> Int {
         let purged = try await store.purgeTombstones(cutoffMs: nowMs - Int64(retentionSeconds) * 1000)
         _ = try await store.purgeExpired(nowMs: nowMs, throttleBeforeMs: nowMs - 86_400_000)
+        // Media no live item has named for the retention: a client that still shows a deleted post can fetch its
+        // photo as long as it could learn of the deletion.
+        _ = try await media?.purgeMedia(cutoffMs: nowMs - Int64(retentionSeconds) * 1000, nowMs: nowMs)
         return purged
     }
 

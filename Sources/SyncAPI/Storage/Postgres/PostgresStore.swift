@@ -48,7 +48,7 @@ public struct PostgresStore: SyncStore {
     public func migrate(upTo count: Int?) async throws {
         // An unreachable database fails within the usual deadline; once reached, a migration may wait for other
         // instances' migrations and take its time.
-        try await ping()
+        try await guarded(within: max(deadline, .seconds(10))) { try await client.query("SELECT 1", logger: logger) }
         try await guarded(within: .seconds(300)) {
             try await transaction { conn in
                 // One migrator at a time when several instances start together.

@@ -7,10 +7,13 @@ import GRDB
 /// concurrently in WAL snapshots.
 public struct SQLiteStore: SyncStore {
     let pool: DatabasePool
+    /// Where media files live: `media/` beside the database file.
+    let mediaFolder: String
 
     /// Opens (creating if needed) the database file at `path`, creating its folder too.
     public init(path: String) throws {
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        self.mediaFolder = (folder.isEmpty ? "." : folder) + "/media"
         if !folder.isEmpty {
             // Private: the database holds password hashes and every family's data.
             try FileManager.default.createDirectory(

@@ -1,0 +1,29 @@
+import Foundation
+import NIOCore
+
+/// Where a family's media bytes live (protocol §10): files under the data folder on the embedded default, chunks
+/// inside PostgreSQL with that backend (so every instance serves every file). Uploads stream in and reads stream
+/// out in pieces: no medium is ever held whole in memory.
+public protocol MediaStore: Sendable {
+    /// Starts an upload for `familyID`; its bytes are written as they arrive and become visible only at `commit`.
+    func beginUpload(familyID: String) async throws -> any MediaUpload
+    /// The stored medium named `sha256` in the family, nil when the family has none by that name.
+    func media(familyID: String, sha256: String) async throws -> MediaInfo?
+    /// Reads bytes `range` of a stored medium, handing them to `body` piece by piece.
+    func readMedia(
+        familyID: String, sha256: String, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void
+    ) async throws
+    /// Deletes media that no live item has named since `cutoffMs` (tombstones keep theirs for the retention), and
+    /// uploads a crash left unfinished; returns how many media went.
+    func purgeMedia(cutoffMs: Int64, nowMs: Int64) async throws -> Int
+}
+
+/// One upload in progress.
+public protocol MediaUpload: Sendable {
+    /// Appends bytes.
+    func write(_ bytes: ByteBuffer) async throws
+    /// Makes the bytes visible as `info` in the family; false when the family already had them (stored once).
+    func commit(_ info: MediaInfo, nowMs: Int64) async throws -> Bool
+    /// Drops what was written (refused or failed upload).
+    func abort() async
+}

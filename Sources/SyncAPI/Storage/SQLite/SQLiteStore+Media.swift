@@ -1,0 +1,150 @@
+import Foundation
+import GRDB
+import NIOCore
+import NIOPosix
+
+/// Media on the embedded default: files under `media/` beside the database, described by the `media` table.
+///
+/// An upload goes to `media/tmp/<uuid>` and is renamed to `media/<family>/<sha256>` when complete, inside the write
+/// transaction that records it, so a crash never leaves a half file under a final name, and a purge (also a write
+/// transaction) never races a commit.
+extension SQLiteStore: MediaStore {
+    public func beginUpload(familyID: String) async throws -> any MediaUpload {
+        try FileMediaUpload(store: self, familyID: familyID)
+    }
+
+    public func media(familyID: String, sha256: String) async throws -> MediaInfo? {
+        try await read { db in
+            try Row.fetchOne(
+                cached: db, sql: "SELECT content_type, size FROM media WHERE family_id = ? AND sha256 = ?", arguments: [familyID, sha256]
+            ).map { MediaInfo(sha256: sha256, contentType: $0[0], size: $0[1]) }
+        }
+    }
+
+    func mediaPath(familyID: String, sha256: String) -> String { "\(mediaFolder)/\(familyID)/\(sha256)" }
+
+    public func readMedia(
+        familyID: String, sha256: String, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void
+    ) async throws {
+        let handle: FileHandle
+        do {
+            handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: mediaPath(familyID: familyID, sha256: sha256)))
+        } catch {
+            throw SyncError.notFound("No such media.")
+        }
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(range.lowerBound))
+        var left = range.count
+        while left > 0 {
+            let count = min(left, Self.mediaPiece)
+            let data = try await NIOThreadPool.singleton.runIfActive { try handle.read(upToCount: count) ?? Data() }
+            guard !data.isEmpty else { throw SyncError.unavailable }
+            try await body(ByteBuffer(bytes: data))
+            left -= data.count
+        }
+    }
+
+    /// Bytes read or written at a time.
+    static let mediaPiece = 64 * 1024
+
+    public func purgeMedia(cutoffMs: Int64, nowMs: Int64) async throws -> Int {
+        let folder = mediaFolder
+        let purged = try await write { db -> Int in
+            // Media that a live wall post or family names now: named at `nowMs`.
+            try db.execute(
+                sql: """
+                    UPDATE media SET referenced_ms = ? WHERE EXISTS (
+                      SELECT 1 FROM items i WHERE i.family_id = media.family_id AND i.collection IN (?, ?) AND NOT i.deleted
+                      AND instr(i.body, media.sha256) > 0)
+                    """, arguments: [nowMs, Collections.wall.name, Collections.family.name])
+            let gone = try Row.fetchAll(db, sql: "SELECT family_id, sha256 FROM media WHERE referenced_ms < ?", arguments: [cutoffMs])
+            for row in gone {
+                let family: String = row[0]
+                let sha: String = row[1]
+                try db.execute(sql: "DELETE FROM media WHERE family_id = ? AND sha256 = ?", arguments: [family, sha])
+                try? FileManager.default.removeItem(atPath: "\(folder)/\(family)/\(sha)")
+            }
+            return gone.count
+        }
+        // Uploads a crash cut short: temporary files older than an hour.
+        let tmp = folder + "/tmp"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? [] {
+            let path = tmp + "/" + name
+            if let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date,
+                modified.timeIntervalSince1970 * 1000 < Double(nowMs - 3_600_000)
+            {
+                try? FileManager.default.removeItem(atPath: path)
+            }
+        }
+        return purged
+    }
+}
+
+/// An upload to a temporary file. Used by one task at a time (the request that uploads).
+final class FileMediaUpload: MediaUpload, @unchecked Sendable {
+    let store: SQLiteStore
+    let familyID: String
+    let temporaryPath: String
+    let handle: FileHandle
+
+    init(store: SQLiteStore, familyID: String) throws {
+        self.store = store
+        self.familyID = familyID
+        let tmp = store.mediaFolder + "/tmp"
+        try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        temporaryPath = tmp + "/" + UUID().uuidString
+        guard FileManager.default.createFile(atPath: temporaryPath, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            throw SyncError.unavailable
+        }
+        handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporaryPath))
+    }
+
+    func write(_ bytes: ByteBuffer) async throws {
+        let data = Data(bytes.readableBytesView)
+        let handle = self.handle
+        do {
+            try await NIOThreadPool.singleton.runIfActive { try handle.write(contentsOf: data) }
+        } catch {
+            throw SyncError.unavailable
+        }
+    }
+
+    func commit(_ info: MediaInfo, nowMs: Int64) async throws -> Bool {
+        let handle = self.handle
+        let temporaryPath = self.temporaryPath
+        let folder = store.mediaFolder + "/" + familyID
+        let final = store.mediaPath(familyID: familyID, sha256: info.sha256)
+        let familyID = self.familyID
+        do {
+            try await NIOThreadPool.singleton.runIfActive {
+                try handle.synchronize()
+                try handle.close()
+            }
+        } catch {
+            await abort()
+            throw SyncError.unavailable
+        }
+        return try await store.write { db in
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let existed =
+                try Int64.fetchOne(db, sql: "SELECT 1 FROM media WHERE family_id = ? AND sha256 = ?", arguments: [familyID, info.sha256]) != nil
+            try db.execute(
+                sql: """
+                    INSERT INTO media (family_id, sha256, content_type, size, created_ms, referenced_ms) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (family_id, sha256) DO UPDATE SET referenced_ms = max(referenced_ms, excluded.referenced_ms)
+                    """, arguments: [familyID, info.sha256, info.contentType, info.size, nowMs, nowMs])
+            // Same name, same bytes: a file already there (this family's, or left by a crash before its row) stays.
+            if FileManager.default.fileExists(atPath: final) {
+                try? FileManager.default.removeItem(atPath: temporaryPath)
+            } else {
+                try FileManager.default.moveItem(atPath: temporaryPath, toPath: final)
+            }
+            return !existed
+        }
+    }
+
+    func abort() async {
+        try? handle.close()
+        try? FileManager.default.removeItem(atPath: temporaryPath)
+    }
+}

@@ -1,0 +1,169 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Handlers
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import SyncAPI
+import TestSupport
+import Testing
+
+/// Media (protocol §10) on both backends: upload, dedupe, conditional and ranged reads, isolation between families,
+/// type and size refusal, media URLs in items, groups, and the purge that keeps named media.
+@Suite("Media over HTTP")
+struct MediaHTTPTests {
+    /// A small JPEG-signed file of `count` bytes.
+    static func jpeg(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
+        [0xFF, 0xD8, 0xFF, 0xE0] + (0..<max(0, count - 4)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }
+    }
+
+    static func upload(
+        _ client: any TestClientProtocol, token: String, _ bytes: [UInt8], type: String = "image/jpeg"
+    ) async throws
+        -> TestResponse
+    {
+        try await client.executeRequest(
+            uri: "/api/v1/media", method: .post, headers: [.authorization: "Bearer \(token)", .contentType: type],
+            body: ByteBuffer(bytes: bytes))
+    }
+
+    static func get(
+        _ client: any TestClientProtocol, token: String, _ path: String, _ headers: HTTPFields = [:]
+    ) async throws
+        -> TestResponse
+    {
+        var headers = headers
+        headers[.authorization] = "Bearer \(token)"
+        return try await client.executeRequest(uri: path, method: .get, headers: headers, body: nil)
+    }
+
+    @Test("upload, dedupe, GET with cache headers, 304, ranges, HEAD, isolation", arguments: Backend.allCases)
+    func uploadAndRead(backend: Backend) async throws {
+        try await TestApp.run(backend) { client in
+            let alice = try #require(try await APIClient.signedUp(client).token)
+            let bytes = Self.jpeg(700_000)
+            let sha = Hex.lowercase(SHA256.hash(data: Data(bytes)))
+            let first = try await Self.upload(client, token: alice, bytes)
+            #expect(first.status == .created)
+            let answer = try JSONParser.parse(first.body.readableBytesView)
+            #expect(answer["url"] == .string("/api/v1/media/\(sha)"))
+            #expect(answer["sha256"] == .string(sha) && answer["size"] == .number(700_000) && answer["contentType"] == .string("image/jpeg"))
+            let again = try await Self.upload(client, token: alice, bytes)
+            #expect(again.status == .ok, "the same bytes are the same URL, stored once")
+            #expect(try JSONParser.parse(again.body.readableBytesView)["url"] == answer["url"])
+
+            let path = "/api/v1/media/\(sha)"
+            let whole = try await Self.get(client, token: alice, path)
+            #expect(whole.status == .ok)
+            #expect(Array(whole.body.readableBytesView) == bytes)
+            #expect(whole.headers[.eTag] == "\"\(sha)\"")
+            #expect(whole.headers[.cacheControl] == "private, max-age=31536000, immutable")
+            #expect(whole.headers[.contentType] == "image/jpeg")
+            #expect(whole.headers[.contentLength] == "700000")
+            #expect(try await Self.get(client, token: alice, path, [.ifNoneMatch: "\"\(sha)\""]).status == .notModified)
+
+            // Ranges across chunk boundaries (256 KiB chunks in PostgreSQL).
+            for (header, range) in [
+                ("bytes=2-5", 2..<6), ("bytes=262140-262150", 262_140..<262_151), ("bytes=-3", 699_997..<700_000),
+                ("bytes=600000-", 600_000..<700_000),
+            ] {
+                let part = try await Self.get(client, token: alice, path, [.range: header])
+                #expect(part.status == .partialContent, "\(header)")
+                #expect(Array(part.body.readableBytesView) == Array(bytes[range]), "\(header)")
+                #expect(part.headers[.contentRange] == "bytes \(range.lowerBound)-\(range.upperBound - 1)/700000")
+            }
+            let outside = try await Self.get(client, token: alice, path, [.range: "bytes=700000-"])
+            #expect(outside.status == .rangeNotSatisfiable && outside.headers[.contentRange] == "bytes */700000")
+
+            let head = try await client.executeRequest(uri: path, method: .head, headers: [.authorization: "Bearer \(alice)"], body: nil)
+            #expect(head.status == .ok && head.body.readableBytes == 0 && head.headers[.eTag] == "\"\(sha)\"")
+
+            // Another family's hash answers exactly like an unknown one.
+            let bob = try #require(try await APIClient.signedUp(client, username: "bob", family: "Jones").token)
+            let foreign = try await Self.get(client, token: bob, path)
+            let unknown = try await Self.get(client, token: bob, "/api/v1/media/" + String(repeating: "0", count: 64))
+            #expect(foreign.status == .notFound && unknown.status == .notFound)
+            #expect(String(buffer: foreign.body) == String(buffer: unknown.body))
+            #expect(try await Self.get(client, token: bob, "/api/v1/media/not-a-hash").status == .notFound)
+        }
+    }
+
+    @Test("type and size are checked against the bytes: 415 and 413, nothing stored", arguments: Backend.allCases)
+    func refusals(backend: Backend) async throws {
+        try await TestApp.run(backend, configure: { $0.mediaMaxBytes = 4096 }) { client in
+            let token = try #require(try await APIClient.signedUp(client).token)
+            let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 7, count: 100)
+            for (bytes, type) in [
+                (Self.jpeg(100), "image/png"), (Self.jpeg(100), "text/plain"), (Array("hello".utf8), "image/jpeg"), ([], "image/jpeg"),
+            ] {
+                let refused = try await Self.upload(client, token: token, bytes, type: type)
+                #expect(refused.status == .unsupportedMediaType, "\(type)")
+                #expect(try JSONParser.parse(refused.body.readableBytesView)["code"] == .string("unsupported_media_type"))
+            }
+            #expect(try await Self.upload(client, token: token, png, type: "image/png").status == .created)
+            let big = try await Self.upload(client, token: token, Self.jpeg(5000))
+            #expect(big.status == .contentTooLarge)
+            let sha = Hex.lowercase(SHA256.hash(data: Data(Self.jpeg(5000))))
+            #expect(try await Self.get(client, token: token, "/api/v1/media/\(sha)").status == .notFound)
+            let description = try await Self.get(client, token: token, "/api/v1/")
+            let limits = try JSONParser.parse(description.body.readableBytesView)
+            #expect(limits["mediaMaxBytes"] == .number(4096))
+        }
+    }
+
+    @Test("media URLs in items; media inside a group are refused")
+    func itemsAndGroups() async throws {
+        try await TestApp.run(.sqlite) { client in
+            let api = try await APIClient.signedUp(client)
+            let token = try #require(api.token)
+            let url = try #require(
+                try JSONParser.parse(try await Self.upload(client, token: token, Self.jpeg(64)).body.readableBytesView)["url"]?.stringValue)
+            let post = try await api.call(.put, "/api/v1/wall/p1", body: #"{"type":"photo","mediaUrl":"\#(url)"}"#)
+            #expect(post.status == .ok && post.json?["mediaUrl"] == .string(url))
+            #expect(try await api.call(.put, "/api/v1/family", body: #"{"name":"F","pictureUrl":"\#(url)"}"#).status == .ok)
+            #expect(try await api.call(.put, "/api/v1/wall/p2", body: #"{"type":"photo","mediaUrl":"/api/v1/media/xyz"}"#).status == .badRequest)
+            let group = try await api.call(.post, "/api/v1/group", body: #"{"requests":[{"id":"m","method":"GET","url":"\#(url)"}]}"#)
+            guard case .array(let responses)? = group.json?["responses"] else {
+                Issue.record("no responses: \(group.body)")
+                return
+            }
+            #expect(responses.first?["body"]?["code"] == .string("invalid_subrequest"))
+        }
+    }
+
+    @Test("the purge removes media no item names and keeps named ones", arguments: Backend.allCases)
+    func purge(backend: Backend) async throws {
+        let url = try await backend.freshDatabaseURL()
+        var configuration = try await TestApp.configuration(backend)
+        configuration.database = url
+        var quiet = Logger(label: "test")
+        quiet.logLevel = .warning
+        let logger = quiet
+        let app = try await buildApplication(configuration, logger: logger)
+        try await app.test(.router) { client in
+            let api = try await APIClient.signedUp(client)
+            let token = try #require(api.token)
+            let named = try #require(
+                try JSONParser.parse(try await Self.upload(client, token: token, Self.jpeg(300_000, seed: 1)).body.readableBytesView)["url"]?
+                    .stringValue)
+            let unnamed = try #require(
+                try JSONParser.parse(try await Self.upload(client, token: token, Self.jpeg(300_000, seed: 2)).body.readableBytesView)["url"]?
+                    .stringValue)
+            _ = try await api.call(.put, "/api/v1/wall/p1", body: #"{"type":"photo","mediaUrl":"\#(named)"}"#)
+            // A purge as if the retention had passed since both uploads.
+            let opened = try OpenedStore.open(url, logger: logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await opened.runClient() }
+                defer { group.cancelAll() }
+                let now = WallClock.nowMs()
+                // Both were uploaded before the cutoff; the wall post names one of them now.
+                let purged = try await opened.media.purgeMedia(cutoffMs: now + 1000, nowMs: now + 2000)
+                #expect(purged == 1)
+            }
+            #expect(try await Self.get(client, token: token, named).status == .ok)
+            #expect(try await Self.get(client, token: token, unnamed).status == .notFound)
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import SyncAPI
+import TestSupport
+import Testing
+
+/// Media through the real process (protocol §10): a 100 MB upload with flat server memory, and a crash in the middle
+/// of an upload that leaves nothing visible, on both backends.
+@Suite("Media in the syncapi process")
+struct MediaProcessTests {
+    /// The server's peak resident memory so far, in bytes (VmHWM).
+    static func peakMemory(_ pid: pid_t) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { throw TestFailure("no VmHWM") }
+        return kilobytes * 1024
+    }
+
+    /// A JPEG-signed file of `megabytes` MiB; returns its path.
+    static func bigFile(_ folder: String, megabytes: Int) throws -> String {
+        let path = "\(folder)/big.jpg"
+        FileManager.default.createFile(atPath: path, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        var block = [UInt8](repeating: 0, count: 1 << 20)
+        for n in 0..<megabytes {
+            for i in stride(from: 0, to: block.count, by: 4096) { block[i] = UInt8(truncatingIfNeeded: n &+ i) }
+            if n == 0 { block.replaceSubrange(0..<4, with: [0xFF, 0xD8, 0xFF, 0xE0]) }
+            try handle.write(contentsOf: Data(block))
+        }
+        return path
+    }
+
+    static func database(_ backend: Backend, _ folder: String) async throws -> String {
+        switch backend {
+        case .sqlite: return "sqlite:\(folder)/data/db.sqlite"
+        case .postgres: return try await TestPostgres.shared.newDatabaseURL()
+        }
+    }
+
+    @Test("a 100 MB upload and its download leave the server's memory flat", arguments: Backend.allCases)
+    func bigUpload(backend: Backend) async throws {
+        try await HeavyTestGate.shared.run {
+            let folder = try ProcessTests.temporaryFolder()
+            let file = try Self.bigFile(folder, megabytes: 100)
+            let expected = try TestPostgres.run(["sha256sum", file]).split(separator: " ")[0]
+            let server = try await ServerProcess.start([
+                "--database", try await Self.database(backend, folder), "--media-max-bytes", "\(110 << 20)",
+            ])
+            defer {
+                kill(server.pid, SIGKILL)
+                _ = server.waitForExit(within: .seconds(5))
+            }
+            let base = "http://localhost:\(server.port)"
+            let auth = ["-H", "Authorization: Bearer \(try Curl.signup(base))"]
+            _ = try Curl.call(auth + ["\(base)/api/v1/ctcsync"])
+            let before = try Self.peakMemory(server.pid)
+            let uploaded = try Curl.call(auth + ["-X", "POST", "-H", "Content-Type: image/jpeg", "-T", file, "\(base)/api/v1/media"])
+            #expect(uploaded.status == 201, "\(uploaded.body)")
+            #expect(SyncAPITestJSON.string(uploaded.body, "sha256") == String(expected))
+            let download = "\(folder)/download.jpg"
+            let got = try TestPostgres.run(
+                ["curl", "-s", "-o", download, "-w", "%{http_code}"] + auth + ["\(base)/api/v1/media/\(expected)"])
+            #expect(got == "200")
+            #expect(try TestPostgres.run(["sha256sum", download]).split(separator: " ")[0] == expected)
+            let growth = try Self.peakMemory(server.pid) - before
+            #expect(growth <= 32 << 20, "peak memory grew \(growth >> 20) MiB")
+            print("media \(backend): 100 MiB up and down, server peak memory grew \(growth >> 10) KiB")
+        }
+    }
+
+    @Test("a crash in the middle of an upload leaves nothing visible", arguments: Backend.allCases)
+    func crashMidUpload(backend: Backend) async throws {
+        try await HeavyTestGate.shared.run {
+            let folder = try ProcessTests.temporaryFolder()
+            let file = try Self.bigFile(folder, megabytes: 8)
+            let sha = String(try TestPostgres.run(["sha256sum", file]).split(separator: " ")[0])
+            let database = try await Self.database(backend, folder)
+            let server = try await ServerProcess.start(["--database", database])
+            let base = "http://localhost:\(server.port)"
+            let token = try Curl.signup(base)
+            let auth = ["-H", "Authorization: Bearer \(token)"]
+            let upload = try ServerProcess.spawn(
+                ["curl", "-s", "--limit-rate", "1M", "-X", "POST", "-H", "Content-Type: image/jpeg", "-T", file] + auth + [
+                    "\(base)/api/v1/media"
+                ], output: "\(folder)/upload.log")
+            try await Task.sleep(for: .seconds(2))
+            kill(server.pid, SIGKILL)
+            _ = server.waitForExit(within: .seconds(5))
+            _ = ServerProcess(pid: upload, port: 0, log: "").waitForExit(within: .seconds(10))
+            let restarted = try await ServerProcess.start(["--database", database])
+            defer {
+                kill(restarted.pid, SIGKILL)
+                _ = restarted.waitForExit(within: .seconds(5))
+            }
+            let answer = try Curl.call(auth + ["http://localhost:\(restarted.port)/api/v1/media/\(sha)"])
+            #expect(answer.status == 404)
+            if backend == .sqlite {
+                // Only the temporary file may remain, never a file under a final name.
+                let media = "\(folder)/data/media"
+                // The upload was under way when the kill came: part of it sits in a temporary file.
+                let partial = try FileManager.default.contentsOfDirectory(atPath: "\(media)/tmp").compactMap {
+                    try FileManager.default.attributesOfItem(atPath: "\(media)/tmp/\($0)")[.size] as? Int
+                }
+                #expect(partial.contains { $0 > 0 && $0 < 8 << 20 }, "\(partial)")
+                let families = try FileManager.default.contentsOfDirectory(atPath: media).filter { $0 != "tmp" }
+                for family in families { #expect(try FileManager.default.contentsOfDirectory(atPath: "\(media)/\(family)").isEmpty) }
+            }
+        }
+    }
+}
