@@ -39,16 +39,21 @@ struct APIClient: Sendable {
         let status: HTTPResponse.Status
         let headers: HTTPFields
         let body: String
+        /// The body's size in bytes (media answers are not text).
+        var byteCount = 0
         var json: JSONValue? { try? JSONParser.parse(body) }
     }
 
-    func call(_ method: HTTPRequest.Method, _ path: String, body: String? = nil, headers: HTTPFields = [:]) async throws -> Answer {
+    func call(
+        _ method: HTTPRequest.Method, _ path: String, body: String? = nil, bytes: [UInt8]? = nil, headers: HTTPFields = [:]
+    ) async throws -> Answer {
         var headers = headers
         if let token, headers[.authorization] == nil { headers[.authorization] = "Bearer \(token)" }
-        if body != nil { headers[.contentType] = "application/json" }
-        let response = try await client.executeRequest(
-            uri: path, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
-        return Answer(status: response.status, headers: response.headers, body: String(buffer: response.body))
+        if body != nil, headers[.contentType] == nil { headers[.contentType] = "application/json" }
+        let payload = bytes.map { ByteBuffer(bytes: $0) } ?? body.map { ByteBuffer(string: $0) }
+        let response = try await client.executeRequest(uri: path, method: method, headers: headers, body: payload)
+        return Answer(
+            status: response.status, headers: response.headers, body: String(buffer: response.body), byteCount: response.body.readableBytes)
     }
 
     /// Signs up a new family and returns a client carrying its token.
