@@ -16,8 +16,11 @@ public struct AppConfiguration: Sendable {
     /// How long tombstones are kept before a purge (protocol §8).
     public var tombstoneRetentionSeconds = 30 * 86_400
     public var accounts = AccountService.Settings()
-    /// `GET /changes`: how often a stream checks the family's counter (any instance's writes show up here).
+    /// `GET /changes` without a change hub (a bare router): how often a stream reads the family's counter.
     public var changesPollInterval = Duration.seconds(1)
+    /// `GET /changes` with a hub: how often an idle stream re-checks its token and counter anyway (token expiry, a
+    /// notice lost with the listener's connection). Writes and revocations wake streams at once.
+    public var changesRecheckInterval = Duration.seconds(30)
     /// `GET /changes`: a comment line at least this often, so proxies keep the connection.
     public var changesPingInterval = Duration.seconds(20)
     /// `GET /changes`: a stream ends after this long; the client reconnects with its last date.

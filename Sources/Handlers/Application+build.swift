@@ -16,7 +16,7 @@ public typealias AppContext = AppRequestContext
 /// and chooses plain HTTP/1.1 or TLS (HTTP/2 by ALPN, HTTP/1.1 otherwise) with the connection limits of protocol §8.
 public func buildApplication(_ configuration: AppConfiguration, logger: Logger) async throws -> some ApplicationProtocol {
     let opened = try OpenedStore.open(configuration.database, deadline: configuration.databaseDeadline, logger: logger)
-    let router = buildRouter(store: opened.store, media: opened.media, configuration: configuration, logger: logger)
+    let router = buildRouter(store: opened.store, media: opened.media, hub: opened.hub, configuration: configuration, logger: logger)
     var app = Application(
         responder: TimeLimitedResponder(
             inner: router.buildResponder(), limit: configuration.requestTimeLimit, bodyMaxBytes: configuration.bodyMaxBytes),
@@ -26,6 +26,7 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
             availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)),
         logger: logger)
     if let client = opened.postgresClient { app.addServices(client) }
+    if let listener = opened.listener { app.addServices(listener) }
     app.addServices(
         TombstonePurger(
             store: opened.store, media: opened.media, retentionSeconds: configuration.tombstoneRetentionSeconds, logger: logger))
@@ -66,7 +67,8 @@ public struct TLSFilesError: Error, CustomStringConvertible {
 
 /// Builds the router over a store: every endpoint of protocol.md, behind problem+json errors and authentication.
 public func buildRouter(
-    store: any SyncStore, media: (any MediaStore)? = nil, configuration: AppConfiguration, logger: Logger = Logger(label: "syncapi")
+    store: any SyncStore, media: (any MediaStore)? = nil, hub: ChangeHub? = nil, configuration: AppConfiguration,
+    logger: Logger = Logger(label: "syncapi")
 ) -> Router<
     AppRequestContext
 > {
@@ -100,7 +102,7 @@ public func buildRouter(
     accountRoutes.addAuthenticated(to: authenticated)
     ItemRoutes(engine: engine, bodyMaxBytes: configuration.bodyMaxBytes).add(to: authenticated)
     SyncRoutes(engine: engine).add(to: authenticated)
-    ChangesRoutes(engine: engine, accounts: accounts, configuration: configuration, streams: streams).add(to: authenticated)
+    ChangesRoutes(engine: engine, accounts: accounts, configuration: configuration, streams: streams, hub: hub).add(to: authenticated)
     if let media = media ?? (store as? any MediaStore) {
         MediaRoutes(media: MediaService(store: media, maxBytes: Int64(configuration.mediaMaxBytes))).add(to: authenticated)
     }

@@ -10,19 +10,21 @@ import Synchronization
 ///
 /// It follows the SSE conventions so standard EventSource clients resume by themselves: every `change` carries
 /// `id: <date>`, `Last-Event-ID` stands for a missing `date`, the stream opens with a `retry:` hint, and proxies are
-/// told not to buffer it. The stream polls the family's counter in the shared database, so a write taken by any
-/// instance reaches every connected client within one poll interval. It ends when its token stops working, after
-/// `changesMaxDuration`, and at once on graceful shutdown.
+/// told not to buffer it. Streams wait on the instance's `ChangeHub`, which hears every write of every instance (one
+/// `LISTEN` connection on PostgreSQL), so an idle stream costs no database work. It ends when its token stops working
+/// (a logout or password change wakes it at once), after `changesMaxDuration`, and at once on graceful shutdown.
 struct ChangesRoutes {
     let engine: SyncEngine
     let accounts: AccountService
     let configuration: AppConfiguration
     let streams: LiveStreams
+    let hub: ChangeHub?
 
     func add(to group: RouterGroup<AppRequestContext>) {
         let poll = configuration.changesPollInterval
         let ping = configuration.changesPingInterval
         let maxDuration = configuration.changesMaxDuration
+        let recheck = configuration.changesRecheckInterval
         group.resource(
             "changes", headFromGet: false,
             [
@@ -43,8 +45,9 @@ struct ChangesRoutes {
                     let body = ResponseBody { writer in
                         defer { lease.close() }
                         try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
+                        let wakeup = Wakeup(hub: hub, family: session.familyID, poll: poll, recheck: recheck)
                         try await Self.stream(
-                            to: &writer, from: start, every: poll, ping: ping, for: maxDuration,
+                            to: &writer, from: start, wakeup: wakeup, ping: ping, for: maxDuration,
                             position: { try await engine.currentPosition(session) },
                             stillValid: { try await accounts.authenticate(token: token) == session })
                         try await writer.finish(nil)
@@ -57,44 +60,60 @@ struct ChangesRoutes {
             ])
     }
 
+    /// How a stream learns that its family moved: woken by the instance's `ChangeHub`, or, without one, by polling.
+    struct Wakeup: Sendable {
+        let hub: ChangeHub?
+        let family: String
+        /// Without a hub: how often to read the counter.
+        let poll: Duration
+        /// With a hub: how often to re-check the token and counter anyway (expiry; a missed notice).
+        let recheck: Duration
+    }
+
     /// Writes a `change` whenever the position passes `since`, a ping when idle, until the time is up, the token
-    /// stops working, the server shuts down gracefully (SIGTERM), or the task is cancelled.
+    /// stops working, the server shuts down gracefully (SIGTERM), or the task is cancelled. With a hub, an idle
+    /// stream reads nothing from the database but every `recheck`.
     static func stream(
-        to writer: inout any ResponseBodyWriter, from start: (since: Int64?, now: (date: String, version: Int64)), every poll: Duration,
+        to writer: inout any ResponseBodyWriter, from start: (since: Int64?, now: (date: String, version: Int64)), wakeup: Wakeup,
         ping: Duration, for maxDuration: Duration, position: () async throws -> (date: String, version: Int64, horizon: Int64),
         stillValid: () async throws -> Bool
     ) async throws {
         let clock = ContinuousClock()
         let end = clock.now + maxDuration
         var lastWrite = clock.now
+        var lastCheck = clock.now
         var since = start.since
-        var current: (date: String, version: Int64)? = start.now
-        while clock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully {
-            let now: (date: String, version: Int64)
-            if let known = current {
-                now = known
-                current = nil
-            } else {
-                guard try await stillValid() else { return }
-                let read = try await position()
-                now = (read.date, read.version)
-            }
-            if since.map({ now.version > $0 }) ?? true {
-                try await writer.write(ByteBuffer(string: "id: \(now.date)\nevent: change\ndata: {\"date\":\"\(now.date)\"}\n\n"))
-                since = now.version
+        var current = start.now
+        var generation = wakeup.hub?.subscribe(family: wakeup.family) ?? 0
+        defer { wakeup.hub?.unsubscribe(family: wakeup.family) }
+        while true {
+            if since.map({ current.version > $0 }) ?? true {
+                try await writer.write(ByteBuffer(string: "id: \(current.date)\nevent: change\ndata: {\"date\":\"\(current.date)\"}\n\n"))
+                since = current.version
                 lastWrite = clock.now
             } else if clock.now - lastWrite >= ping {
                 try await writer.write(ByteBuffer(string: ": ping\n\n"))
                 lastWrite = clock.now
             }
-            try await Self.sleep(poll)
+            let interval = wakeup.hub == nil ? wakeup.poll : wakeup.recheck - (clock.now - lastCheck)
+            let timeout = max(.milliseconds(10), min(interval, ping - (clock.now - lastWrite), end - clock.now))
+            var notified = true
+            if let hub = wakeup.hub {
+                let seen = generation
+                let family = wakeup.family
+                generation = (try? await cancelWhenGracefulShutdown { await hub.wait(family: family, seen: seen, timeout: timeout) }) ?? seen
+                notified = generation != seen
+            } else {
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: timeout) }
+            }
+            guard clock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully else { return }
+            // Only a notice, a poll or the recheck reads the database; a ping does not.
+            guard notified || clock.now - lastCheck >= wakeup.recheck else { continue }
+            lastCheck = clock.now
+            guard try await stillValid() else { return }
+            let read = try await position()
+            current = (read.date, read.version)
         }
-    }
-
-    /// Sleeps `duration`, waking early on graceful shutdown.
-    static func sleep(_ duration: Duration) async throws {
-        try? await cancelWhenGracefulShutdown { try await Task.sleep(for: duration) }
-        try Task.checkCancellation()
     }
 }
 

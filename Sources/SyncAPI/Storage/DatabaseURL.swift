@@ -62,6 +62,11 @@ public struct OpenedStore: Sendable {
     public var media: any MediaStore { store as! any MediaStore }
     /// Run this (`run()`) for the store to work; nil for SQLite.
     public let postgresClient: PostgresClient?
+    /// Wakes live change streams when their family's data moves.
+    public let hub: ChangeHub
+    /// What feeds the hub on PostgreSQL (one `LISTEN` connection), to run as a service; nil for SQLite, whose write
+    /// path feeds it.
+    public let listener: PostgresChangeListener?
 
     /// Runs the PostgreSQL client until cancelled (returns at once for SQLite).
     public func runClient() async {
@@ -73,7 +78,8 @@ public struct OpenedStore: Sendable {
         switch url {
         case .sqlite(let path):
             do {
-                return OpenedStore(store: try SQLiteStore(path: path), postgresClient: nil)
+                let hub = ChangeHub()
+                return OpenedStore(store: try SQLiteStore(path: path, hub: hub), postgresClient: nil, hub: hub, listener: nil)
             } catch {
                 throw DatabaseURLError("cannot open the SQLite database \(path): \(error.localizedDescription)")
             }
@@ -83,7 +89,10 @@ public struct OpenedStore: Sendable {
                 tls: requireTLS ? .require(.makeClientConfiguration()) : .disable)
             configuration.options.connectTimeout = .seconds(5)
             let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-            return OpenedStore(store: PostgresStore(client: client, logger: logger, deadline: deadline), postgresClient: client)
+            let hub = ChangeHub()
+            return OpenedStore(
+                store: PostgresStore(client: client, logger: logger, deadline: deadline), postgresClient: client, hub: hub,
+                listener: PostgresChangeListener(client: client, hub: hub, logger: logger))
         }
     }
 }

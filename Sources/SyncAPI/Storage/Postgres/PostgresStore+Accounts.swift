@@ -81,7 +81,14 @@ extension PostgresStore {
     }
 
     public func deleteToken(hash: String) async throws {
-        try await guarded { try await client.query("DELETE FROM tokens WHERE hash = \(hash)", logger: logger) }
+        // The family's streams (on every instance) re-check their token at once.
+        try await guarded {
+            try await client.query(
+                """
+                WITH gone AS (DELETE FROM tokens WHERE hash = \(hash) RETURNING family_id)
+                SELECT pg_notify(\(PostgresChangeListener.channel), family_id) FROM gone
+                """, logger: logger)
+        }
     }
 
     public func countLoginAttempt(keys: [String], nowMs: Int64, windowMs: Int64) async throws -> [String: ThrottleWindow] {
@@ -133,6 +140,8 @@ extension PostgresStore {
                 try await conn.query("UPDATE accounts SET password_hash = \(passwordHash) WHERE id = \(accountID)", logger: logger)
                 try await conn.query(
                     "DELETE FROM tokens WHERE account_id = \(accountID) AND hash <> \(keepTokenHash)", logger: logger)
+                try await conn.query(
+                    "SELECT pg_notify(\(PostgresChangeListener.channel), family_id) FROM accounts WHERE id = \(accountID)", logger: logger)
             }
         }
     }

@@ -75,7 +75,8 @@ extension PostgresStore {
         let rows = try await conn.query(
             """
             WITH bumped AS (
-              UPDATE families SET version = version + 1 WHERE id = \(familyID) AND \(version == nil) RETURNING version
+              UPDATE families SET version = version + 1 WHERE id = \(familyID) AND \(version == nil)
+              RETURNING version, pg_notify(\(PostgresChangeListener.channel), id)
             ), v AS (
               SELECT version FROM bumped UNION ALL SELECT \(version ?? 0)::BIGINT WHERE \(version != nil)
             )

@@ -22,6 +22,7 @@ extension SQLiteStore {
             }
             try Self.insertAccount(account, familyID: familyID, nowMs: nowMs, db: db)
         }
+        hub?.notify(family: familyID)
     }
 
     /// Inserts the account, its public profile and its default settings at a new version, which it returns.
@@ -73,7 +74,11 @@ extension SQLiteStore {
     }
 
     public func deleteToken(hash: String) async throws {
-        try await write { db in try db.executeCached(sql: "DELETE FROM tokens WHERE hash = ?", arguments: [hash]) }
+        let family = try await write { db in
+            try String.fetchOne(cached: db, sql: "DELETE FROM tokens WHERE hash = ? RETURNING family_id", arguments: [hash])
+        }
+        // Its streams re-check their token at once.
+        if let family { hub?.notify(family: family) }
     }
 
     public func countLoginAttempt(keys: [String], nowMs: Int64, windowMs: Int64) async throws -> [String: ThrottleWindow] {
@@ -114,10 +119,12 @@ extension SQLiteStore {
     }
 
     public func changePassword(accountID: String, passwordHash: String, keepTokenHash: String) async throws {
-        try await write { db in
+        let family = try await write { db in
             try db.executeCached(sql: "UPDATE accounts SET password_hash = ? WHERE id = ?", arguments: [passwordHash, accountID])
             try db.executeCached(sql: "DELETE FROM tokens WHERE account_id = ? AND hash <> ?", arguments: [accountID, keepTokenHash])
+            return try String.fetchOne(cached: db, sql: "SELECT family_id FROM accounts WHERE id = ?", arguments: [accountID])
         }
+        if let family { hub?.notify(family: family) }
     }
 
     public func purgeExpired(nowMs: Int64, throttleBeforeMs: Int64) async throws -> Int {

@@ -24,7 +24,7 @@ extension SQLiteStore {
     public func write(
         familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
     ) async throws -> WriteOutcome {
-        try await write { db in
+        let outcome = try await write { db in
             guard try Int64.fetchOne(cached: db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID]) != nil else {
                 throw SyncError.unauthorized
             }
@@ -43,6 +43,8 @@ extension SQLiteStore {
                 return WriteOutcome(item: result, changed: true)
             }
         }
+        if outcome.changed { hub?.notify(family: familyID) }
+        return outcome
     }
 
     /// The next version of the family's change counter (inside the caller's write transaction).

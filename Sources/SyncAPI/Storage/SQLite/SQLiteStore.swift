@@ -9,9 +9,12 @@ public struct SQLiteStore: SyncStore {
     let pool: DatabasePool
     /// Where media files live: `media/` beside the database file.
     let mediaFolder: String
+    /// Told of every change of a family's data or tokens once committed (the write path is the watcher here).
+    let hub: ChangeHub?
 
     /// Opens (creating if needed) the database file at `path`, creating its folder too.
-    public init(path: String) throws {
+    public init(path: String, hub: ChangeHub? = nil) throws {
+        self.hub = hub
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         self.mediaFolder = (folder.isEmpty ? "." : folder) + "/media"
         if !folder.isEmpty {

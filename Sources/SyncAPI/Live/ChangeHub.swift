@@ -1,0 +1,96 @@
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// One watcher per instance (design: "One watcher per instance"): live change streams wait here for their family,
+/// and one source per instance wakes them — the write path itself on SQLite, one PostgreSQL `LISTEN` connection on
+/// PostgreSQL (writes `NOTIFY` in their transaction, so every instance hears every write at its commit). An idle
+/// stream costs no database work at all.
+public final class ChangeHub: Sendable {
+    private struct Family {
+        var generation: UInt64 = 0
+        var subscribers = 0
+        var waiters: [Int: CheckedContinuation<UInt64, Never>] = [:]
+    }
+
+    private let state = Mutex<(families: [String: Family], nextWaiter: Int)>(([:], 0))
+
+    public init() {}
+
+    /// Starts following `family`; returns the generation to pass to the first `wait`. Balance with `unsubscribe`.
+    public func subscribe(family: String) -> UInt64 {
+        state.withLock { state in
+            state.families[family, default: Family()].subscribers += 1
+            return state.families[family]!.generation
+        }
+    }
+
+    public func unsubscribe(family: String) {
+        state.withLock { state in
+            guard var entry = state.families[family] else { return }
+            entry.subscribers -= 1
+            state.families[family] = entry.subscribers > 0 || !entry.waiters.isEmpty ? entry : nil
+        }
+    }
+
+    /// The family's data (or one of its tokens) changed: wake its streams.
+    public func notify(family: String) {
+        let woken: ([CheckedContinuation<UInt64, Never>], UInt64) = state.withLock { state in
+            guard var entry = state.families[family] else { return ([], 0) }
+            entry.generation &+= 1
+            let waiters = Array(entry.waiters.values)
+            entry.waiters = [:]
+            state.families[family] = entry
+            return (waiters, entry.generation)
+        }
+        for waiter in woken.0 { waiter.resume(returning: woken.1) }
+    }
+
+    /// Wakes every stream (after the listener reconnected: notices may have been missed meanwhile).
+    public func notifyAll() {
+        let families = state.withLock { Array($0.families.keys) }
+        for family in families { notify(family: family) }
+    }
+
+    /// Returns the family's generation as soon as it differs from `seen`, or after `timeout`, or when the task is
+    /// cancelled, whichever comes first.
+    public func wait(family: String, seen: UInt64, timeout: Duration) async -> UInt64 {
+        let id = state.withLock { state -> Int in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<UInt64, Never>) in
+                let current: UInt64? = state.withLock { state in
+                    var entry = state.families[family, default: Family()]
+                    guard entry.generation == seen, !Task.isCancelled else { return entry.generation }
+                    entry.waiters[id] = continuation
+                    state.families[family] = entry
+                    return nil
+                }
+                if let current {
+                    continuation.resume(returning: current)
+                    return
+                }
+                MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(timeout.wholeNanoseconds)) {
+                    self.release(family: family, waiter: id)
+                }
+            }
+        } onCancel: {
+            release(family: family, waiter: id)
+        }
+    }
+
+    /// Resumes one waiter with the current generation, if it is still waiting.
+    private func release(family: String, waiter id: Int) {
+        let woken: (CheckedContinuation<UInt64, Never>, UInt64)? = state.withLock { state in
+            guard var entry = state.families[family], let waiter = entry.waiters.removeValue(forKey: id) else { return nil }
+            state.families[family] = entry
+            return (waiter, entry.generation)
+        }
+        if let (waiter, generation) = woken { waiter.resume(returning: generation) }
+    }
+
+    /// Families with streams (for tests and metrics).
+    public var followedFamilies: Int { state.withLock { $0.families.count } }
+}

@@ -1,0 +1,41 @@
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// The one PostgreSQL `LISTEN` connection of an instance: every write `NOTIFY`s its family in its transaction, and
+/// this service wakes that family's streams in the `ChangeHub`. After a lost connection it listens again and wakes
+/// every stream once, since notices may have been missed meanwhile.
+public struct PostgresChangeListener: Service {
+    /// The channel writes notify on, with the family id as payload.
+    public static let channel = "syncapi_changes"
+
+    let client: PostgresClient
+    let hub: ChangeHub
+    let logger: Logger
+
+    public init(client: PostgresClient, hub: ChangeHub, logger: Logger) {
+        self.client = client
+        self.hub = hub
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        while !Task.isCancelled, !Task.isShuttingDownGracefully {
+            do {
+                try await cancelWhenGracefulShutdown {
+                    try await client.withConnection { conn in
+                        try await conn.listen(on: Self.channel) { notices in
+                            hub.notifyAll()
+                            for try await notice in notices { hub.notify(family: notice.payload) }
+                        }
+                    }
+                }
+            } catch {
+                if Task.isCancelled || Task.isShuttingDownGracefully { return }
+                logger.warning("change listener lost its connection; listening again", metadata: ["error": "\(String(reflecting: error))"])
+                hub.notifyAll()
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(1)) }
+            }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import HTTPTypes
+import Handlers
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import PostgresNIO
+import SyncAPI
+import TestSupport
+import Testing
+
+/// One watcher per instance (issue 9): a write on one instance wakes streams on another within 1 s, and idle streams
+/// cost the database nothing, whatever their number.
+@Suite("Live notices across instances")
+struct LiveHubTests {
+    static func app(_ url: DatabaseURL, maxDuration: Duration) async throws -> some ApplicationProtocol {
+        var configuration = AppConfiguration()
+        configuration.database = url
+        configuration.bcryptCost = testBcryptCost
+        configuration.changesMaxDuration = maxDuration
+        configuration.maxStreamsPerAccount = 100
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        return try await buildApplication(configuration, logger: logger)
+    }
+
+    @Test("a write on one instance reaches a stream on another within 1 s")
+    func acrossInstances() async throws {
+        let url = try DatabaseURL(parsing: try await TestPostgres.shared.newDatabaseURL())
+        // The stream ends 1.5 s after it opens and the write comes 0.5 s in: the notice must cross within 1 s.
+        let first = try await Self.app(url, maxDuration: .milliseconds(1500))
+        let second = try await Self.app(url, maxDuration: .seconds(4))
+        try await first.test(.router) { one in
+            try await second.test(.router) { two in
+                let api = try await APIClient.signedUp(one)
+                let other = APIClient(client: two, token: api.token)
+                let date = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
+                async let stream = api.call(.get, "/api/v1/changes?date=\(date)")
+                try await Task.sleep(for: .milliseconds(500))
+                let wrote = ContinuousClock.now
+                #expect(try await other.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"Elsewhere"}"#).status == .ok)
+                let answer = try await stream
+                #expect(ContinuousClock.now - wrote < .seconds(2))
+                let newDate = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
+                #expect(ChangesHTTPTests.events(answer.body) == [#"data: {"date":"\#(newDate)"}"#])
+            }
+        }
+    }
+
+    @Test("50 idle streams cost the database (almost) nothing")
+    func idleStreams() async throws {
+        let url = try await TestPostgres.shared.newDatabaseURL()
+        let app = try await Self.app(try DatabaseURL(parsing: url), maxDuration: .seconds(5))
+        let probe = PostgresClient(
+            configuration: .init(
+                host: "127.0.0.1", port: Int(url.split(separator: ":").last!.split(separator: "/").first!)!, username: "postgres",
+                password: nil, database: String(url.split(separator: "/").last!), tls: .disable),
+            backgroundLogger: Logger(label: "probe"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await probe.run() }
+            defer { group.cancelAll() }
+            @Sendable func transactions() async throws -> Int64 {
+                // Statements of other sessions on this database (each is a transaction).
+                var count: Int64 = 0
+                for try await n in try await probe.query(
+                    "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"
+                ).decode(Int64.self) { count = n }
+                return count
+            }
+            try await app.test(.router) { client in
+                let api = try await APIClient.signedUp(client)
+                try await withThrowingTaskGroup(of: Void.self) { streams in
+                    for _ in 0..<50 { streams.addTask { _ = try await api.call(.get, "/api/v1/changes") } }
+                    try await Task.sleep(for: .seconds(1))
+                    _ = try await probe.query("SELECT pg_stat_clear_snapshot()")
+                    let before = try await transactions()
+                    try await Task.sleep(for: .seconds(3))
+                    _ = try await probe.query("SELECT pg_stat_clear_snapshot()")
+                    let after = try await transactions()
+                    // Polling would be about 50 streams × 2 queries × 3 s = 300; the probe's own queries count a few.
+                    #expect(after - before < 20, "\(after - before) transactions in 3 s with 50 idle streams")
+                    print("idle streams: \(after - before) transactions in 3 s with 50 open streams")
+                    try await streams.waitForAll()
+                }
+            }
+        }
+    }
+}
