@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// Media on the embedded default: files under `media/` beside the database, described by the `media` table.
 ///
@@ -26,21 +27,24 @@ extension SQLiteStore: MediaStore {
     public func readMedia(
         familyID: String, sha256: String, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void
     ) async throws {
-        let handle: FileHandle
-        do {
-            handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: mediaPath(familyID: familyID, sha256: sha256)))
-        } catch {
-            throw SyncError.notFound("No such media.")
-        }
-        defer { try? handle.close() }
-        try handle.seek(toOffset: UInt64(range.lowerBound))
-        var left = range.count
-        while left > 0 {
-            let count = min(left, Self.mediaPiece)
-            let data = try await NIOThreadPool.singleton.runIfActive { try handle.read(upToCount: count) ?? Data() }
-            guard !data.isEmpty else { throw SyncError.unavailable }
-            try await body(ByteBuffer(bytes: data))
-            left -= data.count
+        let fd = open(mediaPath(familyID: familyID, sha256: sha256), O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SyncError.notFound("No such media.") }
+        defer { close(fd) }
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let count = Int(min(range.upperBound - offset, Int64(Self.mediaPiece)))
+            let at = offset
+            // Read straight into the buffer that goes to the socket: one allocation a piece, no copies.
+            let piece = try await NIOThreadPool.singleton.runIfActive {
+                var buffer = ByteBufferAllocator().buffer(capacity: count)
+                let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { pointer in
+                    max(0, pread(fd, pointer.baseAddress, count, off_t(at)))
+                }
+                guard read > 0 else { throw SyncError.unavailable }
+                return buffer
+            }
+            offset += Int64(piece.readableBytes)
+            try await body(piece)
         }
     }
 
@@ -80,12 +84,13 @@ extension SQLiteStore: MediaStore {
     }
 }
 
-/// An upload to a temporary file. Used by one task at a time (the request that uploads).
-final class FileMediaUpload: MediaUpload, @unchecked Sendable {
+/// An upload to a temporary file, written with `write(2)` on the blocking pool. Used by one task at a time.
+final class FileMediaUpload: MediaUpload, Sendable {
     let store: SQLiteStore
     let familyID: String
     let temporaryPath: String
-    let handle: FileHandle
+    let fd: Int32
+    private let closed = Atomic<Bool>(false)
 
     init(store: SQLiteStore, familyID: String) throws {
         self.store = store
@@ -93,35 +98,39 @@ final class FileMediaUpload: MediaUpload, @unchecked Sendable {
         let tmp = store.mediaFolder + "/tmp"
         try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         temporaryPath = tmp + "/" + UUID().uuidString
-        guard FileManager.default.createFile(atPath: temporaryPath, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-            throw SyncError.unavailable
-        }
-        handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporaryPath))
+        fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SyncError.unavailable }
     }
 
     func write(_ bytes: ByteBuffer) async throws {
-        let data = Data(bytes.readableBytesView)
-        let handle = self.handle
-        do {
-            try await NIOThreadPool.singleton.runIfActive { try handle.write(contentsOf: data) }
-        } catch {
-            throw SyncError.unavailable
+        let fd = self.fd
+        // Written from the buffer as it came off the socket: no copy.
+        let complete = try await NIOThreadPool.singleton.runIfActive {
+            bytes.withUnsafeReadableBytes { pointer -> Bool in
+                var done = 0
+                while done < pointer.count {
+                    let n = Glibc.write(fd, pointer.baseAddress! + done, pointer.count - done)
+                    if n < 0, errno == EINTR { continue }
+                    guard n > 0 else { return false }
+                    done += n
+                }
+                return true
+            }
         }
+        guard complete else { throw SyncError.unavailable }
     }
 
     func commit(_ info: MediaInfo, nowMs: Int64) async throws -> Bool {
-        let handle = self.handle
+        let fd = self.fd
         let temporaryPath = self.temporaryPath
         let folder = store.mediaFolder + "/" + familyID
         let final = store.mediaPath(familyID: familyID, sha256: info.sha256)
         let familyID = self.familyID
-        do {
-            try await NIOThreadPool.singleton.runIfActive {
-                try handle.synchronize()
-                try handle.close()
-            }
-        } catch {
-            await abort()
+        // On disk before it is visible under its name.
+        let synced = try await NIOThreadPool.singleton.runIfActive { fsync(fd) == 0 }
+        closeOnce()
+        guard synced else {
+            try? FileManager.default.removeItem(atPath: temporaryPath)
             throw SyncError.unavailable
         }
         return try await store.write { db in
@@ -143,8 +152,13 @@ final class FileMediaUpload: MediaUpload, @unchecked Sendable {
         }
     }
 
+    /// Closes the file once: a descriptor closed twice could close another file that reused its number.
+    private func closeOnce() {
+        if !closed.exchange(true, ordering: .relaxed) { close(fd) }
+    }
+
     func abort() async {
-        try? handle.close()
+        closeOnce()
         try? FileManager.default.removeItem(atPath: temporaryPath)
     }
 }
