@@ -76,6 +76,26 @@ struct SyncRoutes {
                     ])
             }
         }
+        addVerify(to: group)
+    }
+
+    /// `GET /verify` (protocol §11): a count and a digest per list, for a client to prove its replica exact.
+    func addVerify(to group: RouterGroup<AppRequestContext>) {
+        group.resource(
+            "verify",
+            [
+                .get: { request, context in
+                    let query = try SyncQuery(request, allowed: ["threadsLastId", "wallLastId", "types"])
+                    var parameters = VerifyParameters()
+                    for name in ["threadsLastId", "wallLastId"] {
+                        guard let id = query.values[name] else { continue }
+                        guard ItemID.isValid(id) else { throw SyncError.invalidParameter(name, "\(name) is not a valid id.") }
+                        if name == "threadsLastId" { parameters.threadsLastId = id } else { parameters.wallLastId = id }
+                    }
+                    parameters.types = try query.pageParameters(Collections.wall, childLimit: nil, filter: "types").types
+                    return HTTPBodies.response(json: try await engine.verify(try context.requireSession(), parameters))
+                }
+            ])
     }
 
     /// A sync answer, or 304 when `If-None-Match` named its date; the ETag is the date of sync.
