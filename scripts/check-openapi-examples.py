@@ -77,7 +77,8 @@ for f in sorted(glob.glob(f'{EXDIR}/*.json')):
             failures.append((where, ['path not in spec']))
             continue
         item = SPEC['paths'][p]
-        op = item.get(req['method'].lower())
+        # HEAD answers what GET answers, without a body (every GET path takes HEAD; protocol §2).
+        op = item.get(req['method'].lower()) or (item.get('get') if req['method'] == 'HEAD' else None)
         if op is None:
             if status == '405':
                 resp = deref(SPEC['components']['responses']['MethodNotAllowed'])
@@ -98,11 +99,15 @@ for f in sorted(glob.glob(f'{EXDIR}/*.json')):
         content = resp.get('content')
         body = res.get('body')
         if body is None:
-            if content and status not in ('204', '304'):
+            if content and status not in ('204', '304') and req['method'] != 'HEAD':
                 errs.append('spec has a body, example has none')
         else:
             if not content:
                 errs.append('example has a body, spec has none')
+            elif isinstance(body, str) and re.fullmatch(r'<\d+ bytes>', body):
+                # A binary answer (media), written by its size in the golden file.
+                if not any('json' not in m for m in content):
+                    errs.append(f'binary answer, but the spec only has {list(content)}')
             else:
                 media = 'application/problem+json' if int(status) >= 400 else 'application/json'
                 if media not in content:
