@@ -19,7 +19,7 @@ struct MediaProcessTests {
     /// A JPEG-signed file of `megabytes` MiB; returns its path.
     static func bigFile(_ folder: String, megabytes: Int) throws -> String {
         let path = "\(folder)/big.jpg"
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         defer { try? handle.close() }
         var block = [UInt8](repeating: 0, count: 1 << 20)

@@ -101,7 +101,7 @@ struct ChangesRoutes {
             if let hub = wakeup.hub {
                 let seen = generation
                 let family = wakeup.family
-                generation = (try? await cancelWhenGracefulShutdown { await hub.wait(family: family, seen: seen, timeout: timeout) }) ?? seen
+                generation = await cancelWhenGracefulShutdown { await hub.wait(family: family, seen: seen, timeout: timeout) }
                 notified = generation != seen
             } else {
                 try? await cancelWhenGracefulShutdown { try await Task.sleep(for: timeout) }
