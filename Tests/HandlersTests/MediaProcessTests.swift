@@ -43,26 +43,25 @@ struct MediaProcessTests {
         try await HeavyTestGate.shared.run {
             let folder = try ProcessTests.temporaryFolder()
             let file = try Self.bigFile(folder, megabytes: 100)
-            let expected = try TestPostgres.run(["sha256sum", file]).split(separator: " ")[0]
+            let expected = try await TestPostgres.run(["sha256sum", file]).split(separator: " ")[0]
             let server = try await ServerProcess.start([
                 "--database", try await Self.database(backend, folder), "--media-max-bytes", "\(110 << 20)",
             ])
             defer {
-                kill(server.pid, SIGKILL)
-                _ = server.waitForExit(within: .seconds(5))
+                server.killAndReap()
             }
             let base = "http://localhost:\(server.port)"
-            let auth = ["-H", "Authorization: Bearer \(try Curl.signup(base))"]
-            _ = try Curl.call(auth + ["\(base)/api/v1/ctcsync"])
+            let auth = ["-H", "Authorization: Bearer \(try await Curl.signup(base))"]
+            _ = try await Curl.call(auth + ["\(base)/api/v1/ctcsync"])
             let before = try Self.peakMemory(server.pid)
-            let uploaded = try Curl.call(auth + ["-X", "POST", "-H", "Content-Type: image/jpeg", "-T", file, "\(base)/api/v1/media"])
+            let uploaded = try await Curl.call(auth + ["-X", "POST", "-H", "Content-Type: image/jpeg", "-T", file, "\(base)/api/v1/media"])
             #expect(uploaded.status == 201, "\(uploaded.body)")
             #expect(SyncAPITestJSON.string(uploaded.body, "sha256") == String(expected))
             let download = "\(folder)/download.jpg"
-            let got = try TestPostgres.run(
+            let got = try await TestPostgres.run(
                 ["curl", "-s", "-o", download, "-w", "%{http_code}"] + auth + ["\(base)/api/v1/media/\(expected)"])
             #expect(got == "200")
-            #expect(try TestPostgres.run(["sha256sum", download]).split(separator: " ")[0] == expected)
+            #expect(try await TestPostgres.run(["sha256sum", download]).split(separator: " ")[0] == expected)
             let growth = try Self.peakMemory(server.pid) - before
             #expect(growth <= 32 << 20, "peak memory grew \(growth >> 20) MiB")
             print("media \(backend): 100 MiB up and down, server peak memory grew \(growth >> 10) KiB")
@@ -74,26 +73,24 @@ struct MediaProcessTests {
         try await HeavyTestGate.shared.run {
             let folder = try ProcessTests.temporaryFolder()
             let file = try Self.bigFile(folder, megabytes: 8)
-            let sha = String(try TestPostgres.run(["sha256sum", file]).split(separator: " ")[0])
+            let sha = String(try await TestPostgres.run(["sha256sum", file]).split(separator: " ")[0])
             let database = try await Self.database(backend, folder)
             let server = try await ServerProcess.start(["--database", database])
             let base = "http://localhost:\(server.port)"
-            let token = try Curl.signup(base)
+            let token = try await Curl.signup(base)
             let auth = ["-H", "Authorization: Bearer \(token)"]
             let upload = try ServerProcess.spawn(
                 ["curl", "-s", "--limit-rate", "1M", "-X", "POST", "-H", "Content-Type: image/jpeg", "-T", file] + auth + [
                     "\(base)/api/v1/media"
                 ], output: "\(folder)/upload.log")
             try await Task.sleep(for: .seconds(2))
-            kill(server.pid, SIGKILL)
-            _ = server.waitForExit(within: .seconds(5))
-            _ = ServerProcess(pid: upload, port: 0, log: "").waitForExit(within: .seconds(10))
+            server.killAndReap()
+            _ = await ServerProcess(pid: upload, port: 0, log: "").waitForExit(within: .seconds(10))
             let restarted = try await ServerProcess.start(["--database", database])
             defer {
-                kill(restarted.pid, SIGKILL)
-                _ = restarted.waitForExit(within: .seconds(5))
+                restarted.killAndReap()
             }
-            let answer = try Curl.call(auth + ["http://localhost:\(restarted.port)/api/v1/media/\(sha)"])
+            let answer = try await Curl.call(auth + ["http://localhost:\(restarted.port)/api/v1/media/\(sha)"])
             #expect(answer.status == 404)
             if backend == .sqlite {
                 // Only the temporary file may remain, never a file under a final name.

@@ -48,8 +48,7 @@ struct OperatorTests {
             "--database", "sqlite:\(folder)/db.sqlite", "--header-read-timeout", "1", "--body-read-timeout", "1", "--idle-timeout", "30",
         ])
         defer {
-            kill(server.pid, SIGKILL)
-            _ = server.waitForExit(within: .seconds(5))
+            server.killAndReap()
         }
         let head = try Self.secondsUntilClosed(port: server.port, sending: "GET /health HTTP/1.1\r\nHost: x\r\n")
         #expect(head < 4, "an unfinished head held the connection \(head) s")
@@ -64,15 +63,14 @@ struct OperatorTests {
         let folder = try ProcessTests.temporaryFolder()
         let server = try await ServerProcess.start(["--database", "sqlite:\(folder)/db.sqlite", "--max-connections", "2"])
         defer {
-            kill(server.pid, SIGKILL)
-            _ = server.waitForExit(within: .seconds(5))
+            server.killAndReap()
         }
         let held = [try Self.connect(port: server.port), try Self.connect(port: server.port)]
         try await Task.sleep(for: .milliseconds(300))
-        let refused = try? Curl.call(["-m", "2", "http://127.0.0.1:\(server.port)/health"])
+        let refused = try? await Curl.call(["-m", "2", "http://127.0.0.1:\(server.port)/health"])
         #expect(refused == nil, "a third connection was served while two were open")
         for fd in held { close(fd) }
-        let served = try Curl.call(["-m", "10", "http://127.0.0.1:\(server.port)/health"])
+        let served = try await Curl.call(["-m", "10", "http://127.0.0.1:\(server.port)/health"])
         #expect(served.status == 200)
     }
 
@@ -82,20 +80,19 @@ struct OperatorTests {
         let database = "sqlite:\(folder)/db.sqlite"
         let server = try await ServerProcess.start(["--database", database])
         let base = "http://localhost:\(server.port)"
-        let token = try Curl.signup(base)
+        let token = try await Curl.signup(base)
         let auth = ["-H", "Authorization: Bearer \(token)"]
-        _ = try Curl.call(auth + ["-X", "PUT", "\(base)/api/v1/contacts/c1", "-d", #"{"firstName":"Bob"}"#])
-        let date = try #require(SyncAPITestJSON.string(try Curl.call(auth + ["\(base)/api/v1/ctcsync"]).body, "date"))
+        _ = try await Curl.call(auth + ["-X", "PUT", "\(base)/api/v1/contacts/c1", "-d", #"{"firstName":"Bob"}"#])
+        let date = try #require(SyncAPITestJSON.string(try await Curl.call(auth + ["\(base)/api/v1/ctcsync"]).body, "date"))
         kill(server.pid, SIGTERM)
-        _ = server.waitForExit(within: .seconds(5))
-        let output = try TestPostgres.run([try ServerProcess.binary(), "restore-epoch", "--database", database])
+        _ = await server.waitForExit(within: .seconds(5))
+        let output = try await TestPostgres.run([try ServerProcess.binary(), "restore-epoch", "--database", database])
         #expect(output.contains("new database id"))
         let restarted = try await ServerProcess.start(["--database", database])
         defer {
-            kill(restarted.pid, SIGKILL)
-            _ = restarted.waitForExit(within: .seconds(5))
+            restarted.killAndReap()
         }
-        let answer = try JSONParser.parse(try Curl.call(auth + ["http://localhost:\(restarted.port)/api/v1/ctcsync?date=\(date)"]).body)
+        let answer = try JSONParser.parse(try await Curl.call(auth + ["http://localhost:\(restarted.port)/api/v1/ctcsync?date=\(date)"]).body)
         #expect(answer["sync"] == .bool(false))
         #expect(answer["date"]?.stringValue != date)
     }
@@ -106,7 +103,7 @@ struct OperatorTests {
         let log = "\(folder)/out.log"
         for url in ["postgres://syncapi:s3cret-pw@127.0.0.1:1/none", "mysql://syncapi:s3cret-pw@host/db"] {
             let pid = try ServerProcess.spawn([try ServerProcess.binary(), "migrate", "--database", url], output: log)
-            #expect(ServerProcess(pid: pid, port: 0, log: log).waitForExit(within: .seconds(30)))
+            #expect(await ServerProcess(pid: pid, port: 0, log: log).waitForExit(within: .seconds(60)))
             let output = try String(contentsOfFile: log, encoding: .utf8)
             #expect(!output.isEmpty)
             #expect(!output.contains("s3cret-pw"), "\(output)")
@@ -114,7 +111,7 @@ struct OperatorTests {
         let dataFolder = "\(folder)/data"
         let server = try await ServerProcess.start(["--database", "sqlite:\(dataFolder)/db.sqlite"])
         kill(server.pid, SIGTERM)
-        _ = server.waitForExit(within: .seconds(5))
+        _ = await server.waitForExit(within: .seconds(5))
         let folderMode = try FileManager.default.attributesOfItem(atPath: dataFolder)[.posixPermissions] as? Int
         let fileMode = try FileManager.default.attributesOfItem(atPath: "\(dataFolder)/db.sqlite")[.posixPermissions] as? Int
         #expect(folderMode == 0o700)

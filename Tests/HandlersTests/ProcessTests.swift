@@ -16,7 +16,7 @@ struct ProcessTests {
     @Test("HTTPS: a self-signed certificate, a sync over HTTP/1.1 and over HTTP/2 (ALPN)")
     func tls() async throws {
         let folder = try Self.temporaryFolder()
-        try TestPostgres.run([
+        try await TestPostgres.run([
             "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(folder)/key.pem", "-out", "\(folder)/cert.pem",
             "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
         ])
@@ -25,21 +25,20 @@ struct ProcessTests {
             ["--database", "sqlite:\(folder)/db.sqlite", "--tls-cert", "\(folder)/cert.pem", "--tls-key", "\(folder)/key.pem"],
             scheme: "https", curlOptions: tls)
         defer {
-            kill(server.pid, SIGKILL)
-            _ = server.waitForExit(within: .seconds(5))
+            server.killAndReap()
         }
         let base = "https://localhost:\(server.port)"
-        let token = try Curl.signup(base, options: tls)
+        let token = try await Curl.signup(base, options: tls)
         let auth = ["-H", "Authorization: Bearer \(token)"]
-        let put = try Curl.call(tls + auth + ["--http1.1", "-X", "PUT", "\(base)/api/v1/contacts/c1", "-d", #"{"firstName":"Bob"}"#])
+        let put = try await Curl.call(tls + auth + ["--http1.1", "-X", "PUT", "\(base)/api/v1/contacts/c1", "-d", #"{"firstName":"Bob"}"#])
         #expect(put.status == 200 && put.version == "1.1")
-        let h2 = try Curl.call(tls + auth + ["--http2", "\(base)/api/v1/ctcsync"])
+        let h2 = try await Curl.call(tls + auth + ["--http2", "\(base)/api/v1/ctcsync"])
         #expect(h2.status == 200 && h2.version == "2")
         #expect(h2.body.contains(#""firstName":"Bob""#))
-        let h1 = try Curl.call(tls + auth + ["--http1.1", "\(base)/api/v1/ctcsync"])
+        let h1 = try await Curl.call(tls + auth + ["--http1.1", "\(base)/api/v1/ctcsync"])
         #expect(h1.status == 200 && h1.version == "1.1" && h1.body == h2.body)
         // Plain HTTP on the TLS port is refused, not answered in clear.
-        #expect((try? Curl.call(["http://localhost:\(server.port)/health"]))?.status != 200)
+        #expect((try? await Curl.call(["http://localhost:\(server.port)/health"]))?.status != 200)
     }
 
     @Test("SIGTERM with live streams open: the streams end and the process exits within 5 s")
@@ -47,7 +46,7 @@ struct ProcessTests {
         let folder = try Self.temporaryFolder()
         let server = try await ServerProcess.start(["--database", "sqlite:\(folder)/db.sqlite"])
         let base = "http://localhost:\(server.port)"
-        let token = try Curl.signup(base)
+        let token = try await Curl.signup(base)
         var streams: [pid_t] = []
         for n in 0..<3 {
             streams.append(
@@ -57,12 +56,12 @@ struct ProcessTests {
         try await Task.sleep(for: .seconds(1))
         let start = ContinuousClock.now
         kill(server.pid, SIGTERM)
-        let exited = server.waitForExit(within: .seconds(5))
+        let exited = await server.waitForExit(within: .seconds(5))
         let took = ContinuousClock.now - start
         if !exited { kill(server.pid, SIGKILL) }
         #expect(exited, "still running 5 s after SIGTERM")
         for pid in streams {
-            let ended = ServerProcess(pid: pid, port: 0, log: "").waitForExit(within: .seconds(2))
+            let ended = await ServerProcess(pid: pid, port: 0, log: "").waitForExit(within: .seconds(2))
             if !ended { kill(pid, SIGKILL) }
             #expect(ended, "a stream's client was left hanging")
         }
@@ -85,7 +84,7 @@ struct ProcessTests {
         }
         let server = try await ServerProcess.start(["--database", database])
         let base = "http://localhost:\(server.port)"
-        let token = try Curl.signup(base)
+        let token = try await Curl.signup(base)
         let auth = ["-H", "Authorization: Bearer \(token)"]
         // The kill comes from a thread of its own: the writers below block the few threads of the task pool.
         let pid = server.pid
@@ -96,7 +95,7 @@ struct ProcessTests {
                     var ok: [String] = []
                     for n in 0..<400 {
                         let id = "w\(writer)-\(n)"
-                        guard let answer = try? Curl.call(auth + ["-X", "PUT", "\(base)/api/v1/contacts/\(id)", "-d", #"{"firstName":"\#(id)"}"#])
+                        guard let answer = try? await Curl.call(auth + ["-X", "PUT", "\(base)/api/v1/contacts/\(id)", "-d", #"{"firstName":"\#(id)"}"#])
                         else { break }
                         if answer.status == 200 { ok.append(id) } else if answer.status == 0 { break }
                     }
@@ -105,15 +104,14 @@ struct ProcessTests {
             }
             return try await group.reduce(into: [String]()) { $0 += $1 }
         }
-        _ = server.waitForExit(within: .seconds(5))
+        _ = await server.waitForExit(within: .seconds(5))
         #expect(acknowledged.count > 10, "the writers were writing when the kill came")
         #expect(acknowledged.count < 1600, "the kill came in the middle of the writes")
         let restarted = try await ServerProcess.start(["--database", database])
         defer {
-            kill(restarted.pid, SIGKILL)
-            _ = restarted.waitForExit(within: .seconds(5))
+            restarted.killAndReap()
         }
-        let answer = try Curl.call(auth + ["http://localhost:\(restarted.port)/api/v1/ctcsync"])
+        let answer = try await Curl.call(auth + ["http://localhost:\(restarted.port)/api/v1/ctcsync"])
         guard case .array(let items)? = try JSONParser.parse(answer.body)["updated"] else { throw TestFailure("no list: \(answer.body)") }
         let stored = Set(items.compactMap { $0["id"]?.stringValue })
         let lost = acknowledged.filter { !stored.contains($0) }

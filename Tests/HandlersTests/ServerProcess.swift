@@ -31,8 +31,7 @@ struct ServerProcess {
                 return server
             } catch {
                 lastError = error
-                kill(pid, SIGKILL)
-                _ = server.waitForExit(within: .seconds(5))
+                server.killAndReap()
             }
         }
         throw lastError ?? TestFailure("the server did not start")
@@ -41,21 +40,28 @@ struct ServerProcess {
     func waitUntilHealthy(scheme: String, curlOptions: [String]) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
-            if let answer = try? Curl.call(curlOptions + ["\(scheme)://localhost:\(port)/health"]), answer.status == 200 { return }
+            if let answer = try? await Curl.call(curlOptions + ["\(scheme)://localhost:\(port)/health"]), answer.status == 200 { return }
             try await Task.sleep(for: .milliseconds(100))
         }
         throw TestFailure("the server did not answer /health: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
     }
 
     /// Waits for the process to end; true when it ended within `limit`.
-    func waitForExit(within limit: Duration) -> Bool {
+    func waitForExit(within limit: Duration) async -> Bool {
         let deadline = ContinuousClock.now + limit
         var status: Int32 = 0
         while ContinuousClock.now < deadline {
             if waitpid(pid, &status, WNOHANG) == pid { return true }
-            usleep(20_000)
+            try? await Task.sleep(for: .milliseconds(20))
         }
         return false
+    }
+
+    /// Kills the process and reaps it (a killed process ends at once, so the short blocking wait is fine in a `defer`).
+    func killAndReap() {
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
     }
 
     /// Starts a command without waiting for it; its output goes to `output`.
@@ -73,10 +79,10 @@ enum Curl {
     }
 
     /// Runs curl; the status and HTTP version come from `-w`, the body from a file.
-    static func call(_ arguments: [String]) throws -> Answer {
+    static func call(_ arguments: [String]) async throws -> Answer {
         let bodyPath = NSTemporaryDirectory() + "syncapi-curl-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: bodyPath) }
-        let out = try TestPostgres.run(["curl", "-s", "-m", "20", "-o", bodyPath, "-w", "%{http_code} %{http_version}"] + arguments)
+        let out = try await TestPostgres.run(["curl", "-s", "-m", "20", "-o", bodyPath, "-w", "%{http_code} %{http_version}"] + arguments)
         let parts = out.split(separator: " ")
         return Answer(
             status: Int(parts.first ?? "") ?? 0, version: parts.count > 1 ? String(parts[1]) : "",
@@ -84,8 +90,8 @@ enum Curl {
     }
 
     /// Signs up on a running server and returns the token.
-    static func signup(_ base: String, options: [String] = [], username: String = "alice") throws -> String {
-        let answer = try call(
+    static func signup(_ base: String, options: [String] = [], username: String = "alice") async throws -> String {
+        let answer = try await call(
             options + ["-X", "POST", "\(base)/api/v1/signup", "-d", #"{"family":"F","username":"\#(username)","password":"password1"}"#])
         guard answer.status == 201, let token = SyncAPITestJSON.string(answer.body, "token") else {
             throw TestFailure("signup failed: \(answer.status) \(answer.body)")

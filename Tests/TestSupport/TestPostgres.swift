@@ -5,7 +5,7 @@ import Foundation
 public actor TestPostgres {
     public static let shared = TestPostgres()
 
-    private var port: Int?
+    private var starting: Task<Int, any Error>?
     private var counter = 0
     private var control: (prefix: [String], data: String, options: String, folder: String)?
 
@@ -13,36 +13,45 @@ public actor TestPostgres {
     public init() {}
 
     /// Stops the server at once (`pg_ctl stop -m fast`: open connections are terminated, like a crash or failover).
-    public func stop() throws {
+    public func stop() async throws {
         guard let control else { return }
-        try Self.run(control.prefix + ["pg_ctl", "-D", control.data, "-m", "fast", "-w", "stop"])
+        try await Self.run(control.prefix + ["pg_ctl", "-D", control.data, "-m", "fast", "-w", "stop"])
     }
 
     /// Starts it again on the same port, after `stop()`.
-    public func restart() throws {
+    public func restart() async throws {
         guard let control else { return }
-        try Self.run(
+        try await Self.run(
             control.prefix + ["pg_ctl", "-D", control.data, "-l", control.folder + "/server.log", "-o", control.options, "-w", "-t", "60", "start"])
     }
 
     /// A fresh, empty database on the shared server.
-    public func newDatabaseURL() throws -> String {
-        let port = try start()
+    public func newDatabaseURL() async throws -> String {
+        let port = try await start()
         counter += 1
         let name = "t\(ProcessInfo.processInfo.processIdentifier)_\(counter)"
-        try Self.run(["psql", "-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-q", "-c", "CREATE DATABASE \(name)"])
+        try await Self.run(["psql", "-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-q", "-c", "CREATE DATABASE \(name)"])
         return "postgres://postgres@127.0.0.1:\(port)/\(name)"
     }
 
-    private func start() throws -> Int {
-        if let port { return port }
+    /// The server's port, started once; concurrent callers wait for the same start (the actor is re-entered while
+    /// the commands run).
+    private func start() async throws -> Int {
+        if let starting { return try await starting.value }
+        let task = Task { try await self.initialize() }
+        starting = task
+        return try await task.value
+    }
+
+    private func initialize() async throws -> Int {
+        var port: Int?
         let asRoot = getuid() == 0
         let folder = "/tmp/syncapi-pg-\(ProcessInfo.processInfo.processIdentifier)-\(Int.random(in: 0..<1_000_000))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let prefix = asRoot ? ["runuser", "-u", "postgres", "--"] : []
-        if asRoot { try Self.run(["chown", "postgres:postgres", folder]) }
+        if asRoot { try await Self.run(["chown", "postgres:postgres", folder]) }
         let data = folder + "/data"
-        try Self.run(prefix + ["initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"])
+        try await Self.run(prefix + ["initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"])
         var lastError: (any Error)?
         for _ in 0..<10 {
             let candidate = Int.random(in: 20_000..<60_000)
@@ -50,7 +59,7 @@ public actor TestPostgres {
                 "-c listen_addresses=127.0.0.1 -p \(candidate) -k \(folder) -c fsync=off -c synchronous_commit=off"
                 + " -c full_page_writes=off -c max_connections=300 -c shared_buffers=128MB"
             do {
-                try Self.run(prefix + ["pg_ctl", "-D", data, "-l", folder + "/server.log", "-o", options, "-w", "-t", "60", "start"])
+                try await Self.run(prefix + ["pg_ctl", "-D", data, "-l", folder + "/server.log", "-o", options, "-w", "-t", "60", "start"])
                 port = candidate
                 control = (prefix, data, options, folder)
                 break
@@ -62,17 +71,25 @@ public actor TestPostgres {
         // Stop the server when this test process ends, however it ends.
         let stop = (prefix + ["pg_ctl", "-D", data, "-m", "immediate", "stop"]).joined(separator: " ")
         let me = ProcessInfo.processInfo.processIdentifier
-        try Self.run([
+        try await Self.run([
             "sh", "-c",
             "(while kill -0 \(me) 2>/dev/null; do sleep 1; done; \(stop); rm -rf \(folder)) >/dev/null 2>&1 </dev/null &",
         ])
         return port
     }
 
+    /// Runs a command to completion on a thread of its own, never on the few threads that run every test's tasks: a
+    /// blocking wait there starves the other tests (their requests then miss their deadlines on a busy machine).
+    @discardableResult
+    public static func run(_ arguments: [String]) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try runBlocking(arguments) }) }.start()
+        }
+    }
+
     /// Runs a command to completion (posix_spawn + waitpid; Foundation's `Process.waitUntilExit` can hang in
     /// concurrent tests); throws with its output when it fails.
-    @discardableResult
-    public static func run(_ arguments: [String]) throws -> String {
+    private static func runBlocking(_ arguments: [String]) throws -> String {
         // Output goes to a file, not a pipe: a server that pg_ctl starts would hold a pipe open forever.
         let outputPath = NSTemporaryDirectory() + "syncapi-cmd-\(UUID().uuidString).log"
         defer { try? FileManager.default.removeItem(atPath: outputPath) }

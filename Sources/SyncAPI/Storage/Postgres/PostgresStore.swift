@@ -46,9 +46,9 @@ public struct PostgresStore: SyncStore {
     // MARK: Schema
 
     public func migrate(upTo count: Int?) async throws {
-        // An unreachable database fails within the usual deadline; once reached, a migration may wait for other
-        // instances' migrations and take its time.
-        try await guarded(within: max(deadline, .seconds(10))) { try await client.query("SELECT 1", logger: logger) }
+        // At start the database may be coming up too (a deploy, a busy host): it has 30 s to answer. Once reached, a
+        // migration may wait for other instances' migrations and take its time.
+        try await guarded(within: max(deadline, .seconds(30))) { try await client.query("SELECT 1", logger: logger) }
         try await guarded(within: .seconds(300)) {
             try await transaction { conn in
                 // One migrator at a time when several instances start together.
