@@ -95,7 +95,9 @@ struct ProcessTests {
                     var ok: [String] = []
                     for n in 0..<400 {
                         let id = "w\(writer)-\(n)"
-                        guard let answer = try? await Curl.call(auth + ["-X", "PUT", "\(base)/api/v1/contacts/\(id)", "-d", #"{"firstName":"\#(id)"}"#])
+                        guard
+                            let answer = try? await Curl.call(
+                                auth + ["-X", "PUT", "\(base)/api/v1/contacts/\(id)", "-d", #"{"firstName":"\#(id)"}"#])
                         else { break }
                         if answer.status == 200 { ok.append(id) } else if answer.status == 0 { break }
                     }
