@@ -80,7 +80,7 @@ public func buildRouter(
             helpText: "Usernames whose failed logins from all addresses reached the limit (a visible attack)."))
     let hasher = BcryptPasswordHasher(cost: configuration.bcryptCost, maxPending: configuration.maxPendingHashes ?? 4 * System.coreCount)
     let accounts = AccountService(
-        store: store, hasher: hasher, settings: configuration.accounts,
+        store: store, hasher: hasher, settings: configuration.accounts, sessions: hub?.sessions,
         onUsernameLocked: { username in
             logger.warning("login throttled for every address: many failures for one username", metadata: ["username": "\(username)"])
             lockedUsernames.increment()

@@ -51,32 +51,15 @@ struct LiveHubTests {
     func idleStreams() async throws {
         let url = try await TestPostgres.shared.newDatabaseURL()
         let app = try await Self.app(try DatabaseURL(parsing: url), maxDuration: .seconds(5))
-        let probe = PostgresClient(
-            configuration: .init(
-                host: "127.0.0.1", port: Int(url.split(separator: ":").last!.split(separator: "/").first!)!, username: "postgres",
-                password: nil, database: String(url.split(separator: "/").last!), tls: .disable),
-            backgroundLogger: Logger(label: "probe"))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await probe.run() }
-            defer { group.cancelAll() }
-            @Sendable func transactions() async throws -> Int64 {
-                // Statements of other sessions on this database (each is a transaction).
-                var count: Int64 = 0
-                for try await n in try await probe.query(
-                    "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"
-                ).decode(Int64.self) { count = n }
-                return count
-            }
+        try await TransactionProbe(url: url).run { probe in
             try await app.test(.router) { client in
                 let api = try await APIClient.signedUp(client)
                 try await withThrowingTaskGroup(of: Void.self) { streams in
                     for _ in 0..<50 { streams.addTask { _ = try await api.call(.get, "/api/v1/changes") } }
                     try await Task.sleep(for: .seconds(1))
-                    _ = try await probe.query("SELECT pg_stat_clear_snapshot()")
-                    let before = try await transactions()
+                    let before = try await probe.transactions()
                     try await Task.sleep(for: .seconds(3))
-                    _ = try await probe.query("SELECT pg_stat_clear_snapshot()")
-                    let after = try await transactions()
+                    let after = try await probe.transactions()
                     // Polling would be about 50 streams × 2 queries × 3 s = 300; the probe's own queries count a few.
                     #expect(after - before < 20, "\(after - before) transactions in 3 s with 50 idle streams")
                     print("idle streams: \(after - before) transactions in 3 s with 50 open streams")

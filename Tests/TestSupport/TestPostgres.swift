@@ -26,12 +26,22 @@ public actor TestPostgres {
     }
 
     /// A fresh, empty database on the shared server.
-    public func newDatabaseURL() async throws -> String {
+    /// `logStatements`: every statement run on it, with its parameters, goes to the server log (`log`).
+    public func newDatabaseURL(logStatements: Bool = false) async throws -> String {
         let port = try await start()
         counter += 1
         let name = "t\(ProcessInfo.processInfo.processIdentifier)_\(counter)"
-        try await Self.run(["psql", "-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-q", "-c", "CREATE DATABASE \(name)"])
+        var sql = ["CREATE DATABASE \(name)"]
+        if logStatements { sql.append("ALTER DATABASE \(name) SET log_statement = 'all'") }
+        try await Self.run(
+            ["psql", "-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-q"] + sql.flatMap { ["-c", $0] })
         return "postgres://postgres@127.0.0.1:\(port)/\(name)"
+    }
+
+    /// The shared server's log file.
+    public func log() async throws -> String {
+        _ = try await start()
+        return control!.folder + "/server.log"
     }
 
     /// The server's port, started once; concurrent callers wait for the same start (the actor is re-entered while

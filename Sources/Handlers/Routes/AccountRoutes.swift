@@ -33,8 +33,8 @@ struct AccountRoutes {
         group.resource(
             "logout",
             [
-                .post: { request, _ in
-                    if let token = AuthMiddleware.bearerToken(request) { try await accounts.logout(token: token) }
+                .post: { request, context in
+                    if let token = AuthMiddleware.bearerToken(request) { try await accounts.logout(try context.requireSession(), token: token) }
                     return Response(status: .noContent)
                 }
             ])

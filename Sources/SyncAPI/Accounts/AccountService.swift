@@ -39,14 +39,17 @@ public struct AccountService: Sendable {
     let now: @Sendable () -> Int64
     /// Called once when a username reaches its overall failure limit (a visible attack, for logs and metrics).
     let onUsernameLocked: @Sendable (String) -> Void
+    /// Sessions of recent tokens (nil: every request looks its token up).
+    let sessions: SessionCache?
 
     public init(
-        store: any SyncStore, hasher: any PasswordHasher, settings: Settings = Settings(),
+        store: any SyncStore, hasher: any PasswordHasher, settings: Settings = Settings(), sessions: SessionCache? = nil,
         now: @escaping @Sendable () -> Int64 = WallClock.nowMs, onUsernameLocked: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.store = store
         self.hasher = hasher
         self.settings = settings
+        self.sessions = sessions
         self.now = now
         self.onUsernameLocked = onUsernameLocked
     }
@@ -147,6 +150,8 @@ public struct AccountService: Sendable {
         _ = try await throttledCheck(username: account.username, password: v["oldPassword"]!, client: client) { account.credentials }
         let hash = try await hasher.hash(v["newPassword"]!)
         try await store.changePassword(accountID: session.accountID, passwordHash: hash, keepTokenHash: currentTokenHash)
+        // This instance drops them before it answers; others on the revocation notice.
+        sessions?.revoke(family: session.familyID)
     }
 
     /// Counts the attempt first (so N parallel guesses count N), answers 429 past a limit, then checks the password;
@@ -181,13 +186,23 @@ public struct AccountService: Sendable {
     }
 
     /// `POST /logout`: the token stops working at once.
-    public func logout(token: String) async throws {
+    public func logout(_ session: Session, token: String) async throws {
         try await store.deleteToken(hash: BearerToken.storageHash(token))
+        sessions?.revoke(family: session.familyID)
     }
 
-    /// The session of a bearer token, nil when unknown, revoked or expired.
+    /// The session of a bearer token, nil when unknown, revoked or expired: from the cache when it holds the token,
+    /// else from the database.
     public func authenticate(token: String) async throws -> Session? {
-        try await store.session(tokenHash: BearerToken.storageHash(token), nowMs: now())
+        let hash = BearerToken.storageHash(token)
+        let nowMs = now()
+        if let cached = sessions?.session(tokenHash: hash, nowMs: nowMs) { return cached }
+        let ticket = sessions?.ticket()
+        guard let found = try await store.session(tokenHash: hash, nowMs: nowMs) else { return nil }
+        if let sessions, let ticket {
+            sessions.remember(tokenHash: hash, session: found.session, expiresMs: found.expiresMs, nowMs: nowMs, ticket: ticket)
+        }
+        return found.session
     }
 
     private func grant(_ session: Session) async throws -> Grant {

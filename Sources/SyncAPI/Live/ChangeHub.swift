@@ -14,8 +14,21 @@ public final class ChangeHub: Sendable {
     }
 
     private let state = Mutex<(families: [String: Family], nextWaiter: Int)>(([:], 0))
+    /// Sessions of recent tokens; the hub's revocation notices keep it exact.
+    public let sessions: SessionCache
 
-    public init() {}
+    /// `revocationsLive`: whether revocations reach the hub from the start (SQLite's in-process write path); on
+    /// PostgreSQL the listener turns them on once it listens.
+    public init(revocationsLive: Bool = true) {
+        sessions = SessionCache(live: revocationsLive)
+    }
+
+    /// A token of the family was revoked (logout, password change): its cached sessions go first, then its streams
+    /// wake and re-check their token.
+    public func revokeTokens(family: String) {
+        sessions.revoke(family: family)
+        notify(family: family)
+    }
 
     /// Starts following `family`; returns the generation to pass to the first `wait`. Balance with `unsubscribe`.
     public func subscribe(family: String) -> UInt64 {

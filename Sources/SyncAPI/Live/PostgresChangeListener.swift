@@ -6,8 +6,10 @@ import ServiceLifecycle
 /// this service wakes that family's streams in the `ChangeHub`. After a lost connection it listens again and wakes
 /// every stream once, since notices may have been missed meanwhile.
 public struct PostgresChangeListener: Service {
-    /// The channel writes notify on, with the family id as payload.
+    /// The channel writes notify on, with the family id as payload (`t:` and the family id for a token revocation).
     public static let channel = "syncapi_changes"
+    /// The payload prefix of a token revocation.
+    public static let revocationPrefix = "t:"
 
     let client: PostgresClient
     let hub: ChangeHub
@@ -25,12 +27,21 @@ public struct PostgresChangeListener: Service {
                 try await cancelWhenGracefulShutdown {
                     try await client.withConnection { conn in
                         try await conn.listen(on: Self.channel) { notices in
+                            // Listening now: revocations reach this instance again.
+                            hub.sessions.setLive(true)
                             hub.notifyAll()
-                            for try await notice in notices { hub.notify(family: notice.payload) }
+                            for try await notice in notices {
+                                if notice.payload.hasPrefix(Self.revocationPrefix) {
+                                    hub.revokeTokens(family: String(notice.payload.dropFirst(Self.revocationPrefix.count)))
+                                } else {
+                                    hub.notify(family: notice.payload)
+                                }
+                            }
                         }
                     }
                 }
             } catch {
+                hub.sessions.setLive(false)
                 if Task.isCancelled || Task.isShuttingDownGracefully { return }
                 logger.warning("change listener lost its connection; listening again", metadata: ["error": "\(String(reflecting: error))"])
                 hub.notifyAll()

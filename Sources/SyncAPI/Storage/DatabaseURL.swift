@@ -89,7 +89,7 @@ public struct OpenedStore: Sendable {
                 tls: requireTLS ? .require(.makeClientConfiguration()) : .disable)
             configuration.options.connectTimeout = .seconds(5)
             let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-            let hub = ChangeHub()
+            let hub = ChangeHub(revocationsLive: false)
             return OpenedStore(
                 store: PostgresStore(client: client, logger: logger, deadline: deadline), postgresClient: client, hub: hub,
                 listener: PostgresChangeListener(client: client, hub: hub, logger: logger))

@@ -23,7 +23,7 @@ public protocol SyncStore: Sendable {
     /// Stores a bearer token by its hash.
     func insertToken(hash: String, session: Session, expiresMs: Int64) async throws
     /// The session of an unexpired token hash.
-    func session(tokenHash: String, nowMs: Int64) async throws -> Session?
+    func session(tokenHash: String, nowMs: Int64) async throws -> (session: Session, expiresMs: Int64)?
     /// Revokes a token at once.
     func deleteToken(hash: String) async throws
     /// Counts one login attempt against each throttle key in one atomic step (N parallel attempts count N); a key's

@@ -67,13 +67,14 @@ extension PostgresStore {
         }
     }
 
-    public func session(tokenHash: String, nowMs: Int64) async throws -> Session? {
+    public func session(tokenHash: String, nowMs: Int64) async throws -> (session: Session, expiresMs: Int64)? {
         try await guarded {
             try await read { conn in
                 let rows = try await conn.query(
-                    "SELECT account_id, family_id FROM tokens WHERE hash = \(tokenHash) AND expires_ms > \(nowMs)", logger: logger)
-                for try await (account, family) in rows.decode((String, String).self) {
-                    return Session(accountID: account, familyID: family)
+                    "SELECT account_id, family_id, expires_ms FROM tokens WHERE hash = \(tokenHash) AND expires_ms > \(nowMs)",
+                    logger: logger)
+                for try await (account, family, expires) in rows.decode((String, String, Int64).self) {
+                    return (Session(accountID: account, familyID: family), expires)
                 }
                 return nil
             }
@@ -86,7 +87,7 @@ extension PostgresStore {
             try await client.query(
                 """
                 WITH gone AS (DELETE FROM tokens WHERE hash = \(hash) RETURNING family_id)
-                SELECT pg_notify(\(PostgresChangeListener.channel), family_id) FROM gone
+                SELECT pg_notify(\(PostgresChangeListener.channel), \(PostgresChangeListener.revocationPrefix) || family_id) FROM gone
                 """, logger: logger)
         }
     }
@@ -141,7 +142,10 @@ extension PostgresStore {
                 try await conn.query(
                     "DELETE FROM tokens WHERE account_id = \(accountID) AND hash <> \(keepTokenHash)", logger: logger)
                 try await conn.query(
-                    "SELECT pg_notify(\(PostgresChangeListener.channel), family_id) FROM accounts WHERE id = \(accountID)", logger: logger)
+                    """
+                    SELECT pg_notify(\(PostgresChangeListener.channel), \(PostgresChangeListener.revocationPrefix) || family_id)
+                    FROM accounts WHERE id = \(accountID)
+                    """, logger: logger)
             }
         }
     }

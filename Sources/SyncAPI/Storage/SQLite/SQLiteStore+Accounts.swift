@@ -64,12 +64,12 @@ extension SQLiteStore {
         }
     }
 
-    public func session(tokenHash: String, nowMs: Int64) async throws -> Session? {
+    public func session(tokenHash: String, nowMs: Int64) async throws -> (session: Session, expiresMs: Int64)? {
         try await read { db in
             try Row.fetchOne(
-                cached: db, sql: "SELECT account_id, family_id FROM tokens WHERE hash = ? AND expires_ms > ?",
+                cached: db, sql: "SELECT account_id, family_id, expires_ms FROM tokens WHERE hash = ? AND expires_ms > ?",
                 arguments: [tokenHash, nowMs]
-            ).map { Session(accountID: $0[0], familyID: $0[1]) }
+            ).map { (Session(accountID: $0[0], familyID: $0[1]), $0[2]) }
         }
     }
 
@@ -78,7 +78,7 @@ extension SQLiteStore {
             try String.fetchOne(cached: db, sql: "DELETE FROM tokens WHERE hash = ? RETURNING family_id", arguments: [hash])
         }
         // Its streams re-check their token at once.
-        if let family { hub?.notify(family: family) }
+        if let family { hub?.revokeTokens(family: family) }
     }
 
     public func countLoginAttempt(keys: [String], nowMs: Int64, windowMs: Int64) async throws -> [String: ThrottleWindow] {
@@ -124,7 +124,7 @@ extension SQLiteStore {
             try db.executeCached(sql: "DELETE FROM tokens WHERE account_id = ? AND hash <> ?", arguments: [accountID, keepTokenHash])
             return try String.fetchOne(cached: db, sql: "SELECT family_id FROM accounts WHERE id = ?", arguments: [accountID])
         }
-        if let family { hub?.notify(family: family) }
+        if let family { hub?.revokeTokens(family: family) }
     }
 
     public func purgeExpired(nowMs: Int64, throttleBeforeMs: Int64) async throws -> Int {

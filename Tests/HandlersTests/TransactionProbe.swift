@@ -1,0 +1,36 @@
+import Logging
+import PostgresNIO
+
+/// Counts the transactions that other sessions commit on one test database (`pg_stat_database`), to prove what a
+/// path costs the database rather than how fast it ran.
+struct TransactionProbe: Sendable {
+    let client: PostgresClient
+
+    init(url: String) {
+        let port = Int(url.split(separator: ":").last!.split(separator: "/").first!)!
+        client = PostgresClient(
+            configuration: .init(
+                host: "127.0.0.1", port: port, username: "postgres", password: nil, database: String(url.split(separator: "/").last!),
+                tls: .disable),
+            backgroundLogger: Logger(label: "probe"))
+    }
+
+    /// Runs `body` while the probe's client runs.
+    func run<T: Sendable>(_ body: @Sendable (TransactionProbe) async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            return try await body(self)
+        }
+    }
+
+    /// Committed and rolled back transactions so far (statistics reach the view within about a second).
+    func transactions() async throws -> Int64 {
+        _ = try await client.query("SELECT pg_stat_clear_snapshot()")
+        var count: Int64 = 0
+        for try await n in try await client.query(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"
+        ).decode(Int64.self) { count = n }
+        return count
+    }
+}

@@ -1,0 +1,57 @@
+import SyncAPI
+import Testing
+
+/// What the session cache keeps and when it lets go (the HTTP side is in `SessionCacheHTTPTests`).
+@Suite("Session cache")
+struct SessionCacheTests {
+    let alice = Session(accountID: "a1", familyID: "f1")
+    let bob = Session(accountID: "b1", familyID: "f2")
+
+    @Test("kept until revoked, expired or old; a revocation drops only its family")
+    func keeps() {
+        let cache = SessionCache(live: true, lifetime: .seconds(60))
+        cache.remember(tokenHash: "ta", session: alice, expiresMs: 100_000, nowMs: 0, ticket: cache.ticket())
+        cache.remember(tokenHash: "tb", session: bob, expiresMs: 100_000, nowMs: 0, ticket: cache.ticket())
+        #expect(cache.session(tokenHash: "ta", nowMs: 1) == alice)
+        #expect(cache.session(tokenHash: "ta", nowMs: 60_000) == nil)  // past its lifetime
+        cache.remember(tokenHash: "ta", session: alice, expiresMs: 70_000, nowMs: 50_000, ticket: cache.ticket())
+        #expect(cache.session(tokenHash: "ta", nowMs: 69_999) == alice)
+        #expect(cache.session(tokenHash: "ta", nowMs: 70_000) == nil)  // its token expired
+        cache.remember(tokenHash: "ta", session: alice, expiresMs: 100_000, nowMs: 0, ticket: cache.ticket())
+        cache.revoke(family: "f1")
+        #expect(cache.session(tokenHash: "ta", nowMs: 1) == nil)
+        #expect(cache.session(tokenHash: "tb", nowMs: 1) == bob)
+    }
+
+    @Test("a lookup that raced a revocation of its family is not kept; one of another family is")
+    func race() {
+        let cache = SessionCache(live: true)
+        let ticket = cache.ticket()
+        cache.revoke(family: "f1")  // the logout committed while the lookup ran
+        cache.remember(tokenHash: "ta", session: alice, expiresMs: 100_000, nowMs: 0, ticket: ticket)
+        cache.remember(tokenHash: "tb", session: bob, expiresMs: 100_000, nowMs: 0, ticket: ticket)
+        #expect(cache.session(tokenHash: "ta", nowMs: 1) == nil)
+        #expect(cache.session(tokenHash: "tb", nowMs: 1) == bob)
+        // Too many revocations since to tell: not kept.
+        let old = cache.ticket()
+        for n in 0..<300 { cache.revoke(family: "x\(n)") }
+        cache.remember(tokenHash: "tc", session: bob, expiresMs: 100_000, nowMs: 0, ticket: old)
+        #expect(cache.session(tokenHash: "tc", nowMs: 1) == nil)
+    }
+
+    @Test("off while revocations may be missed, and empty when it comes back; bounded")
+    func live() {
+        let cache = SessionCache(live: false, capacity: 10)
+        cache.remember(tokenHash: "ta", session: alice, expiresMs: 100_000, nowMs: 0, ticket: cache.ticket())
+        #expect(cache.count == 0)
+        cache.setLive(true)
+        cache.remember(tokenHash: "ta", session: alice, expiresMs: 100_000, nowMs: 0, ticket: cache.ticket())
+        #expect(cache.session(tokenHash: "ta", nowMs: 1) == alice)
+        cache.setLive(false)
+        #expect(cache.session(tokenHash: "ta", nowMs: 1) == nil)
+        cache.setLive(true)
+        #expect(cache.session(tokenHash: "ta", nowMs: 1) == nil)
+        for n in 0..<25 { cache.remember(tokenHash: "t\(n)", session: bob, expiresMs: 100_000, nowMs: 0, ticket: cache.ticket()) }
+        #expect(cache.count <= 10)
+    }
+}
