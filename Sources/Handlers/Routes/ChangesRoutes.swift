@@ -34,18 +34,27 @@ struct ChangesRoutes {
                     let query = try SyncQuery(request, allowed: ["date"])
                     let date = query.values["date"] ?? request.headers[.lastEventID]
                     let lease = try streams.open(account: session.accountID)
+                    // Subscribed before the token is checked again and the start is read: a write or a revocation
+                    // from then on always wakes the stream (one in between would wait for the recheck).
+                    let family = session.familyID
+                    let generation = hub?.subscribe(family: family) ?? 0
                     let start: (since: Int64?, now: (date: String, version: Int64))
                     do {
+                        guard try await accounts.authenticate(token: token) == session else { throw SyncError.unauthorized }
                         // Checked before answering, so that an unreachable database is a 503, not a dead stream.
                         start = try await engine.changesSince(date, session)
                     } catch {
+                        hub?.unsubscribe(family: family)
                         lease.close()
                         throw error
                     }
                     let body = ResponseBody { writer in
-                        defer { lease.close() }
+                        defer {
+                            hub?.unsubscribe(family: family)
+                            lease.close()
+                        }
                         try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
-                        let wakeup = Wakeup(hub: hub, family: session.familyID, poll: poll, recheck: recheck)
+                        let wakeup = Wakeup(hub: hub, family: family, generation: generation, poll: poll, recheck: recheck)
                         try await Self.stream(
                             to: &writer, from: start, wakeup: wakeup, ping: ping, for: maxDuration,
                             position: { try await engine.currentPosition(session) },
@@ -64,6 +73,8 @@ struct ChangesRoutes {
     struct Wakeup: Sendable {
         let hub: ChangeHub?
         let family: String
+        /// The family's generation when the stream subscribed to the hub.
+        let generation: UInt64
         /// Without a hub: how often to read the counter.
         let poll: Duration
         /// With a hub: how often to re-check the token and counter anyway (expiry; a missed notice).
@@ -84,8 +95,7 @@ struct ChangesRoutes {
         var lastCheck = clock.now
         var since = start.since
         var current = start.now
-        var generation = wakeup.hub?.subscribe(family: wakeup.family) ?? 0
-        defer { wakeup.hub?.unsubscribe(family: wakeup.family) }
+        var generation = wakeup.generation
         while true {
             if since.map({ current.version > $0 }) ?? true {
                 try await writer.write(ByteBuffer(string: "id: \(current.date)\nevent: change\ndata: {\"date\":\"\(current.date)\"}\n\n"))

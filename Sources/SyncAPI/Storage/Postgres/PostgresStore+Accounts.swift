@@ -70,10 +70,8 @@ extension PostgresStore {
     public func session(tokenHash: String, nowMs: Int64) async throws -> (session: Session, expiresMs: Int64)? {
         try await guarded {
             try await read { conn in
-                let rows = try await conn.query(
-                    "SELECT account_id, family_id, expires_ms FROM tokens WHERE hash = \(tokenHash) AND expires_ms > \(nowMs)",
-                    logger: logger)
-                for try await (account, family, expires) in rows.decode((String, String, Int64).self) {
+                let rows = try await conn.execute(PreparedStatements.Session(tokenHash: tokenHash, nowMs: nowMs), logger: logger)
+                for try await (account, family, expires) in rows {
                     return (Session(accountID: account, familyID: family), expires)
                 }
                 return nil

@@ -20,13 +20,10 @@ extension PostgresStore {
     }
 
     func fetchItem(familyID: String, key: ItemKey, on conn: PostgresConnection) async throws -> StoredItem? {
-        try await Self.items(
-            try await conn.query(
-                """
-                SELECT \(unescaped: Self.columns) FROM items
-                WHERE family_id = \(familyID) AND collection = \(key.collection) AND parent_id = \(key.parentID) AND id = \(key.id)
-                """, logger: logger)
-        ).first
+        for try await c in try await conn.execute(PreparedStatements.Item(familyID: familyID, key: key), logger: logger) {
+            return Self.storedItem(c)
+        }
+        return nil
     }
 
     public func item(familyID: String, key: ItemKey) async throws -> StoredItem? {
@@ -39,9 +36,8 @@ extension PostgresStore {
         try await guarded {
             try await transaction { conn in
                 // Lock the family row first: it orders this write against every other write of the family.
-                let locked = try await conn.query("SELECT version FROM families WHERE id = \(familyID) FOR UPDATE", logger: logger)
                 var found = false
-                for try await _ in locked.decode(Int64.self) { found = true }
+                for try await _ in try await conn.execute(PreparedStatements.LockFamily(familyID: familyID), logger: logger) { found = true }
                 guard found else { throw SyncError.unauthorized }
                 let existing = try await fetchItem(familyID: familyID, key: key, on: conn)
                 var parentRow: StoredItem?
@@ -119,23 +115,13 @@ extension PostgresStore {
 
     /// One statement: the counter and the rows come from the same snapshot.
     func deltaRows(conn: PostgresConnection, familyID: String, collections: [String], since: Int64?) async throws -> Delta {
-        let after = since ?? 0
-        let includeDeleted = since != nil
-        let rows = try await conn.query(
-            """
-            SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
-            FROM families f
-            LEFT JOIN items i ON i.family_id = f.id AND i.collection = ANY(\(collections)) AND i.parent_id = ''
-              AND i.version > \(after) AND (\(includeDeleted) OR NOT i.deleted)
-            WHERE f.id = \(familyID)
-            ORDER BY i.version
-            """, logger: logger)
+        let rows = try await conn.execute(
+            PreparedStatements.Delta(familyID: familyID, collections: collections, after: since ?? 0, includeDeleted: since != nil),
+            logger: logger)
         var version: Int64?
         var horizon: Int64 = 0
         var items: [String: [StoredItem]] = [:]
-        for try await (fv, fh, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in rows.decode(
-            (Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, Int64?, String?).self)
-        {
+        for try await (fv, fh, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in rows {
             version = fv
             horizon = fh
             if let collection, let id, let iv, let deleted {
