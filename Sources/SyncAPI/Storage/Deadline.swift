@@ -8,11 +8,18 @@ import Synchronization
 /// The work runs in its own task and is never cancelled from here: a transaction it holds always ends by its own
 /// `COMMIT` or `ROLLBACK`, never half-way because a caller gave up (protocol §8: bounded, and nothing acknowledged
 /// is lost). A caller that is cancelled stops waiting at once.
+///
+/// One deadline per request is enough: work that runs under a deadline already (a store call inside a request) runs
+/// inline, without a task and a timer of its own (issue 9: a task per store call was measurable on the hot path).
 public enum Deadline {
+    /// True inside work that a deadline bounds.
+    @TaskLocal public static var isBounded = false
+
     public static func run<T: Sendable>(
         within limit: Duration, onTimeout: @autoclosure @escaping @Sendable () -> any Error = SyncError.unavailable,
         _ work: @escaping @Sendable () async throws -> T
     ) async throws -> T {
+        if isBounded { return try await work() }
         let outcome = Outcome<T>()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
@@ -22,7 +29,7 @@ public enum Deadline {
                 }
                 Task {
                     let result: Result<T, any Error>
-                    do { result = .success(try await work()) } catch { result = .failure(error) }
+                    do { result = .success(try await $isBounded.withValue(true) { try await work() }) } catch { result = .failure(error) }
                     timer.cancel()
                     outcome.finish(result)
                 }
