@@ -26,6 +26,22 @@ enum HTTPBodies {
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
     }
 
+    /// A JSON answer streamed chunk by chunk as the database cursor moves (no `Content-Length`: chunked on HTTP/1.1).
+    /// A client that goes away stops the read; a read that fails half-way ends the connection, so the client sees
+    /// a broken answer, never a short one that parses.
+    static func response(json stream: AnswerStream, etag: String) -> Response {
+        let body = ResponseBody { writer in
+            do {
+                while let chunk = try await stream.next() { try await writer.write(chunk) }
+            } catch {
+                stream.cancel()
+                throw error
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: "application/json", .eTag: etag], body: body)
+    }
+
     static func response(_ status: HTTPResponse.Status = .ok, json: String, etag: String? = nil) -> Response {
         response(status, json: Array(json.utf8), etag: etag)
     }

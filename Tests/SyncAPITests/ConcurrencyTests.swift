@@ -16,8 +16,8 @@ struct ConcurrencyTests {
         var date: String?
 
         /// Applies an answer as protocol §3 says: clear on `sync: false`, deletes, then upserts, then the date.
-        mutating func apply(_ answer: SyncAnswer) throws {
-            let json = try JSONParser.parse(answer.body)
+        mutating func apply(_ answer: SyncAnswer) async throws {
+            let json = try JSONParser.parse(try await answer.wholeBody())
             guard case .array(let updated)? = json["updated"], case .array(let deleted)? = json["deleted"] else {
                 throw SyncError.invalidJSON("bad answer")
             }
@@ -42,7 +42,7 @@ struct ConcurrencyTests {
 
     static func serverItems(_ engine: SyncEngine, _ session: Session) async throws -> [String: String] {
         var fresh = Replica()
-        try fresh.apply(try await engine.fullListSync(session, Collections.contacts, date: nil, ifNoneMatch: nil))
+        try await fresh.apply(try await engine.fullListSync(session, Collections.contacts, date: nil, ifNoneMatch: nil))
         return fresh.items
     }
 
@@ -64,11 +64,11 @@ struct ConcurrencyTests {
                     var replica = Replica()
                     var count = 0
                     while !done.raised.load(ordering: .acquiring) {
-                        try replica.apply(try await engine.fullListSync(session, Collections.contacts, date: replica.date, ifNoneMatch: nil))
+                        try await replica.apply(try await engine.fullListSync(session, Collections.contacts, date: replica.date, ifNoneMatch: nil))
                         count += 1
                     }
                     // One more sync after the last write: the replica must now equal the server.
-                    try replica.apply(try await engine.fullListSync(session, Collections.contacts, date: replica.date, ifNoneMatch: nil))
+                    try await replica.apply(try await engine.fullListSync(session, Collections.contacts, date: replica.date, ifNoneMatch: nil))
                     #expect(replica.items == (try await Self.serverItems(engine, session)), "round \(round)")
                     return count
                 }()
@@ -112,7 +112,7 @@ struct ConcurrencyTests {
             _ = try await engine.put(
                 session, ItemAddress(Collections.contacts, id: "before"), body: .object([("firstName", .string("A"))]), preconditions: .init())
             var replica = Replica()
-            try replica.apply(try await engine.fullListSync(session, Collections.contacts, date: nil, ifNoneMatch: nil))
+            try await replica.apply(try await engine.fullListSync(session, Collections.contacts, date: nil, ifNoneMatch: nil))
             let logger = Logger(label: "test")
             // Another instance's writer: takes the next version under the family lock, writes, and does not commit yet.
             try await client.withConnection { writer in
@@ -125,12 +125,12 @@ struct ConcurrencyTests {
                     """, logger: logger)
                 // A sync meanwhile neither waits for it nor sees it, and its date stays below the held version.
                 let during = try await engine.fullListSync(session, Collections.contacts, date: replica.date, ifNoneMatch: nil)
-                try replica.apply(during)
+                try await replica.apply(during)
                 #expect(replica.items["held"] == nil)
                 try await writer.query("COMMIT", logger: logger)
             }
             let after = try await engine.fullListSync(session, Collections.contacts, date: replica.date, ifNoneMatch: nil)
-            try replica.apply(after)
+            try await replica.apply(after)
             #expect(replica.items["held"] == #"{"id":"held"}"#)
             #expect(replica.items == (try await Self.serverItems(engine, session)))
         }

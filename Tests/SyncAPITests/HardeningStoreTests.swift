@@ -19,12 +19,13 @@ struct HardeningStoreTests {
                 _ = try await engine.put(
                     session, ItemAddress(Collections.threads, id: id), body: .object([("title", .string(id))]), preconditions: .init())
             }
-            let first = try Self.json(try await engine.pagedSync(session, Collections.threads, PageParameters(nb: 10), ifNoneMatch: nil).body)
+            let first = try Self.json(try await engine.pagedSync(session, Collections.threads, PageParameters(nb: 10), ifNoneMatch: nil).wholeBody())
             let date = try #require(first["date"]?.stringValue)
             try await engine.delete(session, ItemAddress(Collections.threads, id: "t2"), preconditions: .init())
             // Before the purge the tombstone answers exactly.
             let exact = try Self.json(
-                try await engine.pagedSync(session, Collections.threads, PageParameters(date: date, lastId: "t1", nb: 10), ifNoneMatch: nil).body)
+                try await engine.pagedSync(session, Collections.threads, PageParameters(date: date, lastId: "t1", nb: 10), ifNoneMatch: nil)
+                    .wholeBody())
             #expect(exact["sync"] == .bool(true))
             #expect(exact["deleted"] == .array([.string("t2")]))
             #expect(try await store.purgeTombstones(cutoffMs: WallClock.nowMs() + 1000) == 1)
@@ -102,8 +103,8 @@ struct HardeningStoreTests {
             try await store.migrate()
             try await store.migrate()
             let after = try await engine.fullListSync(session, Collections.contacts, date: nil, ifNoneMatch: nil)
-            #expect(after.body == before.body, "same items, same date of sync")
-            let delta = try Self.json(try await engine.fullListSync(session, Collections.contacts, date: before.date, ifNoneMatch: nil).body)
+            #expect(try await after.wholeBody() == before.wholeBody(), "same items, same date of sync")
+            let delta = try Self.json(try await engine.fullListSync(session, Collections.contacts, date: before.date, ifNoneMatch: nil).wholeBody())
             #expect(delta["sync"] == .bool(true))
             // The new tables work on the migrated database.
             let counted = try await store.countLoginAttempt(keys: ["u:x"], nowMs: 1, windowMs: 10)

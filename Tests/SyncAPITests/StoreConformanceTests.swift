@@ -230,10 +230,11 @@ struct StoreConformanceTests {
             let engine = SyncEngine(store: store)
             let session = Session(accountID: "x", familyID: family)
             let old = SyncToken(databaseID: try await store.databaseID(), familyID: family, version: before).string
-            let answer = try JSONParser.parse(try await engine.fullListSync(session, Collections.contacts, date: old, ifNoneMatch: nil).body)
+            let answer = try JSONParser.parse(try await engine.fullListSync(session, Collections.contacts, date: old, ifNoneMatch: nil).wholeBody())
             #expect(answer["sync"] == .bool(false))
             let current = SyncToken(databaseID: try await store.databaseID(), familyID: family, version: after.horizon).string
-            let exact = try JSONParser.parse(try await engine.fullListSync(session, Collections.contacts, date: current, ifNoneMatch: nil).body)
+            let exact = try JSONParser.parse(
+                try await engine.fullListSync(session, Collections.contacts, date: current, ifNoneMatch: nil).wholeBody())
             #expect(exact["sync"] == .bool(true) && exact["deleted"] == .array([.string("b")]))
         }
     }

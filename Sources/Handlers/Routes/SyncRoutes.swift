@@ -20,7 +20,7 @@ struct SyncRoutes {
                             let answer = try await engine.fullListSync(
                                 try context.requireSession(), collection, date: query.values["date"],
                                 ifNoneMatch: request.headers[.ifNoneMatch])
-                            return Self.response(answer)
+                            return Self.response(answer, to: request)
                         }
                     ])
             case .paginated:
@@ -35,7 +35,7 @@ struct SyncRoutes {
                                 let parameters = try query.pageParameters(collection, childLimit: childLimit, filter: filter)
                                 let answer = try await engine.pagedSync(
                                     try context.requireSession(), collection, parameters, ifNoneMatch: request.headers[.ifNoneMatch])
-                                return Self.response(answer)
+                                return Self.response(answer, to: request)
                             }
                         ])
                 }
@@ -71,7 +71,7 @@ struct SyncRoutes {
                             let query = try SyncQuery(request, allowed: ["date"])
                             let answer = try await engine.familySync(
                                 try context.requireSession(), date: query.values["date"], ifNoneMatch: request.headers[.ifNoneMatch])
-                            return Self.response(answer)
+                            return Self.response(answer, to: request)
                         }
                     ])
             }
@@ -99,10 +99,13 @@ struct SyncRoutes {
     }
 
     /// A sync answer, or 304 when `If-None-Match` named its date; the ETag is the date of sync.
-    static func response(_ answer: SyncAnswer) -> Response {
+    static func response(_ answer: SyncAnswer, to request: Request) -> Response {
         let etag = "\"\(answer.date)\""
         if answer.notModified { return HTTPBodies.notModified(etag: etag) }
-        return HTTPBodies.response(json: answer.body, etag: etag)
+        guard let stream = answer.stream else { return HTTPBodies.response(json: answer.body, etag: etag) }
+        // HEAD drops the body: the read behind it stops at once.
+        if request.method == .head { stream.cancel() }
+        return HTTPBodies.response(json: stream, etag: etag)
     }
 }
 

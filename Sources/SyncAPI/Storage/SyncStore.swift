@@ -58,6 +58,19 @@ public protocol SyncStore: Sendable {
     /// Runs `body` with every read of this store (in this task and its child tasks) answered from one snapshot of
     /// the database, so that several answers are consistent with each other (protocol §6). Writes are not affected.
     func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T
+    /// True inside `withReadSnapshot` (there, answers are read whole from the pinned snapshot, never streamed).
+    var isInReadSnapshot: Bool { get }
+    /// Every live row of a full list, from one snapshot of its own, page by page, oldest change first (then by id):
+    /// `start` gets the family's counter before any page, and the next page is read only once `page` returned.
+    func streamLiveRows(
+        familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
+        page: @escaping @Sendable ([StoredItem]) async throws -> Void
+    ) async throws
+}
+
+/// How many rows a streamed read hands over at a time.
+enum StreamPaging {
+    static let pageSize = 256
 }
 
 extension SyncStore {

@@ -1,4 +1,6 @@
-/// A computed sync answer: its date of sync (also its ETag) and the JSON body, written once.
+import NIOCore
+
+/// A computed sync answer: its date of sync (also its ETag) and the JSON body, written once or streamed.
 public struct SyncAnswer: Sendable {
     /// The new date of sync.
     public let date: String
@@ -6,4 +8,14 @@ public struct SyncAnswer: Sendable {
     public let body: [UInt8]
     /// True when the client's `If-None-Match` named this very date: answer 304 with no body.
     public let notModified: Bool
+    /// When set, the JSON answer comes from here, chunk by chunk, instead of `body` (a full list read from a cursor).
+    public var stream: AnswerStream? = nil
+
+    /// The whole JSON answer, a streamed one collected (for callers that need it whole).
+    public func wholeBody() async throws -> [UInt8] {
+        guard let stream else { return body }
+        var bytes: [UInt8] = []
+        while let chunk = try await stream.next() { bytes.append(contentsOf: chunk.readableBytesView) }
+        return bytes
+    }
 }

@@ -44,6 +44,8 @@ extension SyncEngine {
         -> SyncAnswer
     {
         var since = try await position(date, session)
+        // A whole list is streamed from the cursor, except inside a group (its snapshot is pinned and answered whole).
+        if since == nil, !store.isInReadSnapshot { return try await streamedFullList(session, collection, ifNoneMatch: ifNoneMatch) }
         let (delta, answerable) = try await answerableDelta(session, collections: [collection.name], since: since)
         since = answerable
         let rows = delta.rows[collection.name] ?? []

@@ -1,0 +1,44 @@
+import Logging
+import PostgresNIO
+
+/// Full lists read from a cursor, page by page, so that an answer of 100,000 items never sits whole in memory.
+extension PostgresStore {
+    public var isInReadSnapshot: Bool { Self.pinned != nil }
+
+    public func streamLiveRows(
+        familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
+        page: @escaping @Sendable ([StoredItem]) async throws -> Void
+    ) async throws {
+        do {
+            try await transaction(readOnlySnapshot: true) { conn in
+                var version: Int64?
+                for try await v in try await conn.query("SELECT version FROM families WHERE id = \(familyID)", logger: logger).decode(
+                    Int64.self)
+                {
+                    version = v
+                }
+                guard let version else { throw SyncError.unauthorized }
+                try await start(version)
+                // PostgresNIO reads rows from the socket as they are consumed: the cursor moves at the client's pace.
+                let rows = try await conn.query(
+                    """
+                    SELECT \(unescaped: Self.columns) FROM items
+                    WHERE family_id = \(familyID) AND collection = \(collection) AND parent_id = '' AND NOT deleted
+                    ORDER BY version, id
+                    """, logger: logger)
+                var batch: [StoredItem] = []
+                batch.reserveCapacity(StreamPaging.pageSize)
+                for try await columns in rows.decode(ItemColumns.self) {
+                    batch.append(Self.storedItem(columns))
+                    if batch.count == StreamPaging.pageSize {
+                        try await page(batch)
+                        batch.removeAll(keepingCapacity: true)
+                    }
+                }
+                if !batch.isEmpty { try await page(batch) }
+            }
+        } catch {
+            throw PostgresFailure(error).domainError(for: error, logger: logger)
+        }
+    }
+}

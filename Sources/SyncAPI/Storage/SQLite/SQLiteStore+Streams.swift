@@ -1,0 +1,42 @@
+import GRDB
+
+/// Full lists read page by page from one WAL snapshot, so that an answer of 100,000 items never sits whole in memory.
+extension SQLiteStore {
+    public var isInReadSnapshot: Bool { Self.pinned != nil }
+
+    public func streamLiveRows(
+        familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
+        page: @escaping @Sendable ([StoredItem]) async throws -> Void
+    ) async throws {
+        // A snapshot of its own: every page comes from the same state of the database as the counter.
+        let snapshot = try Self.mapped { try pool.makeSnapshot() }
+        let version = try await Self.read(snapshot) { db in
+            try Int64.fetchOne(cached: db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID])
+        }
+        guard let version else { throw SyncError.unauthorized }
+        try await start(version)
+        var after: (version: Int64, id: String) = (0, "")
+        while true {
+            let position = after
+            let rows = try await Self.read(snapshot) { db in
+                try Row.fetchAll(
+                    cached: db,
+                    sql: """
+                        SELECT \(Self.columns) FROM items
+                        WHERE family_id = ? AND collection = ? AND parent_id = '' AND NOT deleted AND (version, id) > (?, ?)
+                        ORDER BY version, id LIMIT ?
+                        """,
+                    arguments: [familyID, collection, position.version, position.id, StreamPaging.pageSize]
+                ).map(Self.storedItem)
+            }
+            guard let last = rows.last else { return }
+            try await page(rows)
+            guard rows.count == StreamPaging.pageSize else { return }
+            after = (last.version, last.id)
+        }
+    }
+
+    private static func read<T: Sendable>(_ snapshot: DatabaseSnapshot, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do { return try await snapshot.read(body) } catch { throw mapped(error) }
+    }
+}
