@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // The Swift SDK is its own package (apps never resolve the server's); the CLI and the tests use it by path.
+        .package(path: "Clients/SyncClient"),
     ],
     targets: [
         .target(
@@ -68,6 +70,7 @@ let package = Package(
                 "SyncAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "SyncClientCommands", package: "SyncClient"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -100,6 +103,22 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ClientTests",
+            dependencies: [
+                "Handlers",
+                "SyncAPI",
+                "TestSupport",
+                .product(name: "SyncClient", package: "SyncClient"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,0 +1,34 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// The Swift client SDK of SyncAPI: an exact offline replica of a family's data for apps, and the command line built
+/// on it. It depends on GRDB and Foundation only, so an app never resolves a server package.
+let package = Package(
+    name: "SyncClient",
+    platforms: [.iOS(.v16), .macOS(.v13)],
+    products: [
+        .library(name: "SyncClient", targets: ["SyncClient"]),
+        .library(name: "SyncClientCommands", targets: ["SyncClientCommands"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0")
+    ],
+    targets: [
+        .target(
+            name: "SyncClient",
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
+        ),
+        .target(
+            name: "SyncClientCommands",
+            dependencies: ["SyncClient"],
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
+        ),
+        .testTarget(
+            name: "SyncClientTests",
+            dependencies: ["SyncClient", "SyncClientCommands", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

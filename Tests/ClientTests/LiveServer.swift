@@ -1,0 +1,76 @@
+import Foundation
+import HTTPTypes
+import Handlers
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import SyncAPI
+import SyncClient
+import TestSupport
+
+/// A real server on a random loopback port, in this process, on a fresh database of one backend: the SDK reaches it
+/// over HTTP as an app would.
+struct LiveServer: Sendable {
+    let base: URL
+    let database: DatabaseURL
+    let raw: any TestClientProtocol
+
+    static func run<T: Sendable>(_ backend: Backend, _ body: @Sendable (LiveServer) async throws -> T) async throws -> T {
+        var configuration = AppConfiguration()
+        configuration.database = try await backend.freshDatabaseURL()
+        configuration.bcryptCost = testBcryptCost
+        configuration.port = 0
+        configuration.changesPingInterval = .seconds(1)
+        let database = configuration.database
+        var logger = Logger(label: "client-tests")
+        logger.logLevel = .warning
+        let app = try await buildApplication(configuration, logger: logger)
+        return try await app.test(.live) { client in
+            try await body(LiveServer(base: URL(string: "http://127.0.0.1:\(client.port!)")!, database: database, raw: client))
+        }
+    }
+
+    /// A new SDK client on a replica file of its own (or the given one: a restart).
+    func client(replica: String? = nil, server: URL? = nil, fastRetries: Bool = true) throws -> SyncClient {
+        let path = replica ?? Self.replicaPath()
+        var configuration = SyncClientConfiguration(serverURL: server ?? base, replicaPath: path)
+        configuration.pageSize = 5
+        configuration.maxChildren = 3
+        if fastRetries { configuration.retryPolicy = RetryPolicy(attempts: 2, baseDelay: .milliseconds(10)) }
+        return try SyncClient(configuration: configuration)
+    }
+
+    static func replicaPath() -> String {
+        let folder = NSTemporaryDirectory() + "syncapi-client-tests"
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return "\(folder)/\(UUID().uuidString).sqlite"
+    }
+
+    /// A raw HTTP call with a token (a writer that is not the SDK).
+    func call(_ method: HTTPRequest.Method, _ path: String, token: String?, body: String? = nil) async throws -> (status: Int, json: ClientJSON?) {
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        let response = try await raw.executeRequest(uri: path, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
+        return (Int(response.status.code), try? ClientJSON.parse(Data(response.body.readableBytesView)))
+    }
+
+    /// The server's full list of a collection, by id, as JSON text (what an exact replica must hold).
+    func serverList(_ endpoint: String, token: String) async throws -> [String: String] {
+        let answer = try await call(.get, "/api/v1/\(endpoint)", token: token)
+        var out: [String: String] = [:]
+        for item in answer.json?["updated"]?.arrayValue ?? [] { out[item["id"]!.stringValue!] = item.objectValue!.jsonText }
+        return out
+    }
+}
+
+/// The replica's items by id, as JSON text.
+func replicaList(_ client: SyncClient, _ collection: SyncCollection) throws -> [String: String] {
+    Dictionary(uniqueKeysWithValues: try client.items(collection).map { ($0["id"]!.stringValue!, $0.jsonText) })
+}
+
+/// A failure inside a test helper.
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
