@@ -26,6 +26,9 @@ ap.add_argument("--seed-workers", type=int, default=6)
 ap.add_argument("--cases", default="", help="comma list: run only these cases (health is always run)")
 ap.add_argument("--out", default=os.path.join(HERE, "out"))
 ap.add_argument("--smoke", action="store_true", help="tiny data, short cases, assert no errors")
+ap.add_argument("--perf", action="store_true",
+                help="profile the server during each case (perf record -e cpu-clock -g); writes OUT/perf-<backend>-<case>.txt, "
+                     "the top symbols by self time, and the profile. Sampling costs throughput: use with --cases, not for figures")
 args = ap.parse_args()
 if args.smoke:
     args.families, args.big, args.streams = min(args.families, 20), "200,1000", min(args.streams, 200)
@@ -47,6 +50,16 @@ try:
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(hard, 65536), max(hard, 65536)))
 except (ValueError, OSError):
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def cpu_of(pid, children_done=False):
+    """utime + stime of a process in seconds (and of its waited-for children)."""
+    try:
+        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = int(f[11]) + int(f[12]) + ((int(f[13]) + int(f[14])) if children_done else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def log(msg):
@@ -89,6 +102,22 @@ class Postgres:
         return subprocess.run(["psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "postgres", "-qAtX",
                                "-v", "ON_ERROR_STOP=1", "-c", statement], input=stdin, check=True, capture_output=True,
                               text=True).stdout.strip()
+
+    def cpu_seconds(self):
+        """CPU time of the whole cluster: the postmaster, its live children, and its exited children (cutime)."""
+        try:
+            master = int(open(os.path.join(self.dir, "postmaster.pid")).readline())
+        except (OSError, ValueError):
+            return 0.0
+        total = cpu_of(master, children_done=True)
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    if int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1]) == master:
+                        total += cpu_of(int(entry))
+                except (OSError, IndexError, ValueError):
+                    pass
+        return total
 
     def transactions(self):
         return int(self.sql("SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'postgres'"))
@@ -180,10 +209,22 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
     rss0 = server.status("VmRSS")
     server.reset_peak()
     tx0, t0 = (pg.transactions() if pg else 0), time.time()
+    cpu0, db_cpu0 = cpu_of(server.proc.pid), (pg.cpu_seconds() if pg else 0)
     threads = min(args.threads, conns)
+    perf = None
+    if args.perf:
+        perf_data = os.path.join(args.out, f"perf-{BACKEND}-{name}.data")
+        perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-p", str(server.proc.pid),
+                                 "-o", perf_data], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
     wrk = subprocess.run(["wrk", f"-t{threads}", f"-c{conns}", f"-d{max(1, round(duration or DUR))}s", "--timeout", "30s", "-s",
                           os.path.join(HERE, "wrk", "case.lua"), server.url], env=env, capture_output=True, text=True)
     elapsed = time.time() - t0
+    cpu1, db_cpu1 = cpu_of(server.proc.pid), (pg.cpu_seconds() if pg else 0)
+    if perf:
+        perf.send_signal(signal.SIGINT)
+        perf.wait(60)
+        perf_report(perf_data)
     time.sleep(0.6 if pg else 0)  # PostgreSQL publishes its counters at most once a second per backend
     tx1 = pg.transactions() if pg else 0
     if wrk.returncode != 0 or not os.path.exists(out):
@@ -197,10 +238,24 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
            "bytes_per_answer": r["bytes"] / max(1, r["requests"]), "rss_before_mb": rss0, "rss_peak_mb": server.status("VmHWM"),
            "rss_after_mb": server.status("VmRSS"), "socket_errors": e["connect"] + e["read"] + e["write"] + e["timeout"],
            "status_errors": e["status"], "status": r["status"] if r["status_counted"] else None,
-           "db_xact_per_s": (tx1 - tx0) / elapsed if pg else None}
+           "db_xact_per_s": (tx1 - tx0) / elapsed if pg else None,
+           "server_cpu_ms_per_req": 1000 * (cpu1 - cpu0) / max(1, r["requests"]),
+           "db_cpu_ms_per_req": 1000 * (db_cpu1 - db_cpu0) / max(1, r["requests"]) if pg else None,
+           "server_cpu_share": (cpu1 - cpu0) / elapsed / (os.cpu_count() or 1)}
     log(f"{name}: {row['rps']:.0f} req/s, p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms, "
         f"{row['bytes_per_answer']:.0f} B/answer, peak RSS {row['rss_peak_mb']:.0f} MiB, errors {row['socket_errors']}+{row['status_errors']}")
     return row
+
+
+def perf_report(data):
+    """The top symbols by self time of a perf profile, demangled (swift demangle), next to the profile."""
+    rep = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "dso,symbol", "--stdio", "--percent-limit", "0.7"],
+                         capture_output=True, text=True).stdout
+    if shutil.which("swift"):
+        rep = subprocess.run(["swift", "demangle", "--simplified"], input=rep, capture_output=True, text=True).stdout or rep
+    with open(data.replace(".data", ".txt"), "w") as f:
+        f.write("\n".join(l for l in rep.splitlines() if l.strip() and not l.lstrip().startswith("|")
+                          and not l.lstrip().startswith("---")) + "\n")
 
 
 def run_pgbench(pg, script, conns, now_ms, nfam, work):
@@ -255,13 +310,15 @@ def streams_case(server, pg, work, families, results):
     ready = json.load(open(os.path.join(state, "ready"))) if os.path.exists(os.path.join(state, "ready")) else {}
     log(f"streams: {ready.get('opened', 0)}/{args.streams} open in {ready.get('openSeconds')} s, refused {ready.get('refused')}")
     # At rest: database transactions/s and RSS with the streams idle.
-    tx0, t0 = (pg.transactions() if pg else 0), time.time()
+    tx0, t0, cpu0 = (pg.transactions() if pg else 0), time.time(), cpu_of(server.proc.pid)
     time.sleep(min(DUR, 10))
+    cpu_share = (cpu_of(server.proc.pid) - cpu0) / (time.time() - t0) / (os.cpu_count() or 1)
     idle = {"case": f"streams-idle-{args.streams}", "connections": ready.get("opened", 0), "requests": 0, "rps": None,
             "rss_before_mb": rss0, "rss_after_mb": server.status("VmRSS"), "rss_peak_mb": server.status("VmHWM"),
             "db_xact_per_s": ((pg.transactions() - tx0) / (time.time() - t0)) if pg else None,
             "streams_opened": ready.get("opened", 0), "streams_refused": ready.get("refused", {}),
-            "streams_failed": ready.get("failed", 0), "socket_errors": ready.get("failed", 0), "status_errors": 0}
+            "streams_failed": ready.get("failed", 0), "socket_errors": ready.get("failed", 0), "status_errors": 0,
+            "server_cpu_share": cpu_share}
     results.append(idle)
     log(f"streams idle: RSS {rss0:.0f} → {idle['rss_after_mb']:.0f} MiB, DB {idle['db_xact_per_s'] or 0:.1f} xact/s")
     row = run_wrk(server, pg, f"put-writes+{args.streams}-streams", "put-contact", "", families, args.connections, work)
@@ -279,6 +336,8 @@ def streams_case(server, pg, work, families, results):
 
 
 def bench_backend(backend, work):
+    global BACKEND
+    BACKEND = backend
     pg = Postgres(work) if backend == "postgres" else None
     server = Server(pg.url if pg else f"sqlite:{os.path.join(work, 'bench.sqlite')}", work)
     results, seed = [], {}
@@ -329,18 +388,19 @@ def fmt(v, spec):
 
 def table(runs):
     lines = ["| backend | case | conns | req/s | p50 ms | p99 ms | bytes/answer | server peak RSS MiB | ÷ /health | "
-             "pgbench tps | ÷ pgbench | DB xact/s | errors |", "|" + "---|" * 13]
+             "pgbench tps | ÷ pgbench | DB xact/s | server CPU ms/req | DB CPU ms/req | errors |", "|" + "---|" * 15]
     for run in runs:
         for r in run["results"]:
             if r.get("failed"):
-                lines.append(f"| {run['backend']} | {r['case']} | failed |" + " |" * 10)
+                lines.append(f"| {run['backend']} | {r['case']} | failed |" + " |" * 12)
                 continue
             errors = (r.get("socket_errors") or 0) + (r.get("status_errors") or 0)
             lines.append("| " + " | ".join([
                 run["backend"], r["case"], str(r.get("connections", "")), fmt(r.get("rps"), ",.0f"), fmt(r.get("p50_ms"), ".1f"),
                 fmt(r.get("p99_ms"), ".1f"), fmt(r.get("bytes_per_answer"), ",.0f"), fmt(r.get("rss_peak_mb"), ",.0f"),
                 fmt(r.get("ratio_health"), ".3f"), fmt(r.get("pgbench_tps"), ",.0f"), fmt(r.get("ratio_pgbench"), ".2f"),
-                fmt(r.get("db_xact_per_s"), ",.0f"), str(errors)]) + " |")
+                fmt(r.get("db_xact_per_s"), ",.0f"), fmt(r.get("server_cpu_ms_per_req"), ".2f"),
+                fmt(r.get("db_cpu_ms_per_req"), ".2f"), str(errors)]) + " |")
     return "\n".join(lines)
 
 
@@ -434,7 +494,7 @@ def main():
         f.write(md + "\n")
     keys = ["backend", "case", "connections", "requests", "rps", "p50_ms", "p99_ms", "bytes_per_answer", "rss_before_mb", "rss_peak_mb",
             "rss_after_mb", "ratio_health", "pgbench_tps", "pgbench_latency_ms", "ratio_pgbench", "db_xact_per_s", "socket_errors",
-            "status_errors", "streams_opened", "stream_changes"]
+            "status_errors", "streams_opened", "stream_changes", "server_cpu_ms_per_req", "db_cpu_ms_per_req", "server_cpu_share"]
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, keys, extrasaction="ignore")
         w.writeheader()
