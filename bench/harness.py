@@ -26,6 +26,10 @@ ap.add_argument("--seed-workers", type=int, default=6)
 ap.add_argument("--cases", default="", help="comma list: run only these cases (health is always run)")
 ap.add_argument("--out", default=os.path.join(HERE, "out"))
 ap.add_argument("--smoke", action="store_true", help="tiny data, short cases, assert no errors")
+ap.add_argument("--idle-seconds", type=float, default=None,
+                help="how long the open streams are watched at rest (default: the case duration, at most 10 s; streams "
+                     "re-check every 30 s, so use 40 to see that)")
+ap.add_argument("--report", metavar="RESULTS_JSON", help="only render the table and the plot of a saved results.json")
 ap.add_argument("--perf", action="store_true",
                 help="profile the server during each case (perf record -e cpu-clock -g); writes OUT/perf-<backend>-<case>.txt, "
                      "the top symbols by self time, and the profile. Sampling costs throughput: use with --cases, not for figures")
@@ -33,10 +37,12 @@ args = ap.parse_args()
 if args.smoke:
     args.families, args.big, args.streams = min(args.families, 20), "200,1000", min(args.streams, 200)
 
+if args.report:
+    args.backends = ""
 BIN = os.path.abspath(os.path.join(ROOT, args.bin) if not os.path.isabs(args.bin) else args.bin)
-if not os.access(BIN, os.X_OK):
+if not os.access(BIN, os.X_OK) and not args.report:
     sys.exit(f"bench: no server binary at {BIN}")
-for tool in ["wrk"] + (["pgbench", "psql"] if "postgres" in args.backends else []):
+for tool in ([] if args.report else ["wrk"]) + (["pgbench", "psql"] if "postgres" in args.backends else []):
     if not shutil.which(tool):
         sys.exit(f"bench: {tool} is needed (apt-get install -y wrk postgresql-client postgresql-contrib)")
 BIG = [int(c) for c in args.big.split(",") if c]
@@ -311,7 +317,7 @@ def streams_case(server, pg, work, families, results):
     log(f"streams: {ready.get('opened', 0)}/{args.streams} open in {ready.get('openSeconds')} s, refused {ready.get('refused')}")
     # At rest: database transactions/s and RSS with the streams idle.
     tx0, t0, cpu0 = (pg.transactions() if pg else 0), time.time(), cpu_of(server.proc.pid)
-    time.sleep(min(DUR, 10))
+    time.sleep(args.idle_seconds or min(DUR, 10))
     cpu_share = (cpu_of(server.proc.pid) - cpu0) / (time.time() - t0) / (os.cpu_count() or 1)
     idle = {"case": f"streams-idle-{args.streams}", "connections": ready.get("opened", 0), "requests": 0, "rps": None,
             "rss_before_mb": rss0, "rss_after_mb": server.status("VmRSS"), "rss_peak_mb": server.status("VmHWM"),
@@ -383,11 +389,15 @@ def bench_backend(backend, work):
 
 
 def fmt(v, spec):
-    return "" if v is None else format(v, spec)
+    if v is None:
+        return ""
+    if spec in (",.0f", ".3f", ".2f") and 0 < abs(v) < (10 if spec == ",.0f" else 0.01):
+        return format(v, ".2g")  # small values keep two significant digits
+    return format(v, spec)
 
 
 def table(runs):
-    lines = ["| backend | case | conns | req/s | p50 ms | p99 ms | bytes/answer | server peak RSS MiB | ÷ /health | "
+    lines = ["| backend | case | conns | req/s | p50 ms | p99 ms | bytes/answer | server RSS MiB before → peak | ÷ /health | "
              "pgbench tps | ÷ pgbench | DB xact/s | server CPU ms/req | DB CPU ms/req | errors |", "|" + "---|" * 15]
     for run in runs:
         for r in run["results"]:
@@ -397,14 +407,14 @@ def table(runs):
             errors = (r.get("socket_errors") or 0) + (r.get("status_errors") or 0)
             lines.append("| " + " | ".join([
                 run["backend"], r["case"], str(r.get("connections", "")), fmt(r.get("rps"), ",.0f"), fmt(r.get("p50_ms"), ".1f"),
-                fmt(r.get("p99_ms"), ".1f"), fmt(r.get("bytes_per_answer"), ",.0f"), fmt(r.get("rss_peak_mb"), ",.0f"),
+                fmt(r.get("p99_ms"), ".1f"), fmt(r.get("bytes_per_answer"), ",.0f"), f"{fmt(r.get('rss_before_mb'), ',.0f')} → {fmt(r.get('rss_peak_mb'), ',.0f')}",
                 fmt(r.get("ratio_health"), ".3f"), fmt(r.get("pgbench_tps"), ",.0f"), fmt(r.get("ratio_pgbench"), ".2f"),
                 fmt(r.get("db_xact_per_s"), ",.0f"), fmt(r.get("server_cpu_ms_per_req"), ".2f"),
                 fmt(r.get("db_cpu_ms_per_req"), ".2f"), str(errors)]) + " |")
     return "\n".join(lines)
 
 
-def plot(runs, path):
+def plot(runs, path, when=None):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -436,7 +446,7 @@ def plot(runs, path):
     axes[1].set_title("PostgreSQL: requests/s ÷ pgbench tps of the same SQL")
     axes[1].legend()
     axes[1].grid(axis="y", alpha=0.3)
-    fig.suptitle(f"SyncAPI bench, {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, {args.duration:g} s per case, "
+    fig.suptitle(f"SyncAPI bench, {when or time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, {args.duration:g} s per case, "
                  f"wrk -c{args.connections}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -473,6 +483,14 @@ def smoke_check(runs):
 
 
 def main():
+    if args.report:
+        saved = json.load(open(args.report))
+        for k in ("duration_s", "connections"):
+            setattr(args, {"duration_s": "duration"}.get(k, k), saved["meta"][k])
+        print(table(saved["runs"]))
+        plot(saved["runs"], os.path.join(os.path.dirname(os.path.abspath(args.report)), "performance.png"),
+             when=saved["meta"]["date"][:16].replace("T", " "))
+        return
     started = time.time()
     runs = []
     for backend in args.backends.split(","):
