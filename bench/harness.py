@@ -254,14 +254,18 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
 
 
 def perf_report(data):
-    """The top symbols by self time of a perf profile, demangled (swift demangle), next to the profile."""
-    rep = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "dso,symbol", "--stdio", "--percent-limit", "0.7"],
-                         capture_output=True, text=True).stdout
+    """Where the server's CPU time went during a case: self time by library, then the top symbols (demangled with
+    swift demangle), next to the profile (open it with perf report -i FILE for call graphs)."""
+    def report(sort, limit, *extra):
+        out = subprocess.run(["perf", "report", "-i", data, "--no-children", "-g", "none", "--sort", sort, "--stdio",
+                              "--percent-limit", limit, *extra], capture_output=True, text=True).stdout
+        return "\n".join(re.sub(r"[\s-]+$", "", l) for l in out.splitlines() if re.match(r"\s+\d+\.\d+%", l))
+    text = ("by library:\n" + report("dso", "1") + "\n\ntop symbols:\n" + report("dso,symbol", "0.8")
+            + "\n\ntop symbols of the syncapi binary (share of all samples):\n" + report("symbol", "0.3", "--dsos", "syncapi") + "\n")
     if shutil.which("swift"):
-        rep = subprocess.run(["swift", "demangle", "--simplified"], input=rep, capture_output=True, text=True).stdout or rep
+        text = subprocess.run(["swift", "demangle", "--simplified"], input=text, capture_output=True, text=True).stdout or text
     with open(data.replace(".data", ".txt"), "w") as f:
-        f.write("\n".join(l for l in rep.splitlines() if l.strip() and not l.lstrip().startswith("|")
-                          and not l.lstrip().startswith("---")) + "\n")
+        f.write(text)
 
 
 def run_pgbench(pg, script, conns, now_ms, nfam, work):
