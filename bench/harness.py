@@ -1,0 +1,541 @@
+#!/usr/bin/env python3
+"""The benchmark driver behind bench/run and bench/smoke (issue 9, item 1). Run those, not this.
+
+Why: one place that, per backend, starts a throw-away database and the server, seeds generated data (bench/seed.py),
+runs every case with wrk (bench/wrk/case.lua: a random family per request), runs pgbench on exactly the SQL each case
+runs (bench/pgbench/*.sql, PostgreSQL only), holds N open /changes streams (bench/streams.py) while writes land,
+and reports every case as requests/s, p50, p99, bytes per answer, the server's peak RSS and ratios measured in the
+same run: to GET /health of the same build and to pgbench. Writes OUTDIR/results.json, results.csv, table.md and
+performance.png; prints the table. With --smoke, asserts every case got 2xx answers and no 5xx or socket error.
+"""
+import argparse, csv, json, os, re, resource, shutil, signal, socket, subprocess, sys, tempfile, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument("--bin", default=os.environ.get("BIN", ".build/release/syncapi"))
+ap.add_argument("--backends", default="sqlite,postgres")
+ap.add_argument("--duration", type=float, default=10, help="seconds per case (wrk and pgbench)")
+ap.add_argument("--connections", type=int, default=32)
+ap.add_argument("--threads", type=int, default=2, help="wrk threads and pgbench jobs")
+ap.add_argument("--families", type=int, default=1000)
+ap.add_argument("--big", default="1000,100000", help="contact counts of the big families")
+ap.add_argument("--streams", type=int, default=10000)
+ap.add_argument("--seed-workers", type=int, default=6)
+ap.add_argument("--cases", default="", help="comma list: run only these cases (health is always run)")
+ap.add_argument("--out", default=os.path.join(HERE, "out"))
+ap.add_argument("--smoke", action="store_true", help="tiny data, short cases, assert no errors")
+ap.add_argument("--idle-seconds", type=float, default=None,
+                help="how long the open streams are watched at rest (default: the case duration, at most 10 s; streams "
+                     "re-check every 30 s, so use 40 to see that)")
+ap.add_argument("--report", metavar="RESULTS_JSON", help="only render the table and the plot of a saved results.json")
+ap.add_argument("--perf", action="store_true",
+                help="profile the server during each case (perf record -e cpu-clock -g); writes OUT/perf-<backend>-<case>.txt, "
+                     "the top symbols by self time, and the profile. Sampling costs throughput: use with --cases, not for figures")
+args = ap.parse_args()
+if args.smoke:
+    args.families, args.big, args.streams = min(args.families, 20), "200,1000", min(args.streams, 200)
+
+if args.report:
+    args.backends = ""
+BIN = os.path.abspath(os.path.join(ROOT, args.bin) if not os.path.isabs(args.bin) else args.bin)
+if not os.access(BIN, os.X_OK) and not args.report:
+    sys.exit(f"bench: no server binary at {BIN}")
+for tool in ([] if args.report else ["wrk"]) + (["pgbench", "psql"] if "postgres" in args.backends else []):
+    if not shutil.which(tool):
+        sys.exit(f"bench: {tool} is needed (apt-get install -y wrk postgresql-client postgresql-contrib)")
+BIG = [int(c) for c in args.big.split(",") if c]
+BIG_SMALL, BIG_LARGE = BIG[0], BIG[-1]
+DUR = args.duration
+os.makedirs(args.out, exist_ok=True)
+
+# Many streams need many descriptors, in this process, the server and the stream holder (children inherit).
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+try:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(hard, 65536), max(hard, 65536)))
+except (ValueError, OSError):
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def cpu_of(pid, children_done=False):
+    """utime + stime of a process in seconds (and of its waited-for children)."""
+    try:
+        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = int(f[11]) + int(f[12]) + ((int(f[13]) + int(f[14])) if children_done else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def log(msg):
+    print(f"bench [{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pg_bin(name):
+    found = shutil.which(name)
+    if found:
+        return found
+    for d in sorted(os.listdir("/usr/lib/postgresql"), reverse=True):
+        p = f"/usr/lib/postgresql/{d}/bin/{name}"
+        if os.access(p, os.X_OK):
+            return p
+    sys.exit(f"bench: {name} not found (apt-get install -y postgresql)")
+
+
+class Postgres:
+    """A throw-away PostgreSQL in a temporary folder (initdb/pg_ctl; as user postgres when run as root)."""
+
+    def __init__(self, work):
+        self.dir, self.port = os.path.join(work, "pg"), free_port()
+        self.as_pg = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+        if os.getuid() == 0:
+            shutil.chown(work, "postgres")
+        subprocess.run(self.as_pg + [pg_bin("initdb"), "-D", self.dir, "-U", "postgres", "-A", "trust", "--no-sync"],
+                       check=True, stdout=subprocess.DEVNULL)
+        opts = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {work} -c max_connections=200"
+        subprocess.run(self.as_pg + [pg_bin("pg_ctl"), "-D", self.dir, "-l", os.path.join(work, "pg.log"), "-o", opts, "-w", "start"],
+                       check=True, stdout=subprocess.DEVNULL)
+        self.url = f"postgres://postgres@127.0.0.1:{self.port}/postgres"
+
+    def sql(self, statement, stdin=None):
+        return subprocess.run(["psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "postgres", "-qAtX",
+                               "-v", "ON_ERROR_STOP=1", "-c", statement], input=stdin, check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    def cpu_seconds(self):
+        """CPU time of the whole cluster: the postmaster, its live children, and its exited children (cutime)."""
+        try:
+            master = int(open(os.path.join(self.dir, "postmaster.pid")).readline())
+        except (OSError, ValueError):
+            return 0.0
+        total = cpu_of(master, children_done=True)
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    if int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1]) == master:
+                        total += cpu_of(int(entry))
+                except (OSError, IndexError, ValueError):
+                    pass
+        return total
+
+    def transactions(self):
+        return int(self.sql("SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'postgres'"))
+
+    def stop(self):
+        subprocess.run(self.as_pg + [pg_bin("pg_ctl"), "-D", self.dir, "-m", "immediate", "stop"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+
+
+class Server:
+    def __init__(self, database, work):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(os.path.join(work, "server.log"), "w")
+        cap = str(max(30000, args.streams * 2))
+        self.proc = subprocess.Popen(
+            [BIN, "serve", "--port", str(self.port), "--database", database, "--bcrypt-cost", "4", "--max-connections", cap,
+             "--max-streams-per-instance", cap, "--max-streams-per-account", "1000"],
+            stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "LOG_LEVEL": os.environ.get("LOG_LEVEL", "warning")})
+        for _ in range(300):
+            if self.proc.poll() is not None:
+                sys.exit(f"bench: the server exited at start (log: {self.log.name})")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+
+    def status(self, field):
+        """A /proc/PID/status field in MiB (VmRSS, VmHWM)."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    def reset_peak(self):
+        """Resets VmHWM to the current RSS (Linux ≥ 4.0), so each case reports its own peak."""
+        try:
+            with open(f"/proc/{self.proc.pid}/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            pass
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+# name, wrk case, path, families file key (small | big-N), connections
+def cases():
+    c = args.connections
+    out = [
+        ("health", "get", "/health", "small", c),
+        ("delta-changes", "get", "/api/v1/ctcsync?date={d0}", "small", c),
+        ("delta-changes-c64", "get", "/api/v1/ctcsync?date={d0}", "small", 64),
+        ("delta-unchanged", "get", "/api/v1/ctcsync?date={d1}", "small", c),
+        (f"full-{BIG_SMALL}", "get", "/api/v1/ctcsync", f"big-{BIG_SMALL}", c),
+        (f"full-{BIG_LARGE}", "get", "/api/v1/ctcsync", f"big-{BIG_LARGE}", 8),
+        ("msgsync-first", "get", "/api/v1/msgsyncthread?nb=20&maxmessages=10", "small", c),
+        ("msgsync-delta", "get", "/api/v1/msgsyncthread?date={d0}&nb=20&maxmessages=10", "small", c),
+        ("group-appstart", "group-appstart", "", "small", c),
+        ("put-writes", "put-contact", "", "small", c),
+    ]
+    if args.cases:
+        keep = set(args.cases.split(",")) | {"health"}
+        out = [x for x in out if x[0] in keep]
+    return out
+
+
+# The pgbench script of each case (bench/pgbench/<name>.sql); cases not listed have none.
+PGBENCH = {"delta-changes": "delta-changes", "delta-changes-c64": "delta-changes", "delta-unchanged": "delta-unchanged",
+           f"full-{BIG_SMALL}": "full-small", f"full-{BIG_LARGE}": "full-large", "msgsync-first": "msgsync-first",
+           "msgsync-delta": "msgsync-delta", "group-appstart": "group-appstart", "put-writes": "put-writes"}
+
+
+def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
+    out = os.path.join(work, f"wrk-{name}.json")
+    env = {**os.environ, "BENCH_FAMILIES": families, "BENCH_CASE": case, "BENCH_PATH": path, "BENCH_OUT": out}
+    if args.smoke:
+        env["BENCH_STATUS"] = "1"
+    rss0 = server.status("VmRSS")
+    server.reset_peak()
+    tx0, t0 = (pg.transactions() if pg else 0), time.time()
+    cpu0, db_cpu0 = cpu_of(server.proc.pid), (pg.cpu_seconds() if pg else 0)
+    threads = min(args.threads, conns)
+    perf = None
+    if args.perf:
+        perf_data = os.path.join(args.out, f"perf-{BACKEND}-{name}.data")
+        perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-p", str(server.proc.pid),
+                                 "-o", perf_data], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+    wrk = subprocess.run(["wrk", f"-t{threads}", f"-c{conns}", f"-d{max(1, round(duration or DUR))}s", "--timeout", "30s", "-s",
+                          os.path.join(HERE, "wrk", "case.lua"), server.url], env=env, capture_output=True, text=True)
+    elapsed = time.time() - t0
+    cpu1, db_cpu1 = cpu_of(server.proc.pid), (pg.cpu_seconds() if pg else 0)
+    if perf:
+        perf.send_signal(signal.SIGINT)
+        perf.wait(60)
+        perf_report(perf_data)
+    time.sleep(0.6 if pg else 0)  # PostgreSQL publishes its counters at most once a second per backend
+    tx1 = pg.transactions() if pg else 0
+    if wrk.returncode != 0 or not os.path.exists(out):
+        log(f"{name}: wrk failed: {(wrk.stderr + wrk.stdout).strip()[:500]}")
+        return {"case": name, "failed": True}
+    r = json.load(open(out))
+    secs = r["duration_us"] / 1e6
+    e = r["errors"]
+    row = {"case": name, "connections": conns, "requests": r["requests"], "rps": r["requests"] / secs,
+           "p50_ms": r["latency_us"]["p50"] / 1000, "p99_ms": r["latency_us"]["p99"] / 1000,
+           "bytes_per_answer": r["bytes"] / max(1, r["requests"]), "rss_before_mb": rss0, "rss_peak_mb": server.status("VmHWM"),
+           "rss_after_mb": server.status("VmRSS"), "socket_errors": e["connect"] + e["read"] + e["write"] + e["timeout"],
+           "status_errors": e["status"], "status": r["status"] if r["status_counted"] else None,
+           "db_xact_per_s": (tx1 - tx0) / elapsed if pg else None,
+           "server_cpu_ms_per_req": 1000 * (cpu1 - cpu0) / max(1, r["requests"]),
+           "db_cpu_ms_per_req": 1000 * (db_cpu1 - db_cpu0) / max(1, r["requests"]) if pg else None,
+           "server_cpu_share": (cpu1 - cpu0) / elapsed / (os.cpu_count() or 1)}
+    log(f"{name}: {row['rps']:.0f} req/s, p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms, "
+        f"{row['bytes_per_answer']:.0f} B/answer, peak RSS {row['rss_peak_mb']:.0f} MiB, errors {row['socket_errors']}+{row['status_errors']}")
+    return row
+
+
+def perf_report(data):
+    """Where the server's CPU time went during a case: self time by library, then the top symbols (demangled with
+    swift demangle), next to the profile (open it with perf report -i FILE for call graphs)."""
+    def report(sort, limit, *extra):
+        out = subprocess.run(["perf", "report", "-i", data, "--no-children", "-g", "none", "--sort", sort, "--stdio",
+                              "--percent-limit", limit, *extra], capture_output=True, text=True).stdout
+        return "\n".join(re.sub(r"[\s-]+$", "", l) for l in out.splitlines() if re.match(r"\s+\d+\.\d+%", l))
+    text = ("by library:\n" + report("dso", "1") + "\n\ntop symbols:\n" + report("dso,symbol", "0.8")
+            + "\n\ntop symbols of the syncapi binary (share of all samples):\n" + report("symbol", "0.3", "--dsos", "syncapi") + "\n")
+    if shutil.which("swift"):
+        text = subprocess.run(["swift", "demangle", "--simplified"], input=text, capture_output=True, text=True).stdout or text
+    with open(data.replace(".data", ".txt"), "w") as f:
+        f.write(text)
+
+
+def run_pgbench(pg, script, conns, now_ms, nfam, work):
+    """pgbench on the case's SQL: prepared mode, the case's client count and duration; transactions/s."""
+    res = subprocess.run(["pgbench", "-n", "-M", "prepared", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres",
+                          "-c", str(conns), "-j", str(min(args.threads, conns)), "-T", str(max(1, int(round(DUR)))),
+                          "-D", f"now={now_ms}", "-D", f"nfam={nfam}", "-D", f"big_small=-{BIG_SMALL}", "-D", f"big_large=-{BIG_LARGE}",
+                          "-f", os.path.join(HERE, "pgbench", script + ".sql"), "postgres"], capture_output=True, text=True)
+    m = re.search(r"tps = ([\d.]+) \(without initial connection time\)", res.stdout)
+    lat = re.search(r"latency average = ([\d.]+) ms", res.stdout)
+    failed = re.search(r"number of failed transactions: (\d+)", res.stdout)
+    if res.returncode != 0 or not m:
+        log(f"pgbench {script} failed: {(res.stderr or res.stdout).strip()[-600:]}")
+        return None
+    return {"tps": float(m.group(1)), "latency_avg_ms": float(lat.group(1)) if lat else None,
+            "failed": int(failed.group(1)) if failed else 0}
+
+
+def load_keys(pg, outdir):
+    """bench_keys: family n (1..N, big families -count) → token hash, family id, account id, versions of D0 and D1;
+    the pgbench scripts draw a family the way the wrk script does and read its keys inside their statements."""
+    rows = []
+    for n, line in enumerate(open(os.path.join(outdir, "families.txt")), 1):
+        _, d0, d1, fam = line.split()
+        rows.append(f"{n}\t{fam}\t{d0.rsplit('.', 1)[1]}\t{d1.rsplit('.', 1)[1]}")
+    for count in BIG:
+        _, d0, fam = open(os.path.join(outdir, f"big-{count}.txt")).read().split()
+        v = d0.rsplit(".", 1)[1]
+        rows.append(f"-{count}\t{fam}\t{v}\t{v}")
+    pg.sql("DROP TABLE IF EXISTS bench_keys; CREATE TABLE bench_keys (n INT PRIMARY KEY, family_id TEXT NOT NULL, "
+           "d0 BIGINT NOT NULL, d1 BIGINT NOT NULL, hash TEXT, account_id TEXT)")
+    subprocess.run(["psql", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", "postgres", "-qX", "-v", "ON_ERROR_STOP=1",
+                    "-c", "COPY bench_keys (n, family_id, d0, d1) FROM STDIN"], input="\n".join(rows) + "\n", text=True, check=True)
+    pg.sql("UPDATE bench_keys k SET hash = t.hash, account_id = t.account_id FROM tokens t WHERE t.family_id = k.family_id; "
+           "ANALYZE")
+    missing = pg.sql("SELECT count(*) FROM bench_keys WHERE hash IS NULL")
+    if missing != "0":
+        sys.exit(f"bench: {missing} families without a token in bench_keys")
+
+
+def streams_case(server, pg, work, families, results):
+    """N open /changes streams: idle (what they cost at rest), then while PUT writes land."""
+    state = os.path.join(work, "streams")
+    os.makedirs(state, exist_ok=True)
+    rss0 = server.status("VmRSS")
+    holder = subprocess.Popen([sys.executable, os.path.join(HERE, "streams.py"), server.url, families, str(args.streams), state],
+                              stderr=open(os.path.join(work, "streams.log"), "w"))
+    for _ in range(int(120 + args.streams / 20)):
+        if os.path.exists(os.path.join(state, "ready")) or holder.poll() is not None:
+            break
+        time.sleep(0.5)
+    ready = json.load(open(os.path.join(state, "ready"))) if os.path.exists(os.path.join(state, "ready")) else {}
+    log(f"streams: {ready.get('opened', 0)}/{args.streams} open in {ready.get('openSeconds')} s, refused {ready.get('refused')}")
+    # At rest: database transactions/s and RSS with the streams idle.
+    tx0, t0, cpu0 = (pg.transactions() if pg else 0), time.time(), cpu_of(server.proc.pid)
+    time.sleep(args.idle_seconds or min(DUR, 10))
+    cpu_share = (cpu_of(server.proc.pid) - cpu0) / (time.time() - t0) / (os.cpu_count() or 1)
+    idle = {"case": f"streams-idle-{args.streams}", "connections": ready.get("opened", 0), "requests": 0, "rps": None,
+            "rss_before_mb": rss0, "rss_after_mb": server.status("VmRSS"), "rss_peak_mb": server.status("VmHWM"),
+            "db_xact_per_s": ((pg.transactions() - tx0) / (time.time() - t0)) if pg else None,
+            "streams_opened": ready.get("opened", 0), "streams_refused": ready.get("refused", {}),
+            "streams_failed": ready.get("failed", 0), "socket_errors": ready.get("failed", 0), "status_errors": 0,
+            "server_cpu_share": cpu_share}
+    results.append(idle)
+    log(f"streams idle: RSS {rss0:.0f} → {idle['rss_after_mb']:.0f} MiB, DB {idle['db_xact_per_s'] or 0:.1f} xact/s")
+    row = run_wrk(server, pg, f"put-writes+{args.streams}-streams", "put-contact", "", families, args.connections, work)
+    holder.send_signal(signal.SIGTERM)
+    try:
+        holder.wait(60)
+    except subprocess.TimeoutExpired:
+        holder.kill()
+    result_file = os.path.join(state, "result.json")
+    held = json.load(open(result_file)) if os.path.exists(result_file) else {}
+    row.update({"streams_opened": held.get("opened"), "stream_changes": held.get("changes"),
+                "streams_closed_by_server": held.get("closedByServer")})
+    log(f"streams during writes: {held.get('changes')} change events received, {held.get('closedByServer')} closed by the server")
+    results.append(row)
+
+
+def bench_backend(backend, work):
+    global BACKEND
+    BACKEND = backend
+    pg = Postgres(work) if backend == "postgres" else None
+    server = Server(pg.url if pg else f"sqlite:{os.path.join(work, 'bench.sqlite')}", work)
+    results, seed = [], {}
+    try:
+        data = os.path.join(work, "data")
+        t0 = time.time()
+        seed_cmd = [sys.executable, os.path.join(HERE, "seed.py"), server.url, data, "--families", str(args.families),
+                    "--big", args.big, "--workers", str(args.seed_workers)] + (["--small"] if args.smoke else [])
+        seed = json.loads(subprocess.run(seed_cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+        log(f"{backend}: seeded {args.families} families ({seed['smallWrites']} writes) and {args.big} contacts "
+            f"in {time.time() - t0:.0f} s")
+        if pg:
+            load_keys(pg, data)
+            seed["items"] = int(pg.sql("SELECT count(*) FROM items"))
+        files = {"small": os.path.join(data, "families.txt"), **{f"big-{n}": os.path.join(data, f"big-{n}.txt") for n in BIG}}
+        now_ms = int(time.time() * 1000)
+        for name, case, path, fam, conns in cases():
+            row = run_wrk(server, pg, name, case, path, files[fam], conns, work)
+            if pg and name in PGBENCH and not row.get("failed"):
+                pb = run_pgbench(pg, PGBENCH[name], conns, now_ms, args.families, work)
+                if pb:
+                    row.update({"pgbench_tps": pb["tps"], "pgbench_latency_ms": pb["latency_avg_ms"], "pgbench_failed": pb["failed"],
+                                "ratio_pgbench": row["rps"] / pb["tps"] if pb["tps"] else None})
+            results.append(row)
+            if not server.alive():
+                log(f"{backend}: THE SERVER EXITED during {name} (see {server.log.name})")
+                break
+        if args.streams and server.alive() and (not args.cases or "streams" in args.cases):
+            streams_case(server, pg, work, files["small"], results)
+    finally:
+        alive = server.alive()
+        server.stop()
+        if pg:
+            pg.stop()
+    health = next((r["rps"] for r in results if r["case"] == "health" and r.get("rps")), None)
+    for r in results:
+        r["backend"] = backend
+        r["ratio_health"] = (r["rps"] / health) if (health and r.get("rps")) else None
+    with open(server.log.name) as f:
+        server_log = f.read()
+    return {"backend": backend, "seed": seed, "results": results, "server_alive_at_end": alive,
+            "server_log_errors": [l for l in server_log.splitlines() if re.search(r"error|critical|fatal", l, re.I)][:20]}
+
+
+def fmt(v, spec):
+    if v is None:
+        return ""
+    if spec in (",.0f", ".3f", ".2f") and 0 < abs(v) < (10 if spec == ",.0f" else 0.01):
+        return format(v, ".2g")  # small values keep two significant digits
+    return format(v, spec)
+
+
+def table(runs):
+    lines = ["| backend | case | conns | req/s | p50 ms | p99 ms | bytes/answer | server RSS MiB before → peak | ÷ /health | "
+             "pgbench tps | ÷ pgbench | DB xact/s | server CPU ms/req | DB CPU ms/req | errors |", "|" + "---|" * 15]
+    for run in runs:
+        for r in run["results"]:
+            if r.get("failed"):
+                lines.append(f"| {run['backend']} | {r['case']} | failed |" + " |" * 12)
+                continue
+            errors = (r.get("socket_errors") or 0) + (r.get("status_errors") or 0)
+            lines.append("| " + " | ".join([
+                run["backend"], r["case"], str(r.get("connections", "")), fmt(r.get("rps"), ",.0f"), fmt(r.get("p50_ms"), ".1f"),
+                fmt(r.get("p99_ms"), ".1f"), fmt(r.get("bytes_per_answer"), ",.0f"), f"{fmt(r.get('rss_before_mb'), ',.0f')} → {fmt(r.get('rss_peak_mb'), ',.0f')}",
+                fmt(r.get("ratio_health"), ".3f"), fmt(r.get("pgbench_tps"), ",.0f"), fmt(r.get("ratio_pgbench"), ".2f"),
+                fmt(r.get("db_xact_per_s"), ",.0f"), fmt(r.get("server_cpu_ms_per_req"), ".2f"),
+                fmt(r.get("db_cpu_ms_per_req"), ".2f"), str(errors)]) + " |")
+    return "\n".join(lines)
+
+
+def plot(runs, path, when=None):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("no matplotlib (pip install matplotlib): no plot")
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(15, 5.5))
+    names = []
+    for run in runs:
+        for r in run["results"]:
+            if r.get("ratio_health") and r["case"] != "health" and r["case"] not in names:
+                names.append(r["case"])
+    width = 0.8 / max(1, len(runs))
+    for k, run in enumerate(runs):
+        by = {r["case"]: r for r in run["results"]}
+        xs = [i + k * width for i in range(len(names))]
+        axes[0].bar(xs, [(by.get(n) or {}).get("ratio_health") or 0 for n in names], width, label=run["backend"])
+    axes[0].set_xticks([i + width * (len(runs) - 1) / 2 for i in range(len(names))], names, rotation=40, ha="right")
+    axes[0].set_yscale("log")
+    axes[0].set_title("requests/s ÷ GET /health requests/s (same run)")
+    axes[0].legend()
+    axes[0].grid(axis="y", alpha=0.3)
+    pg_rows = [r for run in runs if run["backend"] == "postgres" for r in run["results"] if r.get("ratio_pgbench")]
+    axes[1].bar(range(len(pg_rows)), [r["ratio_pgbench"] for r in pg_rows], color="tab:orange")
+    axes[1].axhline(0.5, color="grey", linestyle="--", linewidth=1, label="target 0.5 (reads, group)")
+    axes[1].axhline(0.3, color="grey", linestyle=":", linewidth=1, label="target 0.3 (writes)")
+    axes[1].set_xticks(range(len(pg_rows)), [r["case"] for r in pg_rows], rotation=40, ha="right")
+    axes[1].set_title("PostgreSQL: requests/s ÷ pgbench tps of the same SQL")
+    axes[1].legend()
+    axes[1].grid(axis="y", alpha=0.3)
+    fig.suptitle(f"SyncAPI bench, {when or time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, {args.duration:g} s per case, "
+                 f"wrk -c{args.connections}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def smoke_check(runs):
+    problems = []
+    for run in runs:
+        if not run["server_alive_at_end"]:
+            problems.append(f"{run['backend']}: the server exited")
+        for r in run["results"]:
+            name = f"{run['backend']}/{r['case']}"
+            if r.get("failed"):
+                problems.append(f"{name}: wrk failed")
+                continue
+            if r["case"].startswith("streams-idle"):
+                if r.get("streams_opened", 0) < args.streams:
+                    problems.append(f"{name}: {r.get('streams_opened')} of {args.streams} streams opened ({r.get('streams_refused')})")
+                continue
+            s = r.get("status") or [0] * 5
+            if s[1] == 0:
+                problems.append(f"{name}: no 2xx answer")
+            if s[4] or s[3]:
+                problems.append(f"{name}: {s[3]} 4xx and {s[4]} 5xx answers")
+            if r.get("socket_errors"):
+                problems.append(f"{name}: {r['socket_errors']} socket errors")
+            if r.get("pgbench_failed"):
+                problems.append(f"{name}: pgbench had {r['pgbench_failed']} failed transactions")
+            if r["case"] in PGBENCH and run["backend"] == "postgres" and not r.get("pgbench_tps"):
+                problems.append(f"{name}: pgbench did not run")
+            if r.get("stream_changes") == 0:
+                problems.append(f"{name}: the streams received no change event")
+    return problems
+
+
+def main():
+    if args.report:
+        saved = json.load(open(args.report))
+        for k in ("duration_s", "connections"):
+            setattr(args, {"duration_s": "duration"}.get(k, k), saved["meta"][k])
+        print(table(saved["runs"]))
+        plot(saved["runs"], os.path.join(os.path.dirname(os.path.abspath(args.report)), "performance.png"),
+             when=saved["meta"]["date"][:16].replace("T", " "))
+        return
+    started = time.time()
+    runs = []
+    for backend in args.backends.split(","):
+        work = tempfile.mkdtemp(prefix=f"syncapi-bench-{backend}-")
+        log(f"{backend}: working in {work}")
+        try:
+            runs.append(bench_backend(backend, work))
+        finally:
+            if not os.environ.get("BENCH_KEEP"):
+                shutil.rmtree(work, ignore_errors=True)
+    meta = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "binary": BIN, "cores": os.cpu_count(), "duration_s": DUR,
+            "connections": args.connections, "families": args.families, "big": BIG, "streams": args.streams, "smoke": args.smoke,
+            "seconds": round(time.time() - started), "load_average_at_end": os.getloadavg(),
+            "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()}
+    md = table(runs)
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump({"meta": meta, "runs": runs}, f, indent=1)
+    with open(os.path.join(args.out, "table.md"), "w") as f:
+        f.write(md + "\n")
+    keys = ["backend", "case", "connections", "requests", "rps", "p50_ms", "p99_ms", "bytes_per_answer", "rss_before_mb", "rss_peak_mb",
+            "rss_after_mb", "ratio_health", "pgbench_tps", "pgbench_latency_ms", "ratio_pgbench", "db_xact_per_s", "socket_errors",
+            "status_errors", "streams_opened", "stream_changes", "server_cpu_ms_per_req", "db_cpu_ms_per_req", "server_cpu_share"]
+    with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, keys, extrasaction="ignore")
+        w.writeheader()
+        for run in runs:
+            w.writerows(run["results"])
+    if not args.smoke:
+        plot(runs, os.path.join(args.out, "performance.png"))
+    print(md)
+    print(f"\n{meta['cores']} cores, {DUR:g} s per case, wrk -t{args.threads}, {args.families} families + {args.big} contacts, "
+          f"{args.streams} streams; {meta['seconds']} s in all; results in {args.out}")
+    for run in runs:
+        if run["server_log_errors"]:
+            print(f"{run['backend']} server log errors (first lines):\n  " + "\n  ".join(run["server_log_errors"][:5]))
+    if args.smoke:
+        problems = smoke_check(runs)
+        if problems:
+            print("smoke: FAILED\n  " + "\n  ".join(problems))
+            sys.exit(1)
+        print("smoke: ok")
+
+
+main()

@@ -1,0 +1,73 @@
+-- pgbench script of the bench case "group-appstart": exactly the statements the server sends to PostgreSQL for one
+-- request of that case (captured with log_statement=all from a release build, see docs/performance.md), in the same
+-- order and transaction shape. The server binds every value as a parameter of an unnamed statement; here the family's
+-- keys (token hash, family id, the version inside its date) come from bench_keys (loaded by bench/harness.py) through
+-- a sub-select on its primary key, so one pgbench transaction draws a random family like one wrk request does.
+-- Run by bench/harness.py: pgbench -n -M prepared -c <case's connections> -T <duration> -D now=… -D nfam=… -f this.
+\set n random(1, :nfam)
+SELECT account_id, family_id FROM tokens WHERE hash = (SELECT hash FROM bench_keys WHERE n = :n) AND expires_ms > :now;
+BEGIN;
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY;
+SELECT account_id, family_id FROM tokens WHERE hash = (SELECT hash FROM bench_keys WHERE n = :n) AND expires_ms > :now;
+SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+FROM families f
+LEFT JOIN items i ON i.family_id = f.id AND i.collection = ANY('{contacts}'::text[]) AND i.parent_id = ''
+  AND i.version > (SELECT d0 FROM bench_keys WHERE n = :n) AND (true OR NOT i.deleted)
+WHERE f.id = (SELECT family_id FROM bench_keys WHERE n = :n)
+ORDER BY i.version;
+SELECT account_id, family_id FROM tokens WHERE hash = (SELECT hash FROM bench_keys WHERE n = :n) AND expires_ms > :now;
+SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+FROM families f
+LEFT JOIN items i ON i.family_id = f.id AND i.collection = ANY('{events}'::text[]) AND i.parent_id = ''
+  AND i.version > (SELECT d0 FROM bench_keys WHERE n = :n) AND (true OR NOT i.deleted)
+WHERE f.id = (SELECT family_id FROM bench_keys WHERE n = :n)
+ORDER BY i.version;
+SELECT account_id, family_id FROM tokens WHERE hash = (SELECT hash FROM bench_keys WHERE n = :n) AND expires_ms > :now;
+SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+FROM families f
+LEFT JOIN items i ON i.family_id = f.id AND i.collection = ANY('{places}'::text[]) AND i.parent_id = ''
+  AND i.version > (SELECT d0 FROM bench_keys WHERE n = :n) AND (true OR NOT i.deleted)
+WHERE f.id = (SELECT family_id FROM bench_keys WHERE n = :n)
+ORDER BY i.version;
+SELECT account_id, family_id FROM tokens WHERE hash = (SELECT hash FROM bench_keys WHERE n = :n) AND expires_ms > :now;
+SELECT version, horizon FROM families WHERE id = (SELECT family_id FROM bench_keys WHERE n = :n);
+SELECT id, version, deleted, body, sort_ms, sort_version, tag FROM items WHERE family_id = (SELECT family_id FROM bench_keys WHERE n = :n) AND collection = 'threads' AND parent_id = '' AND NOT deleted AND (true OR tag = ANY('{}'::text[])) AND version > (SELECT d0 FROM bench_keys WHERE n = :n) ORDER BY sort_ms DESC, id DESC LIMIT 21;
+SELECT id, version, deleted, body, sort_ms, sort_version, tag FROM items WHERE family_id = (SELECT family_id FROM bench_keys WHERE n = :n) AND collection = 'threads' AND parent_id = '' AND NOT deleted AND (true OR tag = ANY('{}'::text[])) ORDER BY sort_ms DESC, id DESC LIMIT 21;
+SELECT id, version, deleted, body, sort_ms, sort_version, tag FROM items WHERE family_id = (SELECT family_id FROM bench_keys WHERE n = :n) AND collection = 'threads' AND parent_id = '' AND NOT deleted AND (true OR tag = ANY('{}'::text[])) ORDER BY sort_ms ASC, id ASC LIMIT 1;
+SELECT id FROM items WHERE family_id = (SELECT family_id FROM bench_keys WHERE n = :n) AND collection = 'threads'
+AND parent_id = '' AND version > (SELECT d0 FROM bench_keys WHERE n = :n)
+AND (deleted OR (false AND NOT coalesce(tag = ANY('{}'::text[]), false)))
+ORDER BY version;
+SELECT p.pid, c.id, c.version, c.deleted, c.body, c.sort_ms, c.sort_version, c.tag
+FROM unnest('{t0,t1,t2,t3,t4,t5,t6,t7,t8,t9,t10,t11}'::text[]) AS p(pid)
+CROSS JOIN LATERAL (
+  SELECT id, version, deleted, body, sort_ms, sort_version, tag FROM items
+  WHERE family_id = (SELECT family_id FROM bench_keys WHERE n = :n) AND collection = 'messages' AND parent_id = p.pid COLLATE "C" AND NOT deleted
+  ORDER BY sort_ms DESC, id DESC LIMIT 11
+) c
+ORDER BY p.pid, c.sort_ms DESC, c.id DESC;
+SELECT account_id, family_id FROM tokens WHERE hash = (SELECT hash FROM bench_keys WHERE n = :n) AND expires_ms > :now;
+SELECT version, horizon FROM families WHERE id = (SELECT family_id FROM bench_keys WHERE n = :n);
+SELECT id, version, deleted, body, sort_ms, sort_version, tag FROM items WHERE family_id = (SELECT family_id FROM bench_keys WHERE n = :n) AND collection = 'wall' AND parent_id = '' AND NOT deleted AND (true OR tag = ANY('{}'::text[])) AND version > (SELECT d0 FROM bench_keys WHERE n = :n) ORDER BY sort_ms DESC, id DESC LIMIT 21;
+SELECT id, version, deleted, body, sort_ms, sort_version, tag FROM items WHERE family_id = (SELECT family_id FROM bench_keys WHERE n = :n) AND collection = 'wall' AND parent_id = '' AND NOT deleted AND (true OR tag = ANY('{}'::text[])) ORDER BY sort_ms DESC, id DESC LIMIT 21;
+SELECT id, version, deleted, body, sort_ms, sort_version, tag FROM items WHERE family_id = (SELECT family_id FROM bench_keys WHERE n = :n) AND collection = 'wall' AND parent_id = '' AND NOT deleted AND (true OR tag = ANY('{}'::text[])) ORDER BY sort_ms ASC, id ASC LIMIT 1;
+SELECT id FROM items WHERE family_id = (SELECT family_id FROM bench_keys WHERE n = :n) AND collection = 'wall'
+AND parent_id = '' AND version > (SELECT d0 FROM bench_keys WHERE n = :n)
+AND (deleted OR (false AND NOT coalesce(tag = ANY('{}'::text[]), false)))
+ORDER BY version;
+SELECT p.pid, c.id, c.version, c.deleted, c.body, c.sort_ms, c.sort_version, c.tag
+FROM unnest('{w0,w1,w2,w3,w4,w5,w6,w7,w8,w9,w10,w11,w12,w13,w14,w15,w16,w17,w18,w19}'::text[]) AS p(pid)
+CROSS JOIN LATERAL (
+  SELECT id, version, deleted, body, sort_ms, sort_version, tag FROM items
+  WHERE family_id = (SELECT family_id FROM bench_keys WHERE n = :n) AND collection = 'comments' AND parent_id = p.pid COLLATE "C" AND NOT deleted
+  ORDER BY sort_ms DESC, id DESC LIMIT 11
+) c
+ORDER BY p.pid, c.sort_ms DESC, c.id DESC;
+SELECT account_id, family_id FROM tokens WHERE hash = (SELECT hash FROM bench_keys WHERE n = :n) AND expires_ms > :now;
+SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+FROM families f
+LEFT JOIN items i ON i.family_id = f.id AND i.collection = ANY('{family,members,accounts,settings}'::text[]) AND i.parent_id = ''
+  AND i.version > (SELECT d0 FROM bench_keys WHERE n = :n) AND (true OR NOT i.deleted)
+WHERE f.id = (SELECT family_id FROM bench_keys WHERE n = :n)
+ORDER BY i.version;
+COMMIT;

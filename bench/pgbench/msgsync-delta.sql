@@ -1,0 +1,27 @@
+-- pgbench script of the bench case "msgsync-delta": exactly the statements the server sends to PostgreSQL for one
+-- request of that case (captured with log_statement=all from a release build, see docs/performance.md), in the same
+-- order and transaction shape. The server binds every value as a parameter of an unnamed statement; here the family's
+-- keys (token hash, family id, the version inside its date) come from bench_keys (loaded by bench/harness.py) through
+-- a sub-select on its primary key, so one pgbench transaction draws a random family like one wrk request does.
+-- Run by bench/harness.py: pgbench -n -M prepared -c <case's connections> -T <duration> -D now=… -D nfam=… -f this.
+\set n random(1, :nfam)
+SELECT account_id, family_id FROM tokens WHERE hash = (SELECT hash FROM bench_keys WHERE n = :n) AND expires_ms > :now;
+BEGIN;
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY;
+SELECT version, horizon FROM families WHERE id = (SELECT family_id FROM bench_keys WHERE n = :n);
+SELECT id, version, deleted, body, sort_ms, sort_version, tag FROM items WHERE family_id = (SELECT family_id FROM bench_keys WHERE n = :n) AND collection = 'threads' AND parent_id = '' AND NOT deleted AND (true OR tag = ANY('{}'::text[])) AND version > (SELECT d0 FROM bench_keys WHERE n = :n) ORDER BY sort_ms DESC, id DESC LIMIT 21;
+SELECT id, version, deleted, body, sort_ms, sort_version, tag FROM items WHERE family_id = (SELECT family_id FROM bench_keys WHERE n = :n) AND collection = 'threads' AND parent_id = '' AND NOT deleted AND (true OR tag = ANY('{}'::text[])) ORDER BY sort_ms DESC, id DESC LIMIT 21;
+SELECT id, version, deleted, body, sort_ms, sort_version, tag FROM items WHERE family_id = (SELECT family_id FROM bench_keys WHERE n = :n) AND collection = 'threads' AND parent_id = '' AND NOT deleted AND (true OR tag = ANY('{}'::text[])) ORDER BY sort_ms ASC, id ASC LIMIT 1;
+SELECT id FROM items WHERE family_id = (SELECT family_id FROM bench_keys WHERE n = :n) AND collection = 'threads'
+AND parent_id = '' AND version > (SELECT d0 FROM bench_keys WHERE n = :n)
+AND (deleted OR (false AND NOT coalesce(tag = ANY('{}'::text[]), false)))
+ORDER BY version;
+SELECT p.pid, c.id, c.version, c.deleted, c.body, c.sort_ms, c.sort_version, c.tag
+FROM unnest('{t0,t1,t2,t3,t4,t5,t6,t7,t8,t9,t10,t11}'::text[]) AS p(pid)
+CROSS JOIN LATERAL (
+  SELECT id, version, deleted, body, sort_ms, sort_version, tag FROM items
+  WHERE family_id = (SELECT family_id FROM bench_keys WHERE n = :n) AND collection = 'messages' AND parent_id = p.pid COLLATE "C" AND NOT deleted
+  ORDER BY sort_ms DESC, id DESC LIMIT 11
+) c
+ORDER BY p.pid, c.sort_ms DESC, c.id DESC;
+COMMIT;
