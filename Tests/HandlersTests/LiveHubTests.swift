@@ -76,4 +76,39 @@ struct LiveHubTests {
             }
         }
     }
+
+    @Test("10 writes wake 50 streams without a database read per stream: the notice names the new version")
+    func wokenStreams() async throws {
+        let url = try await TestPostgres.shared.newDatabaseURL()
+        let app = try await Self.app(try DatabaseURL(parsing: url), maxDuration: .seconds(25))
+        try await TransactionProbe(url: url).run { probe in
+            try await app.test(.router) { client in
+                let api = try await APIClient.signedUp(client)
+                let date = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
+                try await withThrowingTaskGroup(of: Int.self) { streams in
+                    for _ in 0..<50 {
+                        streams.addTask { ChangesHTTPTests.events(try await api.call(.get, "/api/v1/changes?date=\(date)").body).count }
+                    }
+                    var before = try await probe.transactions()
+                    for _ in 0..<15 {
+                        try await Task.sleep(for: .milliseconds(1200))
+                        let now = try await probe.transactions()
+                        defer { before = now }
+                        if now - before <= 3 { break }
+                    }
+                    for n in 0..<10 {
+                        #expect(try await api.call(.put, "/api/v1/contacts/c\(n)", body: #"{"firstName":"N"}"#).status == .ok)
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                    try await Task.sleep(for: .milliseconds(1500))
+                    let spent = try await probe.transactions() - before
+                    print("woken streams: 10 writes with 50 streams open cost \(spent) transactions")
+                    // 10 writes and the probe's own queries; a read per woken stream would be 500 more.
+                    #expect(spent < 60, "\(spent) transactions")
+                    let events = try await streams.reduce(into: [Int]()) { $0.append($1) }
+                    #expect(events.allSatisfy { $0 >= 1 }, "every stream heard the writes: \(events)")
+                }
+            }
+        }
+    }
 }

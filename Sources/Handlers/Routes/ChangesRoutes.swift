@@ -58,6 +58,7 @@ struct ChangesRoutes {
                         try await Self.stream(
                             to: &writer, from: start, wakeup: wakeup, ping: ping, for: maxDuration,
                             position: { try await engine.currentPosition(session) },
+                            date: { version in try await engine.date(atVersion: version, session) },
                             stillValid: { try await accounts.authenticate(token: token) == session })
                         try await writer.finish(nil)
                     }
@@ -87,7 +88,7 @@ struct ChangesRoutes {
     static func stream(
         to writer: inout any ResponseBodyWriter, from start: (since: Int64?, now: (date: String, version: Int64)), wakeup: Wakeup,
         ping: Duration, for maxDuration: Duration, position: () async throws -> (date: String, version: Int64, horizon: Int64),
-        stillValid: () async throws -> Bool
+        date: (Int64) async throws -> String, stillValid: () async throws -> Bool
     ) async throws {
         let clock = ContinuousClock()
         let end = clock.now + maxDuration
@@ -118,9 +119,16 @@ struct ChangesRoutes {
             }
             guard clock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully else { return }
             // Only a notice, a poll or the recheck reads the database; a ping does not.
-            guard notified || clock.now - lastCheck >= wakeup.recheck else { continue }
-            lastCheck = clock.now
+            let due = clock.now - lastCheck >= wakeup.recheck
+            guard notified || due else { continue }
+            // Cached: no database read unless the family's tokens were just revoked.
             guard try await stillValid() else { return }
+            if !due, let version = wakeup.hub?.latestVersion(family: wakeup.family), version > current.version {
+                // The notice named the counter value its write committed: no database read.
+                current = (try await date(version), version)
+                continue
+            }
+            lastCheck = clock.now
             let read = try await position()
             current = (read.date, read.version)
         }

@@ -9,6 +9,8 @@ import Synchronization
 public final class ChangeHub: Sendable {
     private struct Family {
         var generation: UInt64 = 0
+        /// The highest counter value a notice named while streams followed the family.
+        var version: Int64?
         var subscribers = 0
         var waiters: [Int: CheckedContinuation<UInt64, Never>] = [:]
     }
@@ -46,17 +48,24 @@ public final class ChangeHub: Sendable {
         }
     }
 
-    /// The family's data (or one of its tokens) changed: wake its streams.
-    public func notify(family: String) {
+    /// The family's data (or one of its tokens) changed: wake its streams. `version`, when the notice carries it, is
+    /// the counter value the write committed: a woken stream then needs no database read to name the new date.
+    public func notify(family: String, version: Int64? = nil) {
         let woken: ([CheckedContinuation<UInt64, Never>], UInt64) = state.withLock { state in
             guard var entry = state.families[family] else { return ([], 0) }
             entry.generation &+= 1
+            if let version { entry.version = max(entry.version ?? version, version) }
             let waiters = Array(entry.waiters.values)
             entry.waiters = [:]
             state.families[family] = entry
             return (waiters, entry.generation)
         }
         for waiter in woken.0 { waiter.resume(returning: woken.1) }
+    }
+
+    /// The highest counter value notified for `family` while it had streams, if any.
+    public func latestVersion(family: String) -> Int64? {
+        state.withLock { $0.families[family]?.version }
     }
 
     /// Wakes every stream (after the listener reconnected: notices may have been missed meanwhile).

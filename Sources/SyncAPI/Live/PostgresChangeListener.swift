@@ -6,7 +6,8 @@ import ServiceLifecycle
 /// this service wakes that family's streams in the `ChangeHub`. After a lost connection it listens again and wakes
 /// every stream once, since notices may have been missed meanwhile.
 public struct PostgresChangeListener: Service {
-    /// The channel writes notify on, with the family id as payload (`t:` and the family id for a token revocation).
+    /// The channel writes notify on, with `<family id>:<version>` as payload (`t:` and the family id for a token
+    /// revocation).
     public static let channel = "syncapi_changes"
     /// The payload prefix of a token revocation.
     public static let revocationPrefix = "t:"
@@ -34,7 +35,9 @@ public struct PostgresChangeListener: Service {
                                 if notice.payload.hasPrefix(Self.revocationPrefix) {
                                     hub.revokeTokens(family: String(notice.payload.dropFirst(Self.revocationPrefix.count)))
                                 } else {
-                                    hub.notify(family: notice.payload)
+                                    // `<family id>:<version>`: the counter value the write committed.
+                                    let parts = notice.payload.split(separator: ":", maxSplits: 1)
+                                    hub.notify(family: String(parts[0]), version: parts.count > 1 ? Int64(parts[1]) : nil)
                                 }
                             }
                         }

@@ -34,6 +34,11 @@ public struct SyncEngine: Sendable {
         SyncToken(databaseID: try await databaseID(), familyID: session.familyID, version: version).string
     }
 
+    /// The date of sync naming counter value `version` of the caller's family (a live notice's new date).
+    public func date(atVersion version: Int64, _ session: Session) async throws -> String {
+        try await token(version, session)
+    }
+
     /// The family's current date of sync, counter value and purge horizon (for live change notices).
     public func currentPosition(_ session: Session) async throws -> (date: String, version: Int64, horizon: Int64) {
         let delta = try await store.delta(familyID: session.familyID, collections: [], since: nil)

@@ -72,7 +72,7 @@ extension PostgresStore {
             """
             WITH bumped AS (
               UPDATE families SET version = version + 1 WHERE id = \(familyID) AND \(version == nil)
-              RETURNING version, pg_notify(\(PostgresChangeListener.channel), id)
+              RETURNING version, pg_notify(\(PostgresChangeListener.channel), id || ':' || version)
             ), v AS (
               SELECT version FROM bumped UNION ALL SELECT \(version ?? 0)::BIGINT WHERE \(version != nil)
             )

@@ -43,7 +43,7 @@ extension SQLiteStore {
                 return WriteOutcome(item: result, changed: true)
             }
         }
-        if outcome.changed { hub?.notify(family: familyID) }
+        if outcome.changed { hub?.notify(family: familyID, version: outcome.item?.version) }
         return outcome
     }
 
