@@ -17,7 +17,10 @@ extension SyncClient {
             return task
         }
         task?.cancel()
-        statusCenter.update { $0.live = false }
+        statusCenter.update {
+            $0.live = false
+            $0.liveConnected = false
+        }
     }
 
     private func runLive() async {
@@ -37,6 +40,8 @@ extension SyncClient {
                 }
                 guard status == 200 else { throw SyncClientError.server(status: status, code: "http_\(status)", detail: "") }
                 failures = 0
+                statusCenter.update { $0.liveConnected = true }
+                defer { statusCenter.update { $0.liveConnected = false } }
                 var parser = ServerEventParser()
                 for try await chunk in bytes {
                     for event in parser.feed(chunk) where event.event == "change" {

@@ -16,6 +16,8 @@ public struct SyncStatus: Sendable, Equatable {
     public var lastSuccessfulSync: Date?
     public var lastError: String?
     public var live = false
+    /// Live mode holds an open change stream right now (false while it reconnects).
+    public var liveConnected = false
 
     public struct ListProgress: Sendable, Equatable {
         public var count: Int
