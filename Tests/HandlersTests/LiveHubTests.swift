@@ -57,15 +57,8 @@ struct LiveHubTests {
                 let api = try await APIClient.signedUp(client)
                 try await withThrowingTaskGroup(of: Void.self) { streams in
                     for _ in 0..<50 { streams.addTask { _ = try await api.call(.get, "/api/v1/changes") } }
-                    // Once the streams' opening queries are over and counted (statistics reach the view within about a
-                    // second): the count stops moving.
-                    var before = try await probe.transactions()
-                    for _ in 0..<15 {
-                        try await Task.sleep(for: .milliseconds(1200))
-                        let now = try await probe.transactions()
-                        defer { before = now }
-                        if now - before <= 3 { break }
-                    }
+                    // Once the streams' opening queries are over and counted.
+                    let before = try await probe.settled()
                     try await Task.sleep(for: .seconds(3))
                     let after = try await probe.transactions()
                     // Polling would be about 50 streams × 2 queries × 3 s = 300; the probe's own queries count a few.
@@ -89,13 +82,7 @@ struct LiveHubTests {
                     for _ in 0..<50 {
                         streams.addTask { ChangesHTTPTests.events(try await api.call(.get, "/api/v1/changes?date=\(date)").body).count }
                     }
-                    var before = try await probe.transactions()
-                    for _ in 0..<15 {
-                        try await Task.sleep(for: .milliseconds(1200))
-                        let now = try await probe.transactions()
-                        defer { before = now }
-                        if now - before <= 3 { break }
-                    }
+                    let before = try await probe.settled()
                     for n in 0..<10 {
                         #expect(try await api.call(.put, "/api/v1/contacts/c\(n)", body: #"{"firstName":"N"}"#).status == .ok)
                         try await Task.sleep(for: .milliseconds(100))

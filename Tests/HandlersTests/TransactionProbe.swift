@@ -33,4 +33,16 @@ struct TransactionProbe: Sendable {
         ).decode(Int64.self) { count = n }
         return count
     }
+
+    /// The count once it stops moving (earlier work over and counted): at most 3 more in 1.2 s.
+    func settled() async throws -> Int64 {
+        var before = try await transactions()
+        for _ in 0..<15 {
+            try await Task.sleep(for: .milliseconds(1200))
+            let now = try await transactions()
+            defer { before = now }
+            if now - before <= 3 { break }
+        }
+        return before
+    }
 }
