@@ -83,6 +83,8 @@ public final class URLSessionTransport: HTTPTransport {
         let session = URLSession(configuration: configuration, delegate: reader, delegateQueue: nil)
         let task = session.dataTask(with: Self.request(call))
         reader.onEnd = { session.invalidateAndCancel() }
+        // A consumer that stops reading (live mode stopped) closes the connection.
+        reader.onTermination { session.invalidateAndCancel() }
         task.resume()
         let status = try await reader.status()
         let stream = reader.stream
@@ -104,6 +106,10 @@ final class StreamReader: NSObject, URLSessionDataDelegate, @unchecked Sendable 
     override init() {
         (stream, continuation) = AsyncThrowingStream.makeStream(of: Data.self)
         super.init()
+    }
+
+    func onTermination(_ body: @escaping @Sendable () -> Void) {
+        continuation.onTermination = { _ in body() }
     }
 
     func status() async throws -> Int {
