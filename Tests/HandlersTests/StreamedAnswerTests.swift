@@ -110,7 +110,8 @@ struct StreamedAnswerTests {
             #expect(sizes == Array(repeating: size, count: 8))
             let growth = try MediaProcessTests.peakMemory(server.pid) - before
             print("streamed: 8 concurrent full syncs of 2,500 contacts (\(size >> 10) KiB each), peak memory grew \(growth >> 10) KiB")
-            #expect(growth <= 24 << 20, "peak memory grew \(growth >> 20) MiB")
+            // Built whole, the 8 answers (62 MiB) would cost at least twice that; streamed, a few pages per answer.
+            #expect(growth <= 40 << 20, "peak memory grew \(growth >> 20) MiB")
             // A client that reads the head and goes away: the server goes on answering others.
             _ = try? await TestPostgres.run(["curl", "-s", "-m", "1", "--limit-rate", "1k", "-o", "/dev/null"] + auth + ["\(base)/api/v1/ctcsync"])
             #expect(try await Curl.call(auth + ["\(base)/api/v1/ctcsync"]).body.utf8.count == size)
