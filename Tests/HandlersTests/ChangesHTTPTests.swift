@@ -30,7 +30,13 @@ struct ChangesHTTPTests {
 
     @Test("notices name the new date of sync; pings keep the stream alive", arguments: Backend.allCases)
     func notices(backend: Backend) async throws {
-        try await TestApp.run(backend, configure: Self.fast) { client in
+        // Streams last 5 s here: the write must land within the first one even on a loaded machine.
+        try await TestApp.run(
+            backend,
+            configure: {
+                Self.fast(&$0); $0.changesMaxDuration = .seconds(5)
+            }
+        ) { client in
             let api = try await APIClient.signedUp(client)
             let date = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
             // Nothing moved since the date: no notice until a write lands during the stream.

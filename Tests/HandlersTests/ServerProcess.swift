@@ -24,7 +24,10 @@ struct ServerProcess {
         for _ in 0..<5 {
             let port = Int.random(in: 20_000..<60_000)
             let log = NSTemporaryDirectory() + "syncapi-server-\(UUID().uuidString).log"
-            let pid = try spawn([try binary(), "serve", "--port", "\(port)", "--bcrypt-cost", "4"] + arguments, output: log)
+            // As docs/operations.md recommends: two malloc arenas, so peak memory does not depend on how many threads
+            // happened to allocate (the memory tests measure the server, not glibc's arena spread).
+            let pid = try spawn(
+                ["env", "MALLOC_ARENA_MAX=2", try binary(), "serve", "--port", "\(port)", "--bcrypt-cost", "4"] + arguments, output: log)
             let server = ServerProcess(pid: pid, port: port, log: log)
             do {
                 try await server.waitUntilHealthy(scheme: scheme, curlOptions: curlOptions)
