@@ -1,6 +1,12 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+/// Strict settings for every target (the server package's conventions).
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
 /// The Swift client SDK of SyncAPI: an exact offline replica of a family's data for apps, and the command line built
 /// on it. It depends on GRDB and Foundation only, so an app never resolves a server package.
 let package = Package(
@@ -17,17 +23,17 @@ let package = Package(
         .target(
             name: "SyncClient",
             dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
-            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
+            swiftSettings: swiftSettings
         ),
         .target(
             name: "SyncClientCommands",
             dependencies: ["SyncClient"],
-            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "SyncClientTests",
             dependencies: ["SyncClient", "SyncClientCommands", .product(name: "GRDB", package: "GRDB.swift")],
-            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
+            swiftSettings: swiftSettings
         ),
     ],
     swiftLanguageModes: [.v6]

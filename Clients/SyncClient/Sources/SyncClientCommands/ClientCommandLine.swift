@@ -6,188 +6,185 @@ import SyncClient
 /// `delete` work offline (queued, pushed by the next `sync`).
 public enum ClientCommandLine {
     public static let usage = """
-        usage: syncapi client <command> --server URL --replica FILE [--json]
+        usage: syncapi client <command> --server URL --replica FILE [--json] [--page-size N]
           signup --family F --username U --password P
           login --username U --password P
-          logout [--discard]
-          sync | status | pending | verify | reset | watch
+          logout [--discard]          push unsent writes (or discard them), revoke the token, empty the replica
+          sync                        push, then one group of every sync, applied in one transaction
           ls <collection> [--parent ID]
           get <collection> <id> [--parent ID]
-          put <collection> <id> '<json>' [--parent ID]
-          delete <collection> <id> [--parent ID]
+          put <collection> <id> '<json>' [--parent ID]    offline: queued for the next sync
+          delete <collection> <id> [--parent ID]          offline: queued for the next sync
           more <threads|wall|messages|comments> [--parent ID]
+          watch                       sync on every change notice until Ctrl-C
+          status | pending | verify | reset | help
         collections: \(SyncCollection.allCases.map(\.rawValue).joined(separator: ", "))
         """
 
-    /// Runs one command; returns the process's exit code.
+    /// Runs one command and returns the process's exit code (0 success, 1 failure, 2 usage).
     public static func run(_ arguments: [String]) async -> Int32 {
+        let parsed: Arguments
         do {
-            var parsed = try Arguments(arguments)
-            guard let command = parsed.positional.first, command != "help" else {
-                print(usage)
-                return arguments.isEmpty ? 2 : 0
-            }
-            parsed.positional.removeFirst()
-            let client = try SyncClient(configuration: try parsed.configuration())
-            try await run(command, parsed, client)
-            return 0
+            parsed = try Arguments(arguments)
         } catch {
-            FileHandle.standardError.write(Data("syncapi client: \(error)\n".utf8))
+            fail("\(error)")
+            return 2
+        }
+        guard let command = parsed.positional.first, command != "help", !parsed.flags.contains("help") else {
+            print(usage)
+            return arguments.isEmpty ? 2 : 0
+        }
+        var rest = parsed
+        rest.positional.removeFirst()
+        do {
+            var configuration = try rest.configuration()
+            if let size = rest.options["page-size"] {
+                guard let size = Int(size), size > 0 else { throw SyncClientError.invalid("--page-size takes a positive number") }
+                configuration.pageSize = size
+            }
+            let client = try SyncClient(configuration: configuration)
+            try await run(command, rest, client)
+            return 0
+        } catch SyncClientError.invalid(let why) {
+            fail(why)
+            return 2
+        } catch {
+            fail("\(error)")
             return 1
         }
     }
 
+    /// A line on stdout at once (unbuffered: `watch` runs until killed, often with its output in a pipe or a file).
+    static func emit(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    static func fail(_ message: String) {
+        let line = message.split(separator: "\n").first.map(String.init) ?? message
+        FileHandle.standardError.write(Data("syncapi client: \(line)\n".utf8))
+    }
+
     private static func run(_ command: String, _ arguments: Arguments, _ client: SyncClient) async throws {
-        let json = arguments.flags.contains("json")
+        let json = arguments.json
         switch command {
         case "signup":
             try await client.signUp(
                 family: try arguments.option("family"), username: try arguments.option("username"), password: try arguments.option("password"))
-            print(json ? #"{"signedIn":true}"# : "signed up and signed in")
+            print(json ? Output.json(Output.Signed(signedIn: true)) : "signed up and signed in")
         case "login":
             try await client.logIn(username: try arguments.option("username"), password: try arguments.option("password"))
-            print(json ? #"{"signedIn":true}"# : "signed in")
+            print(json ? Output.json(Output.Signed(signedIn: true)) : "signed in")
         case "logout":
             try await client.logOut(discardingPendingWrites: arguments.flags.contains("discard"))
-            print(json ? #"{"signedIn":false}"# : "signed out; the replica is empty")
+            print(json ? Output.json(Output.Signed(signedIn: false)) : "signed out; the replica is empty")
         case "sync":
             let report = try await client.sync()
-            print(
-                json
-                    ? JSONValue.object([
-                        "pushed": .number(Double(report.pushed)), "failed": .number(Double(report.failed)),
-                        "date": report.date.map { .string($0) } ?? .null,
-                    ]).text : "synced: \(report.pushed) writes pushed, \(report.failed) refused; date \(report.date ?? "-")")
+            print(json ? Output.json(Output.Sync(report)) : describe(report))
         case "ls":
-            let items = try client.items(try arguments.collection(0), parent: arguments.options["parent"])
+            let items = try client.items(try arguments.collection(0), parent: arguments.parent)
             if json {
                 print(JSONValue.array(items.map { .object($0) }).text)
             } else {
                 for item in items { print(item.jsonText) }
             }
         case "get":
-            guard let item = try client.item(try arguments.collection(0), id: try arguments.positional(1), parent: arguments.options["parent"]) else {
-                throw SyncClientError.invalid("not in the replica")
+            let collection = try arguments.collection(0)
+            guard let item = try client.item(collection, id: try arguments.positional(1), parent: arguments.parent) else {
+                throw SyncClientError.server(status: 404, code: "not_found", detail: "not in the replica")
             }
             print(item.jsonText)
         case "put":
-            guard let body = try JSONValue.parse(try arguments.positional(2)).objectValue else {
-                throw SyncClientError.invalid("the item must be a JSON object")
-            }
-            try await client.save(try arguments.collection(0), id: try arguments.positional(1), parent: arguments.options["parent"], json: body)
-            print(json ? #"{"queued":true}"# : "saved locally; queued for the next sync")
+            let text = try arguments.positional(2)
+            guard let body = (try? JSONValue.parse(text))?.objectValue else { throw SyncClientError.invalid("the item must be a JSON object") }
+            try await client.save(try arguments.collection(0), id: try arguments.positional(1), parent: arguments.parent, json: body)
+            print(json ? Output.json(Output.Queued(queued: true)) : "saved locally; queued for the next sync")
         case "delete":
-            try await client.delete(try arguments.collection(0), id: try arguments.positional(1), parent: arguments.options["parent"])
-            print(json ? #"{"queued":true}"# : "deleted locally; queued for the next sync")
+            try await client.delete(try arguments.collection(0), id: try arguments.positional(1), parent: arguments.parent)
+            print(json ? Output.json(Output.Queued(queued: true)) : "deleted locally; queued for the next sync")
         case "more":
             guard let list = PagedList(rawValue: try arguments.positional(0)) else {
                 throw SyncClientError.invalid("more takes threads, wall, messages or comments")
             }
-            let complete = try await client.loadMore(list, parent: arguments.options["parent"])
-            print(json ? JSONValue.object(["nomore": .bool(complete)]).text : complete ? "the whole list is here" : "more remain")
+            let complete = try await client.loadMore(list, parent: arguments.parent)
+            print(json ? Output.json(Output.More(nomore: complete)) : complete ? "the whole list is here" : "more remain")
         case "status":
-            let status = client.status
-            let lists = status.lists.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.count)\($0.value.complete ? "" : "+")" }
-            if json {
-                print(
-                    JSONValue.object([
-                        "signedIn": .bool(client.isSignedIn), "date": client.dateOfSync.map { .string($0) } ?? .null,
-                        "pending": .number(Double(status.pendingWrites)), "failed": .number(Double(status.failedWrites)),
-                        "lists": .object(Dictionary(uniqueKeysWithValues: status.lists.map { ($0.key, JSONValue.number(Double($0.value.count))) })),
-                    ]).text)
-            } else {
-                print(
-                    "signed in: \(client.isSignedIn); date: \(client.dateOfSync ?? "-"); pending \(status.pendingWrites), failed \(status.failedWrites)"
-                )
-                print("lists: " + lists.joined(separator: ", "))
-            }
+            print(describeStatus(client, json: json))
         case "pending":
-            let pending = try client.pendingOperations()
-            let failed = try client.failedOperations()
-            if json {
-                print(
-                    JSONValue.object([
-                        "pending": .array(
-                            pending.map {
-                                .object(["collection": .string($0.collection.rawValue), "id": .string($0.id), "op": .string($0.kind.rawValue)])
-                            }),
-                        "failed": .array(
-                            failed.map { .object(["collection": .string($0.collection.rawValue), "id": .string($0.id), "code": .string($0.code)]) }),
-                    ]).text)
-            } else {
-                for op in pending { print("pending \(op.kind.rawValue) \(op.collection.rawValue)/\(op.id)") }
-                for op in failed { print("failed \(op.kind.rawValue) \(op.collection.rawValue)/\(op.id): \(op.status) \(op.code) \(op.detail)") }
-            }
+            print(try describePending(client, json: json))
         case "verify":
             let report = try await client.verify()
-            print(
-                json
-                    ? JSONValue.object([
-                        "checked": .array(report.checked.map { .string($0) }), "repaired": .array(report.repaired.map { .string($0) }),
-                    ]).text
-                    : report.repaired.isEmpty
+            if json {
+                print(Output.json(Output.Verify(checked: report.checked, repaired: report.repaired, date: report.date)))
+            } else {
+                print(
+                    report.isExact
                         ? "exact: \(report.checked.joined(separator: ", "))" : "repaired: \(report.repaired.joined(separator: ", "))")
+            }
         case "reset":
             try await client.reset()
-            print("the replica is empty; the next sync downloads everything")
+            print(json ? Output.json(Output.Done(done: true)) : "the replica is empty; the next sync downloads everything")
         case "watch":
-            try await client.sync()
-            client.startLive()
-            print("watching (Ctrl-C to stop)")
-            for await status in client.statusUpdates {
-                if let last = status.lastSuccessfulSync { print("\(last): synced, date \(client.dateOfSync ?? "-")") }
-            }
+            try await watch(client, json: json)
         default:
-            throw SyncClientError.invalid("unknown command \(command)\n\(usage)")
+            throw SyncClientError.invalid("unknown command \(command) (see `syncapi client help`)")
         }
+    }
+
+    /// Syncs, then keeps the change stream open and prints every sync until the process is interrupted.
+    private static func watch(_ client: SyncClient, json: Bool) async throws {
+        let report = try await client.sync()
+        emit(json ? Output.json(Output.Sync(report)) : describe(report))
+        client.startLive()
+        if !json { emit("watching (Ctrl-C to stop)") }
+        var last = client.status.lastSuccessfulSync
+        for await status in client.statusUpdates where status.lastSuccessfulSync != last {
+            last = status.lastSuccessfulSync
+            if json {
+                emit(Output.json(Output.Status(status, client)))
+            } else {
+                emit("synced: date \(client.dateOfSync ?? "-"); pending \(status.pendingWrites), failed \(status.failedWrites)")
+            }
+        }
+    }
+
+    static func describe(_ report: SyncReport) -> String {
+        var line = "synced: \(report.pushed) writes pushed, \(report.failed) refused"
+        if report.conflicts > 0 { line += ", \(report.conflicts) conflicts settled" }
+        if !report.replaced.isEmpty { line += "; replaced \(report.replaced.joined(separator: ", "))" }
+        return line + "; date \(report.date ?? "-")"
+    }
+
+    static func describeStatus(_ client: SyncClient, json: Bool) -> String {
+        let status = client.status
+        if json { return Output.json(Output.Status(status, client)) }
+        let lists = status.lists.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.count)\($0.value.complete ? "" : "+")" }
+        return """
+            signed in: \(client.isSignedIn); date: \(client.dateOfSync ?? "-"); pending \(status.pendingWrites), failed \(status.failedWrites)
+            lists: \(lists.joined(separator: ", "))
+            """
+    }
+
+    static func describePending(_ client: SyncClient, json: Bool) throws -> String {
+        let pending = try client.pendingOperations().map {
+            Output.Operation(op: $0.kind.rawValue, collection: $0.collection.rawValue, id: $0.id, parent: $0.parent)
+        }
+        let failed = try client.failedOperations().map {
+            Output.Operation(
+                op: $0.kind.rawValue, collection: $0.collection.rawValue, id: $0.id, parent: $0.parent, status: $0.status, code: $0.code,
+                detail: $0.detail)
+        }
+        if json { return Output.json(Output.Pending(pending: pending, failed: failed)) }
+        var lines = pending.map { "pending \($0.op) \($0.collection)/\($0.parent.map { "\($0)/" } ?? "")\($0.id)" }
+        lines += failed.map { "failed \($0.op) \($0.collection)/\($0.id): \($0.status ?? 0) \($0.code ?? "") \($0.detail ?? "")" }
+        return lines.isEmpty ? "nothing pending" : lines.joined(separator: "\n")
     }
 }
 
-/// `--name value` options, `--flag` flags and positional arguments.
-struct Arguments {
-    var positional: [String] = []
-    var options: [String: String] = [:]
-    var flags: Set<String> = []
-    static let flagNames: Set<String> = ["json", "discard"]
-
-    init(_ arguments: [String]) throws {
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            if argument.hasPrefix("--") {
-                let name = String(argument.dropFirst(2))
-                if Self.flagNames.contains(name) {
-                    flags.insert(name)
-                } else {
-                    guard index + 1 < arguments.count else { throw SyncClientError.invalid("--\(name) needs a value") }
-                    options[name] = arguments[index + 1]
-                    index += 1
-                }
-            } else {
-                positional.append(argument)
-            }
-            index += 1
-        }
-    }
-
-    func option(_ name: String) throws -> String {
-        guard let value = options[name] else { throw SyncClientError.invalid("--\(name) is required") }
-        return value
-    }
-
-    func positional(_ index: Int) throws -> String {
-        guard index < positional.count else { throw SyncClientError.invalid("missing argument\n\(ClientCommandLine.usage)") }
-        return positional[index]
-    }
-
-    func collection(_ index: Int) throws -> SyncCollection {
-        let name = try positional(index)
-        guard let collection = SyncCollection(rawValue: name) else { throw SyncClientError.invalid("unknown collection \(name)") }
-        return collection
-    }
-
-    func configuration() throws -> SyncClientConfiguration {
-        guard let server = URL(string: try option("server")) else { throw SyncClientError.invalid("--server is not a URL") }
-        return SyncClientConfiguration(serverURL: server, replicaPath: try option("replica"))
+extension Output.Status {
+    init(_ status: SyncStatus, _ client: SyncClient) {
+        self.init(
+            signedIn: client.isSignedIn, state: Output.state(status.state), date: client.dateOfSync, pending: status.pendingWrites,
+            failed: status.failedWrites, lists: status.lists.mapValues { Output.List(count: $0.count, complete: $0.complete) },
+            lastError: status.lastError)
     }
 }

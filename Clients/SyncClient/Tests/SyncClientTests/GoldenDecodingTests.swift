@@ -3,87 +3,127 @@ import Testing
 
 @testable import SyncClient
 
-/// Every golden answer of `docs/api/examples/` (the files the server's contract tests replay) decodes into the SDK's
-/// typed models: the SDK and the server cannot drift apart.
-@Suite("Golden answers decode into the models")
+/// Every answer body of every golden scenario decodes into the SDK's answer types and typed models: the SDK and the
+/// server cannot drift apart unnoticed.
+@Suite("Golden answers decode")
 struct GoldenDecodingTests {
-    static let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../../docs/api/examples")
-        .standardized
+    /// What a body was decoded as, for the counts.
+    enum Kind: String { case problem, grant, profile, sync, paged, family, page, item, group, description, media }
 
-    /// Decodes an item into the model of its collection (children get their parent's id as `_parent`).
-    static func decode(_ collection: SyncCollection, _ item: JSONValue, parent: String = "p") throws {
-        var object = try #require(item.objectValue, "\(collection): \(item)")
-        object["_parent"] = .string(parent)
-        let data = Data(JSONValue.object(object).text.utf8)
+    /// Decodes an answer of `method path` (with status) into its type; returns what it was, nil for no JSON body.
+    static func decode(method: String, path: String, status: Int, body: JSONValue?, requestBody: JSONValue?) throws -> [Kind] {
+        guard let body, !body.isNull, body.objectValue != nil else { return [] }
+        if status >= 300 {
+            _ = try body.decode(Problem.self)
+            return [.problem]
+        }
+        let route = path.split(separator: "?").first.map(String.init) ?? path
+        let segments = route.split(separator: "/").dropFirst(2).map(String.init)
+        switch (method, segments.first ?? "") {
+        case ("GET", ""):
+            _ = try body.decode(ServerDescription.self)
+            return [.description]
+        case ("POST", "signup"), ("POST", "login"):
+            _ = try body.decode(Grant.self)
+            return [.grant]
+        case ("POST", "accounts"):
+            _ = try body.decode(AccountProfile.self)
+            return [.profile]
+        case ("POST", "media"):
+            _ = try body.decode(MediaUploaded.self)
+            return [.media]
+        case ("POST", "group"):
+            let group = try body.decode(GroupAnswer.self)
+            // Read loosely: some examples send malformed sub-requests on purpose.
+            let requests = requestBody?["requests"]?.arrayValue ?? []
+            #expect(group.responses.map(\.id) == requests.map { $0["id"]?.stringValue ?? "" }, "responses come in request order")
+            var kinds: [Kind] = [.group]
+            for (request, response) in zip(requests, group.responses) {
+                kinds += try decode(
+                    method: request["method"]?.stringValue ?? "", path: request["url"]?.stringValue ?? "", status: response.status,
+                    body: response.body, requestBody: request["body"])
+            }
+            return kinds
+        case ("GET", "ctcsync"), ("GET", "evtsync"), ("GET", "plcsync"):
+            let answer = try body.decode(SyncAnswer.self)
+            let collection: SyncCollection = ["ctcsync": .contacts, "evtsync": .events, "plcsync": .places][segments[0]]!
+            for item in answer.updated { try decodeItem(collection, item) }
+            return [.sync]
+        case ("GET", "msgsyncthread"), ("GET", "wallsync"):
+            let answer = try body.decode(PagedSyncAnswer.self)
+            for item in answer.updated { try decodeParent(segments[0] == "wallsync" ? .wall : .threads, item) }
+            return [.paged]
+        case ("GET", "familysync"):
+            let answer = try body.decode(FamilySyncAnswer.self)
+            if let family = answer.family { _ = try JSONValue.object(family).decode(Family.self) }
+            if let settings = answer.settings { _ = try JSONValue.object(settings).decode(Settings.self) }
+            for item in answer.members.updated { _ = try JSONValue.object(item).decode(Member.self) }
+            for item in answer.accounts.updated { _ = try JSONValue.object(item).decode(AccountProfile.self) }
+            return [.family]
+        case (_, let first):
+            guard let collection = SyncCollection(rawValue: first) else {
+                Issue.record("no answer type for \(method) \(path)")
+                return []
+            }
+            let child: SyncCollection? = segments.count >= 3 ? (segments[2] == "messages" ? .messages : .comments) : nil
+            let isList = (segments.count == 1 && collection.kind == .paginated) || segments.count == 3
+            if isList {
+                let page = try body.decode(PageAnswer.self)
+                for item in page.items {
+                    if let child { try decodeItem(child, item) } else { try decodeParent(collection, item) }
+                }
+                return [.page]
+            }
+            try decodeItem(child ?? collection, body.objectValue!)
+            return [.item]
+        }
+    }
+
+    static func decodeItem(_ collection: SyncCollection, _ item: JSONObject) throws {
+        var object = item
+        object[parentKey] = "parent"
         let types: [SyncCollection: any SyncModel.Type] = [
             .contacts: Contact.self, .events: Event.self, .places: Place.self, .threads: MessageThread.self, .messages: Message.self,
             .wall: WallPost.self, .comments: Comment.self, .family: Family.self, .members: Member.self, .settings: Settings.self,
             .accounts: AccountProfile.self,
         ]
-        _ = try JSONDecoder().decode(types[collection]!, from: data)
+        _ = try JSONValue.object(object).decode(types[collection]!)
     }
 
-    /// The collection of a paginated list and its children, with their children decoded too.
-    static func decodeParents(_ collection: SyncCollection, _ items: [JSONValue]) throws -> Int {
-        var count = 0
-        for item in items {
-            try decode(collection, item)
-            count += 1
-            for child in item[collection.childCollection!.rawValue]?.arrayValue ?? [] {
-                try decode(collection.childCollection!, child)
-                count += 1
-            }
+    static func decodeParent(_ collection: SyncCollection, _ item: JSONObject) throws {
+        try decodeItem(collection, item)
+        for child in item[collection.childCollection!.rawValue]?.arrayValue ?? [] {
+            try decodeItem(collection.childCollection!, try #require(child.objectValue))
         }
-        return count
     }
 
-    @Test("sync answers, pages and items of every example")
-    func everyExample() throws {
-        let files = try FileManager.default.contentsOfDirectory(atPath: Self.examples.path).filter { $0.hasSuffix(".json") }
-        #expect(files.count >= 10)
-        var decoded = 0
-        for file in files {
-            let scenario = try JSONValue.parse(Data(contentsOf: Self.examples.appendingPathComponent(file)))
-            for step in scenario["steps"]?.arrayValue ?? [] {
-                guard case .number(let status)? = step["response"]?["status"], status == 200 || status == 201,
-                    let path = step["request"]?["path"]?.stringValue?.split(separator: "?").first.map(String.init),
-                    let body = step["response"]?["body"]
-                else { continue }
-                let segments = path.split(separator: "/").dropFirst(2).map(String.init)
-                switch segments.first {
-                case "ctcsync", "evtsync", "plcsync":
-                    let collection: SyncCollection = ["ctcsync": .contacts, "evtsync": .events, "plcsync": .places][segments[0]]!
-                    for item in body["updated"]?.arrayValue ?? [] {
-                        try Self.decode(collection, item)
-                        decoded += 1
-                    }
-                case "msgsyncthread": decoded += try Self.decodeParents(.threads, body["updated"]?.arrayValue ?? [])
-                case "wallsync": decoded += try Self.decodeParents(.wall, body["updated"]?.arrayValue ?? [])
-                case "familysync":
-                    if let family = body["family"], family != .null { try Self.decode(.family, family) }
-                    if let settings = body["settings"], settings != .null { try Self.decode(.settings, settings) }
-                    for item in body["members"]?["updated"]?.arrayValue ?? [] { try Self.decode(.members, item) }
-                    for item in body["accounts"]?["updated"]?.arrayValue ?? [] { try Self.decode(.accounts, item) }
-                    decoded += 1
-                case "threads" where segments.count == 1: decoded += try Self.decodeParents(.threads, body["items"]?.arrayValue ?? [])
-                case "wall" where segments.count == 1: decoded += try Self.decodeParents(.wall, body["items"]?.arrayValue ?? [])
-                case "contacts", "events", "places", "members", "family", "settings", "threads", "wall":
-                    guard let collection = SyncCollection(rawValue: segments[0]) else { continue }
-                    if segments.count == 4 {
-                        let child: SyncCollection = segments[2] == "messages" ? .messages : .comments
-                        if body["items"] != nil {
-                            for item in body["items"]?.arrayValue ?? [] { try Self.decode(child, item) }
-                        } else {
-                            try Self.decode(child, body)
-                        }
-                    } else if segments.count <= 2, body["id"] != nil {
-                        try Self.decode(collection, body)
-                    }
-                    decoded += 1
-                default: continue
-                }
+    @Test("every answer body of every example", arguments: try Golden.files())
+    func everyAnswer(file: String) throws {
+        var kinds: [Kind] = []
+        var bodies = 0
+        for step in try Golden.steps(file) {
+            if step.body?.objectValue != nil { bodies += 1 }
+            kinds += try Self.decode(method: step.method, path: step.path, status: step.status, body: step.body, requestBody: step.requestBody)
+        }
+        #expect(kinds.count >= bodies, "every JSON body of \(file) decoded into a type")
+    }
+
+    @Test("all kinds of answers are covered by the examples")
+    func coverage() throws {
+        var kinds = Set<Kind>()
+        for file in try Golden.files() {
+            for step in try Golden.steps(file) {
+                kinds.formUnion(
+                    try Self.decode(method: step.method, path: step.path, status: step.status, body: step.body, requestBody: step.requestBody))
             }
         }
-        #expect(decoded > 50, "decoded \(decoded) items")
+        #expect(kinds == Set([.problem, .grant, .profile, .sync, .paged, .family, .page, .item, .group, .description, .media]))
+    }
+
+    @Test("the verify answer (protocol §11)")
+    func verifyAnswer() throws {
+        let text = #"{"date":"d1","lists":{"contacts":{"count":2,"digest":"\#(String(repeating: "a", count: 64))"}}}"#
+        let answer = try JSONValue.parse(text).decode(VerifyAnswer.self)
+        #expect(answer.lists["contacts"]?.count == 2)
     }
 }

@@ -1,0 +1,62 @@
+import Foundation
+import GRDB
+
+extension SyncClient {
+    /// The items of a collection as the app sees them: the server's JSON with unsent local edits applied, in the
+    /// server's order for threads, wall, messages and comments (newest first), by id otherwise. Children need their
+    /// `parent` (the thread or post id).
+    public func items(_ collection: SyncCollection, parent: String? = nil) throws -> [JSONObject] {
+        try replica.pool.read { db in try Replica.visibleItems(db, collection, parent: parent) }
+    }
+
+    /// One item, as `items` shows it (nil when absent or deleted locally). For `family` and `settings` the id is the
+    /// family's or account's id.
+    public func item(_ collection: SyncCollection, id: String, parent: String? = nil) throws -> JSONObject? {
+        try replica.pool.read { db in try Replica.visibleItem(db, collection, id: id, parent: parent) }
+    }
+
+    /// The items of a model's collection, decoded (`all(Contact.self)`, `all(Message.self, parent: threadID)`).
+    public func all<M: SyncModel>(_ type: M.Type, parent: String? = nil) throws -> [M] {
+        try items(M.collection, parent: parent).map { try Self.decode(M.self, $0, parent: parent) }
+    }
+
+    /// Decodes a stored item into its model (a child learns its parent's id).
+    static func decode<M: SyncModel>(_ type: M.Type, _ object: JSONObject, parent: String?) throws -> M {
+        var object = object
+        if let parent { object[parentKey] = .string(parent) }
+        return try JSONValue.object(object).decode(M.self)
+    }
+
+    /// Whether the replica holds the whole list (`nomore`): threads, the wall, or the children of one parent.
+    public func hasAll(_ list: PagedList, parent: String? = nil) -> Bool {
+        (try? replica.pool.read { db in try Replica.flag(db, MetaKey.nomore(list.collection, parent: parent)) }) ?? false
+    }
+
+    /// Any query on the replica, observed: a fresh value after every sync and every local write (GRDB
+    /// `ValueObservation`), for SwiftUI (`for try await value in client.observe { … }`) or any async consumer.
+    public func observe<T: Sendable>(_ fetch: @escaping @Sendable (Database) throws -> T) -> AsyncValueObservation<T> {
+        ValueObservation.tracking(fetch).values(in: replica.pool)
+    }
+
+    /// The visible items of a collection, observed.
+    public func observeItems(_ collection: SyncCollection, parent: String? = nil) -> AsyncValueObservation<[JSONObject]> {
+        observe { db in try Replica.visibleItems(db, collection, parent: parent) }
+    }
+
+    /// The items of a model's collection, decoded and observed.
+    public func observeAll<M: SyncModel>(_ type: M.Type, parent: String? = nil) -> AsyncValueObservation<[M]> {
+        observe { db in try Replica.visibleItems(db, M.collection, parent: parent).map { try Self.decode(M.self, $0, parent: parent) } }
+    }
+
+    /// The writes waiting to reach the server, in push order.
+    public func pendingOperations() throws -> [PendingOperation] { try replica.pool.read { db in try Replica.pending(db) } }
+
+    /// The writes the server refused for good, oldest first.
+    public func failedOperations() throws -> [FailedOperation] { try replica.pool.read { db in try Replica.failed(db) } }
+
+    /// Forgets the failed writes (after the app showed them).
+    public func clearFailedOperations() async throws {
+        try await replica.pool.write { db in try db.execute(sql: "DELETE FROM failed") }
+        try refreshCounts()
+    }
+}

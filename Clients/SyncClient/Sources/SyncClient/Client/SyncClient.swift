@@ -1,0 +1,53 @@
+import Foundation
+import GRDB
+
+/// An exact offline replica of a signed-in family's data, kept in sync with a SyncAPI server (protocol.md).
+///
+/// Reads are local and instant. Saves and deletes apply locally at once and reach the server with the next `sync()`
+/// (or `push()`). `sync()` is one `POST /group` round trip whose answers are applied in one local transaction.
+/// Thread-safe: share one instance per replica across the app.
+public final class SyncClient: Sendable {
+    public let configuration: SyncClientConfiguration
+    /// The local database (read it, observe it; the SDK alone writes it).
+    public let replica: Replica
+    let statusCenter = StatusCenter()
+    let flight = SingleFlight()
+    let session: Locked<ClientSession?>
+    let conflictHandlers = Locked<[SyncCollection: ConflictHandler]>([:])
+    let liveTask = Locked<Task<Void, Never>?>(nil)
+
+    /// Opens (and migrates) the replica and loads the stored session, if any. No network.
+    public init(configuration: SyncClientConfiguration) throws {
+        self.configuration = configuration
+        replica = try Replica(path: configuration.replicaPath)
+        let stored = try configuration.tokenStore.load()
+        session = Locked(stored)
+        statusCenter.update { $0.signedIn = stored != nil }
+        try refreshCounts()
+    }
+
+    /// Whether a session is stored (the token may still have expired on the server).
+    public var isSignedIn: Bool { session.withLock { $0 != nil } }
+    /// The current session: token, account and family ids.
+    public var currentSession: ClientSession? { session.withLock { $0 } }
+    /// The date of sync the replica is at (opaque; nil before the first sync).
+    public var dateOfSync: String? { try? replica.pool.read { db in try Replica.meta(db, MetaKey.date) } }
+
+    /// Sets the hook that settles write conflicts (a 412 on push) for one collection. Without one, the server wins.
+    public func setConflictHandler(_ collection: SyncCollection, _ handler: @escaping ConflictHandler) {
+        conflictHandlers.withLock { $0[collection] = handler }
+    }
+
+    /// Erases the replica's data (items, queue, failed writes, date), keeping the session: the next sync downloads
+    /// everything again.
+    public func reset() async throws {
+        try await flight.exclusive {
+            try await self.replica.pool.write { db in
+                let account = try Replica.meta(db, MetaKey.account)
+                try Replica.eraseData(db)
+                try Replica.setMeta(db, MetaKey.account, account)
+            }
+        }
+        try refreshCounts()
+    }
+}

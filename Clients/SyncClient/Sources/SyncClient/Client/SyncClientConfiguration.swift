@@ -1,0 +1,32 @@
+import Foundation
+
+/// Where the server is and where the replica lives, plus the parts an app or a test may replace (transport, token
+/// storage, retry timing, page sizes).
+public struct SyncClientConfiguration: Sendable {
+    /// The server's base URL (`https://api.example.com`); the SDK adds `/api/v1`.
+    public var serverURL: URL
+    /// The SQLite file of the replica.
+    public var replicaPath: String
+    /// Where the session's token is kept. Default: a 0600 file next to the replica (`<replicaPath>.token`); apps on
+    /// Apple platforms should set `KeychainTokenStore`.
+    public var tokenStore: any TokenStore
+    /// How HTTP calls are made. Default: `URLSessionTransport`.
+    public var transport: any HTTPTransport
+    /// Backoff for network errors, 429 and 503.
+    public var retryPolicy = RetryPolicy()
+    /// Items per page of threads and wall posts (bounded by the server's `nbMax`).
+    public var pageSize = 50
+    /// Children carried per thread or post (bounded by the server's `maxChildren`).
+    public var maxChildren = 10
+    /// How long live mode waits after a notice before it syncs (notices in a burst make one sync).
+    public var liveDebounce: Duration = .milliseconds(200)
+    /// Longest wait between two live reconnections.
+    public var liveMaximumBackoff: Duration = .seconds(30)
+
+    public init(serverURL: URL, replicaPath: String) {
+        self.serverURL = serverURL
+        self.replicaPath = replicaPath
+        tokenStore = FileTokenStore(path: replicaPath + ".token")
+        transport = URLSessionTransport()
+    }
+}

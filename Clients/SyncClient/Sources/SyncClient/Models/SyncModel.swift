@@ -1,0 +1,27 @@
+/// A typed item of one collection (protocol §2), so apps read and write Swift values instead of JSON.
+///
+/// The replica stores the server's JSON; `SyncClient.all(_:)` decodes it into these models and `save(_:)` encodes
+/// them back. Server-set fields (`modified`, `author`, `created`, `lastMessageAt`) are optional: an item created
+/// offline has none until the server answers, and the server ignores them when they are sent back.
+public protocol SyncModel: Codable, Sendable {
+    /// The collection the model's items live in.
+    static var collection: SyncCollection { get }
+    /// The item's id (chosen by the client, e.g. a UUID).
+    var id: String { get }
+    /// The parent's id for messages (the thread) and comments (the post); nil elsewhere.
+    var parentID: String? { get }
+}
+
+extension SyncModel {
+    public var parentID: String? { nil }
+}
+
+/// The key under which the SDK hands a child model its parent's id while decoding (never sent to the server).
+let parentKey = "_parent"
+
+extension KeyedDecodingContainer {
+    /// A member that may be missing (an item saved offline without it): the protocol's default then.
+    func value<T: Decodable>(_ key: Key, default value: T) throws -> T {
+        try decodeIfPresent(T.self, forKey: key) ?? value
+    }
+}

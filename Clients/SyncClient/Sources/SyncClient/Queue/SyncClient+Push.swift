@@ -1,0 +1,195 @@
+import Foundation
+import GRDB
+
+extension SyncClient {
+    /// Pushes the queue now (a sync pushes first anyway), retrying network errors, 429 and 503 with backoff. Returns
+    /// how many writes landed, how many the server refused for good, and how many conflicts were settled.
+    @discardableResult
+    public func push() async throws -> SyncReport {
+        try await configuration.retryPolicy.run { try await self.pushQueue() }
+    }
+
+    /// One pass over the queue, in order, in groups within the server's limits. A transient error stops the pass
+    /// (what is left stays queued, in order); a permanent refusal moves the write to the failed list and goes on.
+    func pushQueue() async throws -> SyncReport {
+        guard isSignedIn else { throw SyncClientError.notSignedIn }
+        var report = SyncReport()
+        // A conflict settled as "keep local" goes round again with the server's new ETag; three rounds at most.
+        for _ in 0..<3 {
+            let operations = try pendingOperations()
+            guard !operations.isEmpty else { break }
+            let limits = try await limits()
+            for batch in Self.batches(operations, limits: limits) {
+                let outcome = try await pushBatch(batch)
+                report.pushed += outcome.pushed
+                report.failed += outcome.failed
+                report.conflicts += outcome.conflicts
+                try refreshCounts()
+            }
+        }
+        return report
+    }
+
+    /// Splits the queue into groups of at most `groupMaxRequests` writes and about `bodyMaxBytes` of JSON.
+    static func batches(_ operations: [PendingOperation], limits: ServerDescription.Limits) -> [[PendingOperation]] {
+        var batches: [[PendingOperation]] = []
+        var current: [PendingOperation] = []
+        var size = 0
+        let budget = max(1024, limits.bodyMaxBytes - 1024)
+        for op in operations {
+            let cost = (op.body?.jsonText.utf8.count ?? 0) + 200
+            if !current.isEmpty, current.count >= max(1, limits.groupMaxRequests) || size + cost > budget {
+                batches.append(current)
+                current = []
+                size = 0
+            }
+            current.append(op)
+            size += cost
+        }
+        if !current.isEmpty { batches.append(current) }
+        return batches
+    }
+
+    private func pushBatch(_ batch: [PendingOperation]) async throws -> SyncReport {
+        var report = SyncReport()
+        var bases = try await replica.pool.read { db in try batch.map { try Replica.base(db, $0) } }
+        // The ETag of an item pulled by a sync is not known (sync answers carry none): read it first; a version that
+        // moved since the base is a conflict, settled before writing.
+        let unknown = batch.indices.filter { bases[$0].server != nil && bases[$0].etag == nil }
+        var settled = Set<Int>()
+        if !unknown.isEmpty {
+            let answers = try await group(unknown.map { SubRequest(id: "\($0)", method: "GET", url: "/api/v1" + path(batch[$0])) })
+            for index in unknown {
+                guard let answer = answers["\(index)"] else { continue }
+                let server = answer.status == 200 ? answer.body?.objectValue : nil
+                if answer.status == 200, server?.jsonTextWithoutChildren == bases[index].server?.jsonTextWithoutChildren {
+                    bases[index].etag = answer.header("ETag")
+                } else if answer.status == 200 || answer.status == 404 {
+                    if Self.alreadyThere(batch[index], server: server) {
+                        try await replica.pool.write { db in try Replica.landed(db, batch[index], server: server, etag: answer.header("ETag")) }
+                        report.pushed += 1
+                    } else {
+                        try await settle(batch[index], base: bases[index].server, server: server, etag: answer.header("ETag"))
+                        report.conflicts += 1
+                    }
+                    settled.insert(index)
+                } else if let error = SyncClientError.from(status: answer.status, body: answer.body, retryAfter: answer.header("Retry-After")),
+                    error.isTransient
+                {
+                    throw error
+                }
+            }
+        }
+        let writes = batch.indices.filter { !settled.contains($0) }
+        guard !writes.isEmpty else { return report }
+        let requests = writes.map { index -> SubRequest in
+            let op = batch[index]
+            var headers: [String: String] = [:]
+            if let etag = bases[index].etag {
+                headers["If-Match"] = etag
+            } else if op.kind == .put, op.collection.kind != .singleton {
+                // Created here: it must not overwrite an item someone else created with the same id.
+                headers["If-None-Match"] = "*"
+            }
+            return SubRequest(
+                id: "\(index)", method: op.kind == .put ? "PUT" : "DELETE", url: "/api/v1" + path(op),
+                body: op.body.map { .object($0) }, headers: headers)
+        }
+        let answers = try await group(requests)
+        for index in writes {
+            let op = batch[index]
+            guard let answer = answers["\(index)"] else { continue }
+            switch answer.status {
+            case 200, 201, 204:
+                try await replica.pool.write { db in
+                    try Replica.landed(db, op, server: op.kind == .put ? answer.body?.objectValue : nil, etag: answer.header("ETag"))
+                }
+                report.pushed += 1
+            case let status where status == 412 || (status == 404 && !(op.kind == .put && bases[index].server == nil)):
+                // Changed or gone since (a 404 on a new child is a parent that is gone: refused below): see what the server holds (a retried write whose first attempt landed looks
+                // like this too, and is no conflict).
+                let current = try await call("GET", path(op))
+                if let error = SyncClientError.from(status: current.status, body: current.json, retryAfter: current.header("Retry-After")),
+                    error.isTransient
+                {
+                    throw error
+                }
+                let server = current.status == 200 ? current.json?.objectValue : nil
+                if Self.alreadyThere(op, server: server) {
+                    try await replica.pool.write { db in try Replica.landed(db, op, server: server, etag: current.header("ETag")) }
+                    report.pushed += 1
+                } else {
+                    try await settle(op, base: bases[index].server, server: server, etag: current.header("ETag"))
+                    report.conflicts += 1
+                }
+            default:
+                let error = SyncClientError.from(answer)
+                if error.isTransient { throw error }
+                // Refused for good (validation, a parent that is gone): inspectable, and the queue goes on.
+                let code = answer.body?["code"]?.stringValue ?? "http_\(answer.status)"
+                let detail = answer.body?["detail"]?.stringValue ?? ""
+                try await replica.pool.write { db in try Replica.refused(db, op, status: answer.status, code: code, detail: detail) }
+                report.failed += 1
+            }
+        }
+        return report
+    }
+
+    func path(_ op: PendingOperation) -> String {
+        op.collection.path(id: op.id, parent: op.parent) ?? "/\(op.collection.rawValue)"
+    }
+
+    /// Whether the server already holds what the operation would write (its first attempt landed).
+    static func alreadyThere(_ op: PendingOperation, server: JSONObject?) -> Bool {
+        switch op.kind {
+        case .delete: return server == nil
+        case .put:
+            guard let server, let local = op.body else { return false }
+            return sameContent(local: local, server: server)
+        }
+    }
+
+    /// The client's fields all equal on the server (server-set fields aside; a field the client left out equals
+    /// the server's null or default).
+    static func sameContent(local: JSONObject, server: JSONObject) -> Bool {
+        let serverSet: Set<String> = ["id", "modified", "author", "created", "lastMessageAt", "messages", "comments", "nomore"]
+        for (key, value) in local where !serverSet.contains(key) {
+            if value != (server[key] ?? .null) { return false }
+        }
+        return true
+    }
+
+    /// A conflict: the collection's handler decides (server wins by default).
+    private func settle(_ op: PendingOperation, base: JSONObject?, server: JSONObject?, etag: String?) async throws {
+        let handler = conflictHandlers.withLock { $0[op.collection] }
+        let versions = ConflictVersions(collection: op.collection, id: op.id, base: base, local: op.kind == .put ? op.body : nil, server: server)
+        let resolution = handler?(versions) ?? .keepServer
+        try await replica.pool.write { db in
+            switch resolution {
+            case .keepServer:
+                try Replica.landed(db, op, server: server, etag: etag)
+            case .keepLocal, .merged:
+                // The server's version becomes the base; the edit stays queued and goes again with its ETag.
+                if let server {
+                    try Replica.storeServer(db, op.collection, parent: op.parent ?? "", server, etag: etag)
+                } else {
+                    try Replica.removeServer(db, op.collection, parent: op.parent ?? "", id: op.id)
+                }
+                if case .merged(let merged) = resolution {
+                    try Replica.save(db, op.collection, id: op.id, parent: op.parent ?? "", merged)
+                }
+            }
+        }
+    }
+}
+
+extension Dictionary where Key == String, Value == JSONValue {
+    /// The JSON text of an item without the children a sync carries inside it (as the replica stores it).
+    var jsonTextWithoutChildren: String {
+        var copy = self
+        copy["messages"] = nil
+        copy["comments"] = nil
+        copy["nomore"] = nil
+        return copy.jsonText
+    }
+}

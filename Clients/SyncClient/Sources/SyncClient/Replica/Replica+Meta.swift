@@ -1,0 +1,36 @@
+import GRDB
+
+/// Keys of the `meta` table.
+enum MetaKey {
+    static let date = "date"
+    static let limits = "limits.json"
+    /// The account whose data the replica holds.
+    static let account = "account"
+
+    /// Whether the replica holds the whole list (`nomore`) of threads or the wall, or all children of one parent.
+    static func nomore(_ list: SyncCollection, parent: String? = nil) -> String {
+        parent.map { "nomore.\(list.rawValue).\($0)" } ?? "nomore.\(list.rawValue)"
+    }
+}
+
+extension Replica {
+    static func meta(_ db: Database, _ key: String) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key])
+    }
+
+    static func setMeta(_ db: Database, _ key: String, _ value: String?) throws {
+        if let value {
+            try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", arguments: [key, value])
+        } else {
+            try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [key])
+        }
+    }
+
+    static func setFlag(_ db: Database, _ key: String, _ value: Bool) throws {
+        try setMeta(db, key, value ? "1" : "0")
+    }
+
+    static func flag(_ db: Database, _ key: String) throws -> Bool {
+        try meta(db, key) == "1"
+    }
+}

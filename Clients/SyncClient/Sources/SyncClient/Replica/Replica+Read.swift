@@ -1,0 +1,46 @@
+import GRDB
+
+extension Replica {
+    /// The items of a collection as the app sees them: the server's, with unsent edits on top, in the server's order
+    /// for paginated and child lists (newest first, then id descending), by id otherwise.
+    public static func visibleItems(_ db: Database, _ collection: SyncCollection, parent: String? = nil) throws -> [JSONObject] {
+        let order = collection.sortField == nil ? "id" : "sortKey DESC, id DESC"
+        let texts = try String.fetchAll(
+            db,
+            sql: """
+                SELECT COALESCE(local, server) FROM items
+                WHERE collection = ? AND parent = ? AND localDeleted = 0 AND COALESCE(local, server) IS NOT NULL
+                ORDER BY \(order)
+                """, arguments: [collection.rawValue, parent ?? ""])
+        return texts.compactMap { text in (try? JSONValue.parse(text))?.objectValue }
+    }
+
+    /// One visible item (nil when absent or deleted locally).
+    public static func visibleItem(_ db: Database, _ collection: SyncCollection, id: String, parent: String? = nil) throws -> JSONObject? {
+        guard
+            let text = try String.fetchOne(
+                db,
+                sql: "SELECT COALESCE(local, server) FROM items WHERE collection = ? AND parent = ? AND id = ? AND localDeleted = 0",
+                arguments: [collection.rawValue, parent ?? "", id])
+        else { return nil }
+        return try JSONValue.parse(text).objectValue
+    }
+
+    /// The last item the replica holds of a server-ordered list (the `lastId` of protocol §4), from the server's
+    /// versions only: an item created here and not yet pushed has no place in the server's order.
+    static func lastServerID(_ db: Database, _ collection: SyncCollection, parent: String = "") throws -> String? {
+        try String.fetchOne(
+            db,
+            sql: """
+                SELECT id FROM items WHERE collection = ? AND parent = ? AND server IS NOT NULL
+                ORDER BY sortKey ASC, id ASC LIMIT 1
+                """, arguments: [collection.rawValue, parent])
+    }
+
+    /// How many server items of a list the replica holds.
+    static func serverCount(_ db: Database, _ collection: SyncCollection, parent: String = "") throws -> Int {
+        try Int.fetchOne(
+            db, sql: "SELECT COUNT(*) FROM items WHERE collection = ? AND parent = ? AND server IS NOT NULL",
+            arguments: [collection.rawValue, parent]) ?? 0
+    }
+}

@@ -1,0 +1,65 @@
+import GRDB
+
+extension Replica {
+    /// The sort key of an item: its sort field (RFC 3339 UTC with milliseconds sorts as text); an item without one
+    /// (created here, not yet pushed) sorts first, as the server will put it.
+    static func sortKey(_ collection: SyncCollection, _ item: JSONObject?) -> String {
+        guard let field = collection.sortField else { return "" }
+        return item?[field]?.stringValue ?? "~"
+    }
+
+    /// Stores the server's version of an item, keeping an unsent local edit on top of it.
+    static func storeServer(_ db: Database, _ collection: SyncCollection, parent: String = "", _ item: JSONObject, etag: String? = nil) throws {
+        guard let id = item["id"]?.stringValue else { return }
+        var stored = item
+        // Children travel inside their parent in sync answers; the replica keeps them as their own rows.
+        stored["messages"] = nil
+        stored["comments"] = nil
+        stored["nomore"] = nil
+        try db.execute(
+            sql: """
+                INSERT INTO items (collection, parent, id, server, etag, sortKey) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (collection, parent, id) DO UPDATE SET server = excluded.server,
+                    etag = COALESCE(excluded.etag, CASE WHEN items.server = excluded.server THEN items.etag END),
+                    sortKey = excluded.sortKey
+                """, arguments: [collection.rawValue, parent, id, stored.jsonText, etag, sortKey(collection, stored)])
+    }
+
+    /// The server deleted an item: it goes, with its children, unless an unsent local edit keeps it.
+    static func removeServer(_ db: Database, _ collection: SyncCollection, parent: String = "", id: String) throws {
+        try db.execute(
+            sql: "DELETE FROM items WHERE collection = ? AND parent = ? AND id = ? AND local IS NULL AND localDeleted = 0",
+            arguments: [collection.rawValue, parent, id])
+        try db.execute(
+            sql: "UPDATE items SET server = NULL, etag = NULL WHERE collection = ? AND parent = ? AND id = ?",
+            arguments: [collection.rawValue, parent, id])
+        if let child = collection.childCollection {
+            try clearServer(db, child, parent: id)
+            try setMeta(db, MetaKey.nomore(child, parent: id), nil)
+        }
+    }
+
+    /// Forgets the server's versions of a whole list (a `sync: false` or `crop` answer replaces it), keeping rows
+    /// that carry unsent edits. For threads and the wall, their children go too.
+    static func clearServer(_ db: Database, _ collection: SyncCollection, parent: String? = nil) throws {
+        let scope = parent == nil ? "" : " AND parent = ?"
+        var arguments: StatementArguments = [collection.rawValue]
+        if let parent { _ = arguments.append(contentsOf: [parent]) }
+        if let child = collection.childCollection, parent == nil {
+            try db.execute(
+                sql: "DELETE FROM items WHERE collection = ? AND local IS NULL AND localDeleted = 0", arguments: [child.rawValue])
+            try db.execute(sql: "UPDATE items SET server = NULL, etag = NULL WHERE collection = ?", arguments: [child.rawValue])
+            try db.execute(sql: "DELETE FROM meta WHERE key LIKE ?", arguments: ["nomore.\(child.rawValue).%"])
+        }
+        try db.execute(
+            sql: "DELETE FROM items WHERE collection = ?\(scope) AND local IS NULL AND localDeleted = 0", arguments: arguments)
+        try db.execute(sql: "UPDATE items SET server = NULL, etag = NULL WHERE collection = ?\(scope)", arguments: arguments)
+    }
+
+    /// Erases every item, the queue, the failed list and the sync state (logout, reset). The file stays, so open
+    /// observations keep working and see empty results.
+    static func eraseData(_ db: Database) throws {
+        try db.execute(sql: "DELETE FROM items; DELETE FROM queue; DELETE FROM failed")
+        try db.execute(sql: "DELETE FROM meta WHERE key <> ?", arguments: [MetaKey.limits])
+    }
+}

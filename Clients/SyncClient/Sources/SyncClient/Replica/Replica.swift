@@ -1,0 +1,20 @@
+import GRDB
+
+/// The local copy of a family's data: a SQLite file (GRDB `DatabasePool`, WAL) holding each item as the server last
+/// sent it (the base version), the unsent local edit on top of it, the date of sync, the `nomore` flags, the queue of
+/// writes to push and the writes the server refused.
+///
+/// Every change the SDK makes to it is one transaction: a pulled answer with its new date, or a local edit with its
+/// queue entry, so a crash never leaves it half-applied.
+public final class Replica: Sendable {
+    /// The database; apps may read it (observations, their own queries on `items`), never write it.
+    public let pool: DatabasePool
+
+    /// Opens (creating if needed) and migrates the replica at `path`.
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        pool = try DatabasePool(path: path, configuration: configuration)
+        try Self.migrator.migrate(pool)
+    }
+}

@@ -1,0 +1,28 @@
+import GRDB
+
+extension SyncClient {
+    /// The current status.
+    public var status: SyncStatus { statusCenter.current }
+
+    /// The status now, then a fresh value on every change (for SwiftUI: `.task { for await s in client.statusUpdates … }`).
+    public var statusUpdates: AsyncStream<SyncStatus> { statusCenter.updates() }
+
+    /// Recounts pending and failed writes and the lists' progress into the status.
+    func refreshCounts() throws {
+        let (pending, failed, lists) = try replica.pool.read { db -> (Int, Int, [String: SyncStatus.ListProgress]) in
+            var lists: [String: SyncStatus.ListProgress] = [:]
+            for collection in [SyncCollection.contacts, .events, .places, .threads, .wall, .members] {
+                let complete = collection.kind == .paginated ? try Replica.flag(db, MetaKey.nomore(collection)) : true
+                lists[collection.rawValue] = .init(count: try Replica.serverCount(db, collection), complete: complete)
+            }
+            let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM queue") ?? 0
+            let failed = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM failed") ?? 0
+            return (pending, failed, lists)
+        }
+        statusCenter.update {
+            $0.pendingWrites = pending
+            $0.failedWrites = failed
+            $0.lists = lists
+        }
+    }
+}

@@ -1,0 +1,34 @@
+import Foundation
+
+/// What the app shows about syncing (`SyncClient.status`, `statusUpdates`): a fresh value on every change.
+public struct SyncStatus: Sendable, Equatable {
+    /// What the client is doing.
+    public enum State: Sendable, Equatable {
+        case idle, syncing
+        /// The server could not be reached (or was busy): writes stay queued, the next sync retries.
+        case offline
+        case error(String)
+    }
+
+    /// How much of one list the replica holds.
+    public struct ListProgress: Sendable, Equatable {
+        /// Items of the server held.
+        public var count: Int
+        /// Whether the replica holds the whole list (always for full lists; `nomore` for threads and the wall).
+        public var complete: Bool
+    }
+
+    public var state: State = .idle
+    public var signedIn = false
+    /// Writes waiting to reach the server, and writes it refused for good.
+    public var pendingWrites = 0
+    public var failedWrites = 0
+    /// Per list (`contacts`, `threads`…).
+    public var lists: [String: ListProgress] = [:]
+    public var lastSuccessfulSync: Date?
+    public var lastError: String?
+    /// Live mode is on.
+    public var live = false
+    /// Live mode holds an open change stream right now (false while it reconnects).
+    public var liveConnected = false
+}

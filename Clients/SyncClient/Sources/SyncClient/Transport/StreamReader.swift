@@ -1,0 +1,72 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Bridges a `URLSession` data task's delegate calls to an async stream of bytes.
+final class StreamReader: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // Delegate calls arrive one at a time on the session's queue; the lock guards the hand-over to async callers.
+    private let lock = NSLock()
+    private var statusContinuation: CheckedContinuation<Int, any Error>?
+    private var statusCode: Int?
+    private var failure: (any Error)?
+    let stream: AsyncThrowingStream<Data, any Error>
+    private let continuation: AsyncThrowingStream<Data, any Error>.Continuation
+    var onEnd: (@Sendable () -> Void)?
+
+    override init() {
+        (stream, continuation) = AsyncThrowingStream.makeStream(of: Data.self)
+        super.init()
+    }
+
+    func onTermination(_ body: @escaping @Sendable () -> Void) {
+        continuation.onTermination = { _ in body() }
+    }
+
+    func status() async throws -> Int {
+        try await withCheckedThrowingContinuation { continuation in
+            lock.lock()
+            if let statusCode {
+                lock.unlock()
+                continuation.resume(returning: statusCode)
+            } else if let failure {
+                lock.unlock()
+                continuation.resume(throwing: failure)
+            } else {
+                statusContinuation = continuation
+                lock.unlock()
+            }
+        }
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
+        let code = (response as? HTTPURLResponse)?.statusCode ?? 0
+        lock.lock()
+        statusCode = code
+        let waiter = statusContinuation
+        statusContinuation = nil
+        lock.unlock()
+        waiter?.resume(returning: code)
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        continuation.yield(data)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        lock.lock()
+        let waiter = statusContinuation
+        statusContinuation = nil
+        if statusCode == nil { failure = error ?? SyncClientError.offline("the stream ended before its answer") }
+        let failed = failure
+        lock.unlock()
+        if let waiter, let failed { waiter.resume(throwing: failed) }
+        continuation.finish(throwing: error)
+        onEnd?()
+    }
+}

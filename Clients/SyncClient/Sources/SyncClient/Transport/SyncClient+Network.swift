@@ -1,0 +1,85 @@
+import Foundation
+import GRDB
+
+extension SyncClient {
+    /// The URL of a path under `/api/v1`.
+    func url(_ path: String) -> URL {
+        var base = configuration.serverURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        return URL(string: base + "/api/v1" + path)!
+    }
+
+    /// One call to the server; a transport failure is `offline`.
+    func call(
+        _ method: String, _ path: String, body: JSONValue? = nil, headers: [String: String] = [:], auth: Bool = true
+    ) async throws
+        -> HTTPAnswer
+    {
+        var headers = headers
+        if auth {
+            guard let token = session.withLock({ $0?.token }) else { throw SyncClientError.notSignedIn }
+            headers["Authorization"] = "Bearer \(token)"
+        }
+        var data: Data?
+        if let body {
+            data = Data(body.text.utf8)
+            headers["Content-Type"] = "application/json"
+        }
+        headers["Accept"] = headers["Accept"] ?? "application/json"
+        let answer: HTTPAnswer
+        do {
+            answer = try await configuration.transport.send(HTTPCall(method: method, url: url(path), headers: headers, body: data))
+        } catch let error as SyncClientError {
+            throw error
+        } catch {
+            throw SyncClientError.offline("\(error.localizedDescription)")
+        }
+        if auth, answer.status == 401 {
+            sessionEnded()
+            throw SyncClientError.notSignedIn
+        }
+        return answer
+    }
+
+    /// One `POST /group`; its sub-responses by id. A 401 anywhere means the session is gone.
+    func group(_ requests: [SubRequest]) async throws -> [String: SubResponse] {
+        let body = try JSONValue(encoding: GroupRequest(requests: requests))
+        let answer = try await call("POST", "/group", body: body)
+        guard answer.status == 200 else { throw SyncClientError.from(answer) }
+        let group: GroupAnswer
+        do {
+            group = try JSONDecoder().decode(GroupAnswer.self, from: answer.body)
+        } catch {
+            throw SyncClientError.server(status: 200, code: "invalid_answer", detail: "the group answer does not decode: \(error)")
+        }
+        var out: [String: SubResponse] = [:]
+        for response in group.responses {
+            if response.status == 401 {
+                sessionEnded()
+                throw SyncClientError.notSignedIn
+            }
+            out[response.id] = response
+        }
+        return out
+    }
+
+    /// The server's limits (`GET /api/v1/`), read once and kept in the replica.
+    func limits() async throws -> ServerDescription.Limits {
+        if let stored = try await replica.pool.read({ db in try Replica.meta(db, MetaKey.limits) }),
+            let limits = try? JSONDecoder().decode(ServerDescription.Limits.self, from: Data(stored.utf8))
+        {
+            return limits
+        }
+        let answer = try await call("GET", "/", auth: false)
+        guard answer.status == 200 else { throw SyncClientError.from(answer) }
+        let description = try JSONDecoder().decode(ServerDescription.self, from: answer.body)
+        let text = try JSONValue(encoding: description.limits).text
+        try await replica.pool.write { db in try Replica.setMeta(db, MetaKey.limits, text) }
+        return description.limits
+    }
+
+    /// A query value, percent-encoded.
+    static func queryEscape(_ value: String) -> String {
+        value.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "-._~"))) ?? value
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import SyncClient
+
+/// The command line split by hand: `--name value` options, `--flag` flags and positional arguments.
+struct Arguments {
+    var positional: [String] = []
+    var options: [String: String] = [:]
+    var flags: Set<String> = []
+    static let flagNames: Set<String> = ["json", "discard", "help"]
+
+    init(_ arguments: [String]) throws {
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--" {
+                positional += arguments[(index + 1)...]
+                break
+            }
+            if argument.hasPrefix("--"), argument.count > 2 {
+                var name = String(argument.dropFirst(2))
+                if let equals = name.firstIndex(of: "=") {
+                    options[String(name[..<equals])] = String(name[name.index(after: equals)...])
+                    name = ""
+                } else if Self.flagNames.contains(name) {
+                    flags.insert(name)
+                } else {
+                    guard index + 1 < arguments.count else { throw SyncClientError.invalid("--\(name) needs a value") }
+                    options[name] = arguments[index + 1]
+                    index += 1
+                }
+            } else {
+                positional.append(argument)
+            }
+            index += 1
+        }
+    }
+
+    var json: Bool { flags.contains("json") }
+    var parent: String? { options["parent"] }
+
+    func option(_ name: String) throws -> String {
+        guard let value = options[name] else { throw SyncClientError.invalid("--\(name) is required") }
+        return value
+    }
+
+    func positional(_ index: Int) throws -> String {
+        guard index < positional.count else { throw SyncClientError.invalid("missing argument (see `syncapi client help`)") }
+        return positional[index]
+    }
+
+    func collection(_ index: Int) throws -> SyncCollection {
+        let name = try positional(index)
+        guard let collection = SyncCollection(rawValue: name) else {
+            throw SyncClientError.invalid("unknown collection \(name) (\(SyncCollection.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
+        return collection
+    }
+
+    func configuration() throws -> SyncClientConfiguration {
+        guard let server = URL(string: try option("server")), server.scheme == "http" || server.scheme == "https" else {
+            throw SyncClientError.invalid("--server is not an http(s) URL")
+        }
+        return SyncClientConfiguration(serverURL: server, replicaPath: try option("replica"))
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import GRDB
+import Testing
+
+@testable import SyncClient
+
+/// The whole client with no server reachable (a closed local port, not a stand-in server): local writes, the queue
+/// across restarts, status, observation, logout. Tests against a real server live in the server package.
+@Suite("Client without a server")
+struct OfflineClientTests {
+    /// A client whose server is a closed port, signed in with a stored session, retrying fast.
+    static func client(path: String = NSTemporaryDirectory() + "syncclient-offline-\(UUID().uuidString).sqlite") throws -> SyncClient {
+        var configuration = SyncClientConfiguration(serverURL: URL(string: "http://127.0.0.1:9")!, replicaPath: path)
+        configuration.retryPolicy = RetryPolicy(attempts: 2, baseDelay: .milliseconds(1), sleep: { _ in })
+        if try configuration.tokenStore.load() == nil {
+            try configuration.tokenStore.save(ClientSession(token: "token", accountID: "acc", familyID: "fam"))
+        }
+        return try SyncClient(configuration: configuration)
+    }
+
+    @Test("offline: saves and deletes show at once, sync fails as offline, the queue survives a restart")
+    func offlineWrites() async throws {
+        let path = NSTemporaryDirectory() + "syncclient-offline-\(UUID().uuidString).sqlite"
+        do {
+            let client = try Self.client(path: path)
+            #expect(client.isSignedIn)
+            try await client.save(.contacts, id: "c1", json: ["firstName": "Ann"])
+            try await client.save(Contact(id: "c2", firstName: "Bob", emails: ["bob@example.org"]))
+            try await client.save(Message(id: "m1", threadID: "t1", text: "hi"))
+            try await client.delete(.contacts, id: "c1")
+            #expect(try client.items(.contacts).map { $0["id"] } == ["c2"])
+            #expect(try client.all(Contact.self).first?.emails == ["bob@example.org"])
+            #expect(try client.all(Message.self, parent: "t1").map(\.threadID) == ["t1"])
+            await #expect(throws: SyncClientError.self) { try await client.sync() }
+            #expect(client.status.state == .offline)
+            #expect(client.status.pendingWrites == 2)
+            #expect(client.status.lastError != nil)
+        }
+        let restarted = try Self.client(path: path)
+        #expect(try restarted.pendingOperations().map(\.id) == ["c2", "m1"])
+        #expect(restarted.status.pendingWrites == 2)
+        #expect(try restarted.item(.contacts, id: "c2")?["firstName"] == "Bob")
+    }
+
+    @Test("writes the SDK refuses before any request")
+    func refusedLocally() async throws {
+        let client = try Self.client()
+        await #expect(throws: SyncClientError.self) { try await client.save(.messages, id: "m", json: ["text": "no parent"]) }
+        await #expect(throws: SyncClientError.self) { try await client.save(.contacts, id: "c", parent: "p", json: [:]) }
+        await #expect(throws: SyncClientError.self) { try await client.save(.accounts, id: "a", json: [:]) }
+        await #expect(throws: SyncClientError.self) { try await client.delete(.family, id: "f") }
+        #expect(try client.pendingOperations().isEmpty)
+    }
+
+    @Test("concurrent syncs join one flight")
+    func singleFlight() async throws {
+        let client = try Self.client()
+        async let first: SyncReport? = try? client.sync()
+        async let second: SyncReport? = try? client.sync()
+        _ = await (first, second)
+        #expect(client.status.state == .offline)
+    }
+
+    @Test("an observation redraws on a local write and sees empty results after logout; status updates flow")
+    func observationAndLogout() async throws {
+        let client = try Self.client()
+        let updates = client.statusUpdates
+        let observation = client.observeAll(Contact.self)
+        var iterator = observation.makeAsyncIterator()
+        #expect(try await iterator.next()?.isEmpty == true)
+        try await client.save(Contact(id: "c1", firstName: "Ann"))
+        var value = try await iterator.next()
+        // GRDB may notify a value equal to the last one first; the write's value follows.
+        while value?.isEmpty == true { value = try await iterator.next() }
+        #expect(value?.map(\.id) == ["c1"])
+        // Unsent writes block a plain logout while offline; discarding them signs out and erases the replica.
+        await #expect(throws: SyncClientError.self) { try await client.logOut() }
+        #expect(client.isSignedIn)
+        try await client.logOut(discardingPendingWrites: true)
+        #expect(!client.isSignedIn)
+        value = try await iterator.next()
+        while value?.isEmpty == false { value = try await iterator.next() }
+        #expect(value?.isEmpty == true)
+        #expect(try client.pendingOperations().isEmpty)
+        var seen: [SyncStatus] = []
+        for await status in updates {
+            seen.append(status)
+            if !status.signedIn { break }
+        }
+        #expect(seen.contains { $0.pendingWrites == 1 })
+        await #expect(throws: SyncClientError.notSignedIn) { try await client.sync() }
+    }
+
+    @Test("reset erases the data and keeps the session")
+    func reset() async throws {
+        let client = try Self.client()
+        try await client.save(.places, id: "home", json: ["name": "Home"])
+        try await client.reset()
+        #expect(try client.items(.places).isEmpty)
+        #expect(try client.pendingOperations().isEmpty)
+        #expect(client.isSignedIn)
+    }
+
+    @Test("live mode against an unreachable server keeps retrying and stops at once")
+    func liveStops() async throws {
+        var configuration = SyncClientConfiguration(
+            serverURL: URL(string: "http://127.0.0.1:9")!, replicaPath: NSTemporaryDirectory() + "syncclient-live-\(UUID().uuidString).sqlite")
+        configuration.liveMaximumBackoff = .milliseconds(20)
+        try configuration.tokenStore.save(ClientSession(token: "token", accountID: "acc", familyID: "fam"))
+        let client = try SyncClient(configuration: configuration)
+        client.startLive()
+        #expect(client.status.live)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(!client.status.liveConnected)
+        await client.stopLive()
+        #expect(!client.status.live)
+    }
+}
