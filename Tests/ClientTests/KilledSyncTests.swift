@@ -8,14 +8,7 @@ import Testing
 /// either the old replica or the new one, each exact for its date.
 @Suite("Client killed mid-sync")
 struct KilledSyncTests {
-    static func binary() throws -> String {
-        let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [folder, folder.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("syncapi").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        throw TestFailure("no syncapi binary beside \(CommandLine.arguments[0]): run swift build first")
-    }
+    static func binary() throws -> String { try BuiltBinary.path() }
 
     @Test("SIGKILL during 12 syncs of 1,000 contacts: the replica is always empty without a date, or exact with it")
     func killed() async throws {

@@ -9,14 +9,7 @@ struct ServerProcess {
     let port: Int
     let log: String
 
-    static func binary() throws -> String {
-        let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [folder, folder.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("syncapi").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        throw TestFailure("no syncapi binary beside \(CommandLine.arguments[0]): run swift build first")
-    }
+    static func binary() throws -> String { try BuiltBinary.path() }
 
     /// Starts `syncapi serve` with `arguments` on a free port and waits until `/health` answers.
     static func start(_ arguments: [String], scheme: String = "http", curlOptions: [String] = []) async throws -> ServerProcess {
