@@ -12,7 +12,7 @@ extension PostgresStore {
                     "INSERT INTO families (id, name, version, created_ms) VALUES (\(id), \(name), 0, \(nowMs))", logger: logger)
                 let version = try await insertAccount(account, familyID: id, nowMs: nowMs, on: conn)
                 let family = RowWrite(key: ItemKey(collection: Collections.family.name, id: id), body: familyBody)
-                try await storeRow(family, familyID: id, version: version, nowMs: nowMs, on: conn)
+                _ = try await PostgresItemStatements(conn: conn, logger: logger).store(family, familyID: id, version: version, nowMs: nowMs)
             }
         }
     }
@@ -20,7 +20,9 @@ extension PostgresStore {
     public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64) async throws {
         try await guarded {
             try await transaction { conn in
-                try await lockFamily(familyID, on: conn)
+                guard try await PostgresItemStatements(conn: conn, logger: logger).family(familyID, lock: true) != nil else {
+                    throw SyncError.unauthorized
+                }
                 try await insertAccount(account, familyID: familyID, nowMs: nowMs, on: conn)
             }
         }
@@ -39,9 +41,10 @@ extension PostgresStore {
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
             throw SyncError.usernameTaken
         }
+        let statements = PostgresItemStatements(conn: conn, logger: logger)
         var version: Int64?
         for row in account.rows {
-            version = try await storeRow(row, familyID: familyID, version: version, nowMs: nowMs, on: conn).version
+            version = try await statements.store(row, familyID: familyID, version: version, nowMs: nowMs).version
         }
         return version ?? 0
     }

@@ -22,14 +22,14 @@ extension PostgresStore {
                 // PostgresNIO reads rows from the socket as they are consumed: the cursor moves at the client's pace.
                 let rows = try await conn.query(
                     """
-                    SELECT \(unescaped: Self.columns) FROM items
+                    SELECT \(unescaped: PostgresItemStatements.columns) FROM items
                     WHERE family_id = \(familyID) AND collection = \(collection) AND parent_id = '' AND NOT deleted
                     ORDER BY version, id
                     """, logger: logger)
                 var batch: [StoredItem] = []
                 batch.reserveCapacity(StreamPaging.pageSize)
-                for try await columns in rows.decode(ItemColumns.self) {
-                    batch.append(Self.storedItem(columns))
+                for try await columns in rows.decode(PostgresItemStatements.ItemColumns.self) {
+                    batch.append(PostgresItemStatements.storedItem(columns))
                     if batch.count == StreamPaging.pageSize {
                         try await page(batch)
                         batch.removeAll(keepingCapacity: true)

@@ -38,7 +38,7 @@ enum PreparedStatements {
             SELECT id, version, deleted, body, sort_ms, sort_version, tag FROM items
             WHERE family_id = $1 AND collection = $2 AND parent_id = $3 AND id = $4
             """
-        typealias Row = PostgresStore.ItemColumns
+        typealias Row = PostgresItemStatements.ItemColumns
         let familyID: String
         let key: ItemKey
 
@@ -56,8 +56,8 @@ enum PreparedStatements {
 
     /// Locks the family row: every write of the family is ordered by it.
     struct LockFamily: PostgresPreparedStatement {
-        static let sql = "SELECT version FROM families WHERE id = $1 FOR UPDATE"
-        typealias Row = Int64
+        static let sql = "SELECT version, horizon FROM families WHERE id = $1 FOR UPDATE"
+        typealias Row = (Int64, Int64)
         let familyID: String
 
         func makeBindings() throws -> PostgresBindings {
@@ -66,7 +66,7 @@ enum PreparedStatements {
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     /// The session of an unexpired token hash.

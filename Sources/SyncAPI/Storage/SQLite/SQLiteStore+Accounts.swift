@@ -9,9 +9,9 @@ extension SQLiteStore {
             try db.executeCached(
                 sql: "INSERT INTO families (id, name, version, created_ms) VALUES (?, ?, 0, ?)", arguments: [id, name, nowMs])
             let version = try Self.insertAccount(account, familyID: id, nowMs: nowMs, db: db)
-            try Self.storeRow(
+            try SQLiteItemStatements(db: db).store(
                 RowWrite(key: ItemKey(collection: Collections.family.name, id: id), body: familyBody), familyID: id, version: version,
-                nowMs: nowMs, db: db)
+                nowMs: nowMs)
         }
     }
 
@@ -41,9 +41,10 @@ extension SQLiteStore {
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             throw SyncError.usernameTaken
         }
-        let version = try bump(familyID: familyID, db: db)
+        let statements = SQLiteItemStatements(db: db)
+        let version = try statements.bump(familyID: familyID)
         for row in account.rows {
-            try storeRow(row, familyID: familyID, version: version, nowMs: nowMs, db: db)
+            try statements.store(row, familyID: familyID, version: version, nowMs: nowMs)
         }
         return version
     }

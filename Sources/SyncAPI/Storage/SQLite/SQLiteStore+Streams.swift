@@ -22,12 +22,12 @@ extension SQLiteStore {
                 try Row.fetchAll(
                     cached: db,
                     sql: """
-                        SELECT \(Self.columns) FROM items
+                        SELECT \(SQLiteItemStatements.columns) FROM items
                         WHERE family_id = ? AND collection = ? AND parent_id = '' AND NOT deleted AND (version, id) > (?, ?)
                         ORDER BY version, id LIMIT ?
                         """,
                     arguments: [familyID, collection, position.version, position.id, StreamPaging.pageSize]
-                ).map(Self.storedItem)
+                ).map(SQLiteItemStatements.storedItem)
             }
             guard let last = rows.last else { return }
             try await page(rows)

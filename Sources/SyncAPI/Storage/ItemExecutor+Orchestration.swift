@@ -1,0 +1,108 @@
+/// The item orchestration, written once for both backends on top of their `ItemStatements`: writes ordered by the
+/// family lock, deltas and pages read in one snapshot.
+extension ItemExecutor {
+    func readItem(familyID: String, key: ItemKey) async throws -> StoredItem? {
+        try await inSingleStatement { try await $0.item(familyID: familyID, key: key) }
+    }
+
+    /// Locks the family, reads the row (and its parent, for a child), lets `plan` decide, and stores the decided rows
+    /// at one new version of the family's counter, all in one transaction (so versions are in commit order).
+    func writeItem(
+        familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
+    ) async throws -> WriteOutcome {
+        try await inWriteTransaction { statements in
+            // Lock the family row first: it orders this write against every other write of the family.
+            guard try await statements.family(familyID, lock: true) != nil else { throw SyncError.unauthorized }
+            let existing = try await statements.item(familyID: familyID, key: key)
+            var parentRow: StoredItem?
+            if let parent { parentRow = try await statements.item(familyID: familyID, key: parent) }
+            switch try plan(WriteContext(existing: existing, parent: parentRow)) {
+            case .unchanged:
+                return WriteOutcome(item: existing, changed: false)
+            case .write(let rows):
+                // The first row bumps the counter; the others share its version.
+                var version: Int64?
+                var result = existing
+                for row in rows {
+                    let stored = try await statements.store(row, familyID: familyID, version: version, nowMs: nowMs)
+                    version = stored.version
+                    if row.key == key { result = stored }
+                }
+                return WriteOutcome(item: result, changed: true)
+            }
+        }
+    }
+
+    func readDelta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
+        try await inSingleStatement { statements in
+            guard let delta = try await statements.delta(familyID: familyID, collections: collections, since: since) else {
+                throw SyncError.unauthorized
+            }
+            return delta
+        }
+    }
+
+    /// Everything a paginated sync decides from (protocol §4), in one snapshot.
+    func readPageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
+        try await inSnapshot { statements in
+            guard let family = try await statements.family(familyID, lock: false) else { throw SyncError.unauthorized }
+            var anchor: StoredItem?
+            if let anchorID = query.anchorID {
+                let key = ItemKey(collection: query.collection, parentID: query.parentID, id: anchorID)
+                anchor = try await statements.item(familyID: familyID, key: key)
+            }
+            let limit = query.limit + 1
+            var changed: [StoredItem] = []
+            if let since, query.anchorID == nil || anchor != nil {
+                changed = try await statements.liveItems(
+                    query, familyID: familyID, changedAfter: since, bound: anchor.map(AnchorBound.atOrAbove), oldestFirst: false,
+                    limit: limit)
+            }
+            let top = try await statements.liveItems(
+                query, familyID: familyID, changedAfter: nil, bound: nil, oldestFirst: false, limit: limit)
+            var belowAnchor = false
+            if let anchor {
+                belowAnchor = try await !statements.liveItems(
+                    query, familyID: familyID, changedAfter: nil, bound: .below(anchor), oldestFirst: false, limit: 1
+                ).isEmpty
+            }
+            let bottom = try await statements.liveItems(
+                query, familyID: familyID, changedAfter: nil, bound: nil, oldestFirst: true, limit: 1
+            ).first
+            // Deleted after the date, or changed after it and now outside the filter: gone for this client (§4).
+            var deleted: [String] = []
+            if let since { deleted = try await statements.goneIDs(query, familyID: familyID, since: since) }
+            return PageSyncRows(
+                version: family.version, horizon: family.horizon, anchor: anchor, changed: changed, top: top,
+                belowAnchor: belowAnchor, bottom: bottom, deleted: deleted,
+                children: try await Self.children(query, familyID: familyID, of: changed + top, statements))
+        }
+    }
+
+    /// The live items below the anchor with their children, in one snapshot; nil when the anchor never existed.
+    func readPage(familyID: String, query: PageQuery) async throws -> PageRows? {
+        try await inSnapshot { statements in
+            var bound: AnchorBound?
+            if let anchorID = query.anchorID {
+                let key = ItemKey(collection: query.collection, parentID: query.parentID, id: anchorID)
+                guard let anchor = try await statements.item(familyID: familyID, key: key) else { return nil }
+                bound = .below(anchor)
+            }
+            let items = try await statements.liveItems(
+                query, familyID: familyID, changedAfter: nil, bound: bound, oldestFirst: false, limit: query.limit + 1)
+            return PageRows(items: items, children: try await Self.children(query, familyID: familyID, of: items, statements))
+        }
+    }
+
+    /// The newest `limit + 1` live children of each parent (one more than asked: the engine learns whether more exist).
+    private static func children(
+        _ query: PageQuery, familyID: String, of parents: [StoredItem], _ statements: Statements
+    ) async throws -> [String: [StoredItem]] {
+        guard let children = query.children, !parents.isEmpty else { return [:] }
+        var ids: [String] = []
+        var seen = Set<String>()
+        for parent in parents where seen.insert(parent.id).inserted { ids.append(parent.id) }
+        return try await statements.children(
+            ChildrenQuery(collection: children.collection, limit: children.limit + 1), familyID: familyID, of: ids)
+    }
+}

@@ -1,0 +1,167 @@
+import Logging
+import PostgresNIO
+
+/// The item statements in PostgreSQL's SQL, on one leased connection; the hot ones are prepared (`PreparedStatements`).
+struct PostgresItemStatements: ItemStatements {
+    let conn: PostgresConnection
+    let logger: Logger
+
+    /// The columns every item query reads, in `StoredItem` order.
+    static let columns = "id, version, deleted, body, sort_ms, sort_version, tag"
+    typealias ItemColumns = (String, Int64, Bool, String?, Int64?, Int64?, String?)
+
+    static func storedItem(_ c: ItemColumns) -> StoredItem {
+        StoredItem(id: c.0, version: c.1, deleted: c.2, body: c.3, sortMs: c.4, sortVersion: c.5, tag: c.6)
+    }
+
+    func family(_ familyID: String, lock: Bool) async throws -> FamilyCounter? {
+        if lock {
+            // Prepared: every write starts here.
+            for try await (version, horizon) in try await conn.execute(PreparedStatements.LockFamily(familyID: familyID), logger: logger) {
+                return FamilyCounter(version: version, horizon: horizon)
+            }
+            return nil
+        }
+        let rows = try await conn.query("SELECT version, horizon FROM families WHERE id = \(familyID)", logger: logger)
+        for try await (version, horizon) in rows.decode((Int64, Int64).self) { return FamilyCounter(version: version, horizon: horizon) }
+        return nil
+    }
+
+    func item(familyID: String, key: ItemKey) async throws -> StoredItem? {
+        for try await c in try await conn.execute(PreparedStatements.Item(familyID: familyID, key: key), logger: logger) {
+            return Self.storedItem(c)
+        }
+        return nil
+    }
+
+    /// With no `version` yet, bumps the family counter (and notifies its channel) in the same statement as the insert.
+    func store(_ row: RowWrite, familyID: String, version: Int64?, nowMs: Int64) async throws -> StoredItem {
+        let key = row.key
+        let deleted = row.body == nil
+        let rows = try await conn.query(
+            """
+            WITH bumped AS (
+              UPDATE families SET version = version + 1 WHERE id = \(familyID) AND \(version == nil)
+              RETURNING version, pg_notify(\(PostgresChangeListener.channel), id || ':' || version)
+            ), v AS (
+              SELECT version FROM bumped UNION ALL SELECT \(version ?? 0)::BIGINT WHERE \(version != nil)
+            )
+            INSERT INTO items (family_id, collection, parent_id, id, version, deleted, body, modified_ms, sort_ms, sort_version, tag)
+            SELECT \(familyID), \(key.collection), \(key.parentID), \(key.id), v.version, \(deleted), \(row.body), \(nowMs),
+                   \(row.sortMs), v.version, \(row.tag) FROM v
+            ON CONFLICT (family_id, collection, parent_id, id) DO UPDATE SET
+              version = EXCLUDED.version, deleted = EXCLUDED.deleted, body = EXCLUDED.body, modified_ms = EXCLUDED.modified_ms,
+              sort_ms = EXCLUDED.sort_ms, tag = EXCLUDED.tag,
+              sort_version = CASE WHEN \(row.sortMoved) OR items.sort_version IS NULL THEN EXCLUDED.version ELSE items.sort_version END
+            RETURNING version, sort_version
+            """, logger: logger)
+        var stored: StoredItem?
+        for try await (v, sortVersion) in rows.decode((Int64, Int64?).self) {
+            stored = StoredItem(
+                id: key.id, version: v, deleted: deleted, body: row.body, sortMs: row.sortMs, sortVersion: sortVersion, tag: row.tag)
+        }
+        guard let stored else { throw SyncError.unauthorized }
+        if let children = row.deleteChildren {
+            try await conn.query(
+                """
+                UPDATE items SET deleted = true, body = NULL, version = \(stored.version), modified_ms = \(nowMs)
+                WHERE family_id = \(familyID) AND collection = \(children) AND parent_id = \(key.id) AND NOT deleted
+                """, logger: logger)
+        }
+        return stored
+    }
+
+    /// One prepared statement: the counter and the rows come from the same snapshot.
+    func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta? {
+        let rows = try await conn.execute(
+            PreparedStatements.Delta(familyID: familyID, collections: collections, after: since ?? 0, includeDeleted: since != nil),
+            logger: logger)
+        var counter: FamilyCounter?
+        var items: [String: [StoredItem]] = [:]
+        for try await (fv, fh, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in rows {
+            counter = FamilyCounter(version: fv, horizon: fh)
+            if let collection, let id, let iv, let deleted {
+                items[collection, default: []].append(
+                    StoredItem(id: id, version: iv, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag))
+            }
+        }
+        guard let counter else { return nil }
+        return Delta(version: counter.version, horizon: counter.horizon, rows: items)
+    }
+
+    /// Served by the index `items_order` (family, collection, parent, sort key, id).
+    func liveItems(
+        _ query: PageQuery, familyID: String, changedAfter: Int64?, bound: AnchorBound?, oldestFirst: Bool, limit: Int
+    ) async throws -> [StoredItem] {
+        var sql = PostgresQuery.StringInterpolation(literalCapacity: 384, interpolationCount: 9)
+        sql.appendLiteral("SELECT \(Self.columns) FROM items WHERE family_id = ")
+        sql.appendInterpolation(familyID)
+        sql.appendLiteral(" AND collection = ")
+        sql.appendInterpolation(query.collection)
+        sql.appendLiteral(" AND parent_id = ")
+        sql.appendInterpolation(query.parentID)
+        sql.appendLiteral(" AND NOT deleted AND (")
+        sql.appendInterpolation(query.tags == nil)
+        sql.appendLiteral(" OR tag = ANY(")
+        sql.appendInterpolation(query.tags ?? [])
+        sql.appendLiteral("))")
+        if let changedAfter {
+            sql.appendLiteral(" AND version > ")
+            sql.appendInterpolation(changedAfter)
+        }
+        if let bound {
+            let (op, anchor) =
+                switch bound {
+                case .atOrAbove(let anchor): (">=", anchor)
+                case .below(let anchor): ("<", anchor)
+                }
+            sql.appendLiteral(" AND (sort_ms, id) \(op) (")
+            sql.appendInterpolation(anchor.sortMs ?? 0)
+            sql.appendLiteral(", ")
+            sql.appendInterpolation(anchor.id)
+            sql.appendLiteral(")")
+        }
+        sql.appendLiteral(oldestFirst ? " ORDER BY sort_ms ASC, id ASC LIMIT " : " ORDER BY sort_ms DESC, id DESC LIMIT ")
+        sql.appendInterpolation(limit)
+        var out: [StoredItem] = []
+        for try await c in try await conn.query(PostgresQuery(stringInterpolation: sql), logger: logger).decode(ItemColumns.self) {
+            out.append(Self.storedItem(c))
+        }
+        return out
+    }
+
+    func goneIDs(_ query: PageQuery, familyID: String, since: Int64) async throws -> [String] {
+        var ids: [String] = []
+        for try await id in try await conn.query(
+            """
+            SELECT id FROM items WHERE family_id = \(familyID) AND collection = \(query.collection)
+            AND parent_id = \(query.parentID) AND version > \(since)
+            AND (deleted OR (\(query.tags != nil) AND NOT coalesce(tag = ANY(\(query.tags ?? [])), false)))
+            ORDER BY version
+            """, logger: logger
+        ).decode(String.self) { ids.append(id) }
+        return ids
+    }
+
+    /// One statement for every parent (a lateral join per parent on `items_order`).
+    func children(_ children: ChildrenQuery, familyID: String, of parentIDs: [String]) async throws -> [String: [StoredItem]] {
+        var out: [String: [StoredItem]] = Dictionary(uniqueKeysWithValues: parentIDs.map { ($0, []) })
+        let rows = try await conn.query(
+            """
+            SELECT p.pid, c.id, c.version, c.deleted, c.body, c.sort_ms, c.sort_version, c.tag
+            FROM unnest(\(parentIDs)::text[]) AS p(pid)
+            CROSS JOIN LATERAL (
+              SELECT \(unescaped: Self.columns) FROM items
+              WHERE family_id = \(familyID) AND collection = \(children.collection) AND parent_id = p.pid COLLATE "C" AND NOT deleted
+              ORDER BY sort_ms DESC, id DESC LIMIT \(children.limit)
+            ) c
+            ORDER BY p.pid, c.sort_ms DESC, c.id DESC
+            """, logger: logger)
+        for try await (pid, id, version, deleted, body, sortMs, sortVersion, tag) in rows.decode(
+            (String, String, Int64, Bool, String?, Int64?, Int64?, String?).self)
+        {
+            out[pid, default: []].append(Self.storedItem((id, version, deleted, body, sortMs, sortVersion, tag)))
+        }
+        return out
+    }
+}

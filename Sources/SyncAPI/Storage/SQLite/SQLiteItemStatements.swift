@@ -1,0 +1,143 @@
+import GRDB
+
+/// The item statements in SQLite's SQL, on the GRDB connection of the current access; every statement is parsed once
+/// per connection (`cachedStatement`).
+///
+/// Its methods are synchronous (they satisfy the `async` requirements of `ItemStatements`) and must run on the
+/// connection's queue: the shared orchestration runs there through `ConnectionThreadExecutor`, and the value never
+/// outlives the access that lent the connection, hence `@unchecked Sendable`.
+struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
+    let db: Database
+
+    static let columns = "id, version, deleted, body, sort_ms, sort_version, tag"
+
+    static func storedItem(_ row: Row) -> StoredItem {
+        StoredItem(id: row[0], version: row[1], deleted: row[2], body: row[3], sortMs: row[4], sortVersion: row[5], tag: row[6])
+    }
+
+    /// SQLite has one writer at a time: inside a write transaction the family is already ordered, `lock` adds nothing.
+    func family(_ familyID: String, lock: Bool) throws -> FamilyCounter? {
+        try Row.fetchOne(cached: db, sql: "SELECT version, horizon FROM families WHERE id = ?", arguments: [familyID]).map {
+            FamilyCounter(version: $0[0], horizon: $0[1])
+        }
+    }
+
+    func item(familyID: String, key: ItemKey) throws -> StoredItem? {
+        try Row.fetchOne(
+            cached: db, sql: "SELECT \(Self.columns) FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND id = ?",
+            arguments: [familyID, key.collection, key.parentID, key.id]
+        ).map(Self.storedItem)
+    }
+
+    /// The next version of the family's change counter (inside the caller's write transaction).
+    func bump(familyID: String) throws -> Int64 {
+        guard
+            let version = try Int64.fetchOne(
+                cached: db, sql: "UPDATE families SET version = version + 1 WHERE id = ? RETURNING version", arguments: [familyID])
+        else { throw SyncError.unauthorized }
+        return version
+    }
+
+    @discardableResult
+    func store(_ row: RowWrite, familyID: String, version: Int64?, nowMs: Int64) throws -> StoredItem {
+        let key = row.key
+        let version = try version ?? bump(familyID: familyID)
+        let sortVersion = try Int64.fetchOne(
+            cached: db,
+            sql: """
+                INSERT INTO items (family_id, collection, parent_id, id, version, deleted, body, modified_ms, sort_ms, sort_version, tag)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?5, ?10)
+                ON CONFLICT (family_id, collection, parent_id, id) DO UPDATE SET
+                  version = excluded.version, deleted = excluded.deleted, body = excluded.body, modified_ms = excluded.modified_ms,
+                  sort_ms = excluded.sort_ms, tag = excluded.tag,
+                  sort_version = CASE WHEN ?11 OR items.sort_version IS NULL THEN excluded.version ELSE items.sort_version END
+                RETURNING sort_version
+                """,
+            arguments: [
+                familyID, key.collection, key.parentID, key.id, version, row.body == nil, row.body, nowMs, row.sortMs, row.tag,
+                row.sortMoved,
+            ])
+        if let children = row.deleteChildren {
+            try db.executeCached(
+                sql: """
+                    UPDATE items SET deleted = 1, body = NULL, version = ?, modified_ms = ?
+                    WHERE family_id = ? AND collection = ? AND parent_id = ? AND NOT deleted
+                    """,
+                arguments: [version, nowMs, familyID, children, key.id])
+        }
+        return StoredItem(
+            id: key.id, version: version, deleted: row.body == nil, body: row.body, sortMs: row.sortMs, sortVersion: sortVersion,
+            tag: row.tag)
+    }
+
+    /// The counter, then one statement per collection, in the caller's read transaction (one snapshot).
+    func delta(familyID: String, collections: [String], since: Int64?) throws -> Delta? {
+        guard let family = try family(familyID, lock: false) else { return nil }
+        var rows: [String: [StoredItem]] = [:]
+        for collection in collections {
+            rows[collection] = try Row.fetchAll(
+                cached: db,
+                sql: """
+                    SELECT \(Self.columns) FROM items
+                    WHERE family_id = ? AND collection = ? AND parent_id = '' AND version > ? AND (? OR NOT deleted)
+                    ORDER BY version
+                    """,
+                arguments: [familyID, collection, since ?? 0, since != nil]
+            ).map(Self.storedItem)
+        }
+        return Delta(version: family.version, horizon: family.horizon, rows: rows)
+    }
+
+    /// Served by the index `items_order` (family, collection, parent, sort key, id).
+    func liveItems(
+        _ query: PageQuery, familyID: String, changedAfter: Int64?, bound: AnchorBound?, oldestFirst: Bool, limit: Int
+    ) throws -> [StoredItem] {
+        var sql = "SELECT \(Self.columns) FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND NOT deleted"
+        var arguments: StatementArguments = [familyID, query.collection, query.parentID]
+        if let tags = query.tags {
+            sql += " AND tag IN (\(tags.map { _ in "?" }.joined(separator: ",")))"
+            arguments += StatementArguments(tags)
+        }
+        if let changedAfter {
+            sql += " AND version > ?"
+            arguments += [changedAfter]
+        }
+        switch bound {
+        case .atOrAbove(let anchor):
+            sql += " AND (sort_ms, id) >= (?, ?)"
+            arguments += [anchor.sortMs, anchor.id]
+        case .below(let anchor):
+            sql += " AND (sort_ms, id) < (?, ?)"
+            arguments += [anchor.sortMs, anchor.id]
+        case nil:
+            break
+        }
+        sql += oldestFirst ? " ORDER BY sort_ms ASC, id ASC LIMIT ?" : " ORDER BY sort_ms DESC, id DESC LIMIT ?"
+        return try Row.fetchAll(cached: db, sql: sql, arguments: arguments + [limit]).map(Self.storedItem)
+    }
+
+    func goneIDs(_ query: PageQuery, familyID: String, since: Int64) throws -> [String] {
+        let outside = query.tags.map { " OR tag IS NULL OR tag NOT IN (\($0.map { _ in "?" }.joined(separator: ",")))" } ?? ""
+        return try String.fetchAll(
+            cached: db,
+            sql: "SELECT id FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND version > ? AND (deleted"
+                + outside + ") ORDER BY version",
+            arguments: [familyID, query.collection, query.parentID, since] + StatementArguments(query.tags ?? []))
+    }
+
+    /// One indexed statement per parent (cheap in-process; SQLite has no round trips to save).
+    func children(_ children: ChildrenQuery, familyID: String, of parentIDs: [String]) throws -> [String: [StoredItem]] {
+        var out: [String: [StoredItem]] = [:]
+        for parentID in parentIDs {
+            out[parentID] = try Row.fetchAll(
+                cached: db,
+                sql: """
+                    SELECT \(Self.columns) FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND NOT deleted
+                    ORDER BY sort_ms DESC, id DESC LIMIT ?
+                    """,
+                arguments: [familyID, children.collection, parentID, children.limit]
+            ).map(Self.storedItem)
+        }
+        return out
+    }
+}
