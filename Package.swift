@@ -87,7 +87,7 @@ let package = Package(
             name: "SyncAPITests",
             dependencies: [
                 "SyncAPI", "TestSupport", .product(name: "Logging", package: "swift-log"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -42,6 +42,14 @@ struct HardeningHTTPTests {
             let blocked = try await Self.login(api, "alice", "password1", from: "10.0.0.1")
             #expect(blocked.status == .tooManyRequests)
             #expect(Int(blocked.headers[.retryAfter] ?? "") ?? 0 > 0)
+            // Refused attempts are not failures: 150 more from the same address (past the username's limit of 100
+            // if they counted) leave the username open to every other address.
+            var refused = 0
+            for _ in 0..<150 where try await Self.login(api, "alice", "wrong-guess", from: "10.0.0.1").status == .tooManyRequests {
+                refused += 1
+            }
+            #expect(refused == 150)
+            print("parallel guesses (\(backend)): 60 in parallel → \(statuses), then \(refused) refused in a row from one address")
             #expect(try await Self.login(api, "alice", "password1", from: "10.0.0.2").status == .ok, "no lock-out by a stranger")
         }
     }
@@ -145,6 +153,25 @@ struct HardeningHTTPTests {
                 #expect(answer.status == .badRequest, "\(path) \(body.prefix(60))")
                 if let field { #expect(answer.json?["field"] == .string(field)) }
             }
+            // 2^53 + 1 parses to the same double as 2^53: refused when the body is read, before any field rule; a
+            // safe integer in the same place reaches the field's range check.
+            for huge in ["9007199254740993", "-9007199254740993", "9007199254740992"] {
+                let answer = try await api.call(.put, "/api/v1/places/p1", body: #"{"name":"Home","latitude":\#(huge)}"#)
+                #expect(answer.status == .badRequest && answer.json?["code"] == .string("invalid_json"), "\(huge)")
+            }
+            let safe = try await api.call(.put, "/api/v1/places/p1", body: #"{"name":"Home","latitude":9007199254740991}"#)
+            #expect(safe.status == .badRequest && safe.json?["code"] == .string("invalid_field") && safe.json?["field"] == .string("latitude"))
+            // U+0000 in every account string: login password, display names, a new password.
+            let nulBodies: [(String, String, String)] = [
+                ("/api/v1/login", #"{"username":"alice","password":"pass\#(nul)word1"}"#, "password"),
+                ("/api/v1/accounts", #"{"username":"bob","password":"password2","displayName":"B\#(nul)ob"}"#, "displayName"),
+                ("/api/v1/password", #"{"oldPassword":"password1","newPassword":"new\#(nul)password"}"#, "newPassword"),
+            ]
+            for (path, body, field) in nulBodies {
+                let answer = try await api.call(.post, path, body: body)
+                #expect(answer.status == .badRequest && answer.json?["code"] == .string("invalid_field"), "\(path)")
+                #expect(answer.json?["field"] == .string(field), "\(path)")
+            }
             // 256 combining accents on one letter are 257 scalars: over the limit although one grapheme.
             let long = try await api.call(.put, "/api/v1/contacts/c2", body: #"{"firstName":"a\#(String(repeating: "\u{301}", count: 256))"}"#)
             #expect(long.status == .badRequest)
@@ -237,6 +264,20 @@ struct HardeningHTTPTests {
             let first = try await stream
             #expect(first.status == .ok)
             #expect(ContinuousClock.now - start < .seconds(5), "the stream ended with its token, not after 20 s")
+            // A password change made with another token ends the streams of the account's other tokens too.
+            let login = #"{"username":"alice","password":"password1"}"#
+            let streaming = APIClient(client: client, token: try await api.call(.post, "/api/v1/login", body: login).json?["token"]?.stringValue)
+            let changing = APIClient(client: client, token: try await api.call(.post, "/api/v1/login", body: login).json?["token"]?.stringValue)
+            async let other = streaming.call(.get, "/api/v1/changes")
+            try await Task.sleep(for: .milliseconds(300))
+            let changed = try await changing.call(
+                .post, "/api/v1/password", body: #"{"oldPassword":"password1","newPassword":"another-one"}"#)
+            let changedAt = ContinuousClock.now
+            #expect(changed.status == .noContent)
+            #expect(try await other.status == .ok)
+            let took = ContinuousClock.now - changedAt
+            #expect(took < .seconds(5), "the stream ended with the password change, not after 20 s")
+            print("stream end after a password change (\(backend)): \(took)")
         }
     }
 }

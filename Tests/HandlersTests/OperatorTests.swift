@@ -100,14 +100,36 @@ struct OperatorTests {
     @Test("secrets: a database password is never printed; the SQLite file and folder are private")
     func secrets() async throws {
         let folder = try ProcessTests.temporaryFolder()
-        let log = "\(folder)/out.log"
-        for url in ["postgres://syncapi:s3cret-pw@127.0.0.1:1/none", "mysql://syncapi:s3cret-pw@host/db"] {
-            let pid = try ServerProcess.spawn([try ServerProcess.binary(), "migrate", "--database", url], output: log)
-            #expect(await ServerProcess(pid: pid, port: 0, log: log).waitForExit(within: .seconds(60)))
-            let output = try String(contentsOfFile: log, encoding: .utf8)
-            #expect(!output.isEmpty)
-            #expect(!output.contains("s3cret-pw"), "\(output)")
+        // The command line, then the alternatives: the URL from SYNCAPI_DATABASE, the password from a file (flag or
+        // SYNCAPI_DATABASE_PASSWORD_FILE). Each waits 30 s for a database that never answers, so they run at once;
+        // no failure names a password.
+        let passwordFile = "\(folder)/pgpass"
+        try "f1le-s3cret\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        let binary = try ServerProcess.binary()
+        let runs: [[String]] = [
+            [binary, "migrate", "--database", "postgres://syncapi:s3cret-pw@127.0.0.1:1/none"],
+            [binary, "migrate", "--database", "mysql://syncapi:s3cret-pw@host/db"],
+            ["env", "SYNCAPI_DATABASE=postgres://syncapi:s3cret-pw@127.0.0.1:1/none", binary, "migrate"],
+            [
+                "env", "SYNCAPI_DATABASE=postgres://syncapi@127.0.0.1:1/none", "SYNCAPI_DATABASE_PASSWORD_FILE=\(passwordFile)",
+                binary, "migrate",
+            ],
+            [binary, "migrate", "--database", "postgres://syncapi@127.0.0.1:1/none", "--database-password-file", passwordFile],
+        ]
+        let started = try runs.enumerated().map { n, arguments in
+            let log = "\(folder)/out\(n).log"
+            return (ServerProcess(pid: try ServerProcess.spawn(arguments, output: log), port: 0, log: log), arguments)
         }
+        for (process, arguments) in started {
+            #expect(await process.waitForExit(within: .seconds(60)), "\(arguments)")
+            let output = try String(contentsOfFile: process.log, encoding: .utf8)
+            #expect(!output.isEmpty)
+            #expect(!output.contains("s3cret"), "\(arguments): \(output)")
+        }
+        // And they reach a real database: SYNCAPI_DATABASE alone, no --database.
+        let url = try await TestPostgres.shared.newDatabaseURL()
+        let migrated = try await TestPostgres.run(["env", "SYNCAPI_DATABASE=\(url)", try ServerProcess.binary(), "migrate"])
+        #expect(migrated.contains("is migrated"), "\(migrated)")
         let dataFolder = "\(folder)/data"
         let server = try await ServerProcess.start(["--database", "sqlite:\(dataFolder)/db.sqlite"])
         kill(server.pid, SIGTERM)

@@ -18,11 +18,14 @@ struct OutageTests {
         let status: Int
         let seconds: Double
         let endedAt: ContinuousClock.Instant
+        let retryAfter: Bool
     }
 
-    /// When the database came back.
+    /// When the database went and came back, and what `/ready` said during and after.
     final class Box: Sendable {
+        let stoppedAt = Mutex<ContinuousClock.Instant?>(nil)
         let instant = Mutex<ContinuousClock.Instant?>(nil)
+        let readiness = Mutex<[(status: Int, retryAfter: Bool)]>([])
     }
 
     @Test("PostgreSQL stopped 10 s under 4 readers and 4 writers")
@@ -52,9 +55,16 @@ struct OutageTests {
                 group.addTask {
                     try await Task.sleep(until: stopAt)
                     try await postgres.stop()
-                    try await Task.sleep(for: .seconds(10))
+                    backAt.stoppedAt.withLock { $0 = clock.now }
+                    try await Task.sleep(for: .seconds(3))
+                    let during = try await api.call(.get, "/ready")
+                    backAt.readiness.withLock { $0.append((during.status.code, during.headers[.retryAfter] != nil)) }
+                    try await Task.sleep(for: .seconds(7))
                     try await postgres.restart()
                     backAt.instant.withLock { $0 = clock.now }
+                    try await Task.sleep(for: .seconds(2))
+                    let after = try await api.call(.get, "/ready")
+                    backAt.readiness.withLock { $0.append((after.status.code, after.headers[.retryAfter] != nil)) }
                     return ([], [])
                 }
                 for worker in 0..<8 {
@@ -72,7 +82,10 @@ struct OutageTests {
                             } else {
                                 answer = try await api.call(.get, "/api/v1/ctcsync")
                             }
-                            outcomes.append(Outcome(status: answer.status.code, seconds: (clock.now - began) / .seconds(1), endedAt: clock.now))
+                            outcomes.append(
+                                Outcome(
+                                    status: answer.status.code, seconds: (clock.now - began) / .seconds(1), endedAt: clock.now,
+                                    retryAfter: answer.headers[.retryAfter] != nil))
                             n += 1
                             if answer.status != .ok { try await Task.sleep(for: .milliseconds(100)) }
                         }
@@ -88,9 +101,14 @@ struct OutageTests {
             #expect(statuses[500] == nil, "\(statuses)")
             #expect(Set(statuses.keys).isSubset(of: [200, 503]), "\(statuses)")
             #expect(statuses[503, default: 0] > 0, "the outage was seen")
+            #expect(outcomes.allSatisfy { $0.status != 503 || $0.retryAfter }, "every 503 carries Retry-After")
+            let readiness = backAt.readiness.withLock { $0 }
+            #expect(readiness.map(\.status) == [503, 200], "/ready during and 2 s after the outage")
+            #expect(readiness.first?.retryAfter == true)
             let slowest = outcomes.map(\.seconds).max() ?? 0
             #expect(slowest < limit + 1, "slowest answer \(slowest) s")
             let back = try #require(backAt.instant.withLock { $0 })
+            let stopped = try #require(backAt.stoppedAt.withLock { $0 })
             // A request that began while the database was away may fail up to one time limit later; one that began
             // 2 s after it returned must not.
             let lateFailures = outcomes.filter { $0.status != 200 && $0.endedAt - .seconds($0.seconds) > back + .seconds(2) }
@@ -102,7 +120,10 @@ struct OutageTests {
                 return try await group.reduce(into: [String]()) { if let id = $1 { $0.append(id) } }
             }
             #expect(missing.isEmpty, "acknowledged writes lost: \(missing)")
-            print("outage: \(outcomes.count) requests \(statuses), slowest \(slowest) s, \(results.1.count) acknowledged writes checked")
+            let length = (back - stopped) / .seconds(1)
+            print(
+                "outage: PostgreSQL gone \(length) s (stop to restart done); \(outcomes.count) requests \(statuses), slowest \(slowest) s, "
+                    + "\(results.1.count) acknowledged writes checked; /ready during and after: \(readiness.map(\.status))")
         }
     }
 }

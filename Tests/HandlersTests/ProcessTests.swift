@@ -41,10 +41,15 @@ struct ProcessTests {
         #expect((try? await Curl.call(["http://localhost:\(server.port)/health"]))?.status != 200)
     }
 
-    @Test("SIGTERM with live streams open: the streams end and the process exits within 5 s")
-    func sigterm() async throws {
+    @Test("SIGTERM with live streams open: the streams end and the process exits within 5 s", arguments: Backend.allCases)
+    func sigterm(backend: Backend) async throws {
         let folder = try Self.temporaryFolder()
-        let server = try await ServerProcess.start(["--database", "sqlite:\(folder)/db.sqlite"])
+        let database: String
+        switch backend {
+        case .sqlite: database = "sqlite:\(folder)/db.sqlite"
+        case .postgres: database = try await TestPostgres.shared.newDatabaseURL()
+        }
+        let server = try await ServerProcess.start(["--database", database])
         let base = "http://localhost:\(server.port)"
         let token = try await Curl.signup(base)
         var streams: [pid_t] = []
@@ -67,7 +72,7 @@ struct ProcessTests {
         }
         let first = (try? String(contentsOfFile: "\(folder)/stream0.log", encoding: .utf8)) ?? ""
         #expect(first.hasPrefix("retry: "), "the stream was open: \(first)")
-        print("sigterm: exited after \(took) with 3 streams open")
+        print("sigterm (\(backend)): exited after \(took) with 3 streams open")
     }
 
     @Test("SIGKILL under write load: every acknowledged write is there after a restart", arguments: Backend.allCases)

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PostgresNIO
 import SyncAPI
 import TestSupport
 import Testing
@@ -111,4 +112,37 @@ struct HardeningStoreTests {
             #expect(counted["u:x"]?.attempts == 1)
         }
     }
+
+    @Test("one purge at a time: while another instance holds the purge lock, a purge deletes nothing; then it does")
+    func purgeOneAtATime() async throws {
+        let url = try await TestPostgres.shared.newDatabaseURL()
+        let opened = try OpenedStore.open(try DatabaseURL(parsing: url), logger: Logger(label: "test"))
+        let port = Int(url.split(separator: ":").last!.split(separator: "/").first!)!
+        let otherInstance = PostgresClient(
+            configuration: .init(
+                host: "127.0.0.1", port: port, username: "postgres", password: nil, database: String(url.split(separator: "/").last!),
+                tls: .disable),
+            backgroundLogger: Logger(label: "other"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await opened.runClient() }
+            group.addTask { await otherInstance.run() }
+            defer { group.cancelAll() }
+            let store = opened.store
+            try await store.migrate()
+            let engine = SyncEngine(store: store)
+            let session = try await ConcurrencyTests.newFamily(store)
+            let address = ItemAddress(Collections.contacts, id: "gone")
+            _ = try await engine.put(session, address, body: .object([("firstName", .string("x"))]), preconditions: .init())
+            try await engine.delete(session, address, preconditions: .init())
+            let cutoff = WallClock.nowMs() + 60_000
+            try await otherInstance.withConnection { conn in
+                // The key of the purge's lock (PostgresStore.purgeLockKey), held as another instance's purge would.
+                try await conn.query("SELECT pg_advisory_lock(7311563)", logger: Logger(label: "other"))
+                #expect(try await store.purgeTombstones(cutoffMs: cutoff) == 0, "skipped: the other purge covers it")
+                try await conn.query("SELECT pg_advisory_unlock(7311563)", logger: Logger(label: "other"))
+            }
+            #expect(try await store.purgeTombstones(cutoffMs: cutoff) == 1)
+        }
+    }
+
 }

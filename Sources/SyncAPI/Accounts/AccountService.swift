@@ -155,7 +155,10 @@ public struct AccountService: Sendable {
     }
 
     /// Counts the attempt first (so N parallel guesses count N), answers 429 past a limit, then checks the password;
-    /// a success takes the attempt back. An unknown username costs one hash too, so both failures take the same time.
+    /// a success takes the attempt back. Only checked guesses stay counted: a refused attempt (429) is taken back from
+    /// every key but the one that refused it, so one address hammering one username never locks that username out for
+    /// other addresses; an attempt that was never checked (503 from the hasher, a database error) is taken back whole.
+    /// An unknown username costs one hash too, so both failures take the same time.
     private func throttledCheck(
         username: String, password: String, client: String, lookup: () async throws -> AccountCredentials?
     ) async throws -> AccountCredentials {
@@ -170,15 +173,22 @@ public struct AccountService: Sendable {
         ] {
             guard let window = counted[key], window.attempts > limit else { continue }
             if key == keys.username, window.attempts == limit + 1 { onUsernameLocked(user) }
+            try await store.forgiveLoginAttempt(resetKey: nil, uncountKeys: keys.all.filter { $0 != key })
             throw SyncError.tooManyRequests(retryAfter: Int(max(1, (window.startMs + windowMs - nowMs + 999) / 1000)))
         }
-        let credentials = try await lookup()
+        let credentials: AccountCredentials?
         let ok: Bool
-        if let credentials {
-            ok = try await hasher.verify(password, hash: credentials.passwordHash)
-        } else {
-            _ = try await hasher.hash(password)
-            ok = false
+        do {
+            credentials = try await lookup()
+            if let credentials {
+                ok = try await hasher.verify(password, hash: credentials.passwordHash)
+            } else {
+                _ = try await hasher.hash(password)
+                ok = false
+            }
+        } catch {
+            try? await store.forgiveLoginAttempt(resetKey: nil, uncountKeys: keys.all)
+            throw error
         }
         guard let credentials, ok else { throw SyncError.invalidCredentials }
         try await store.forgiveLoginAttempt(resetKey: keys.pair, uncountKeys: [keys.address, keys.username])

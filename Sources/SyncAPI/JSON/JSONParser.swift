@@ -14,8 +14,9 @@ public struct JSONParser {
     private var index = 0
     private var depth = 0
     private static let maxDepth = 64
-    /// 2^53: the largest magnitude below which every integer is exact in a double.
-    static let maxExactInteger: Double = 9_007_199_254_740_992
+    /// 2^53: integers below it in magnitude are exact in a double. 2^53 itself is refused too: `9007199254740993`
+    /// parses to the same double as 2^53, so only magnitudes below it prove the text was held exactly.
+    static let exactIntegerBound: Double = 9_007_199_254_740_992
 
     private init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -163,7 +164,7 @@ public struct JSONParser {
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         guard let value = Double(text), value.isFinite else { throw error("number out of range") }
         // An integer a double cannot hold exactly would be silently rounded: refuse it instead.
-        guard !integer || value.magnitude <= Self.maxExactInteger else {
+        guard !integer || value.magnitude < Self.exactIntegerBound else {
             throw error("integer beyond 2^53 cannot be represented exactly")
         }
         return value

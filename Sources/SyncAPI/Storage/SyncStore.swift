@@ -29,8 +29,9 @@ public protocol SyncStore: Sendable {
     /// Counts one login attempt against each throttle key in one atomic step (N parallel attempts count N); a key's
     /// window starts over when it began `windowMs` or more ago. Returns each key's window after counting.
     func countLoginAttempt(keys: [String], nowMs: Int64, windowMs: Int64) async throws -> [String: ThrottleWindow]
-    /// Takes back a counted attempt that succeeded: `resetKey` starts from zero, `uncountKeys` lose one attempt.
-    func forgiveLoginAttempt(resetKey: String, uncountKeys: [String]) async throws
+    /// Takes back a counted attempt that succeeded or was never checked: `resetKey` (if any) starts from zero,
+    /// `uncountKeys` lose one attempt.
+    func forgiveLoginAttempt(resetKey: String?, uncountKeys: [String]) async throws
     /// An account's username and credentials, by account id (for `POST /password`).
     func credentials(accountID: String) async throws -> (username: String, credentials: AccountCredentials)?
     /// Replaces an account's password hash and revokes every token of it but `keepTokenHash`, in one transaction.

@@ -115,12 +115,14 @@ extension PostgresStore {
         }
     }
 
-    public func forgiveLoginAttempt(resetKey: String, uncountKeys: [String]) async throws {
+    public func forgiveLoginAttempt(resetKey: String?, uncountKeys: [String]) async throws {
+        let keys = ([resetKey].compactMap { $0 } + uncountKeys).sorted()
+        let reset = resetKey ?? ""  // no key is empty
         try await guarded {
             try await client.query(
                 """
-                UPDATE login_throttle SET attempts = CASE WHEN key = \(resetKey) THEN 0 ELSE GREATEST(attempts - 1, 0) END
-                WHERE key = ANY(\(([resetKey] + uncountKeys).sorted())::text[])
+                UPDATE login_throttle SET attempts = CASE WHEN key = \(reset) THEN 0 ELSE GREATEST(attempts - 1, 0) END
+                WHERE key = ANY(\(keys)::text[])
                 """, logger: logger)
         }
     }

@@ -97,8 +97,15 @@ public struct PostgresStore: SyncStore {
         return id
     }
 
+    /// Ready means writable: a server that failed over to a read-only standby answers 503 like one that is gone.
     public func ping() async throws {
-        try await guarded { try await client.query("SELECT 1", logger: logger) }
+        let standby = try await guarded {
+            for try await inRecovery in try await client.query("SELECT pg_is_in_recovery()", logger: logger).decode(Bool.self) {
+                return inRecovery
+            }
+            return false
+        }
+        if standby { throw SyncError.unavailable }
     }
 
     // MARK: Plumbing

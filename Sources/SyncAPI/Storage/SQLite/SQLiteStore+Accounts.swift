@@ -102,9 +102,11 @@ extension SQLiteStore {
         }
     }
 
-    public func forgiveLoginAttempt(resetKey: String, uncountKeys: [String]) async throws {
+    public func forgiveLoginAttempt(resetKey: String?, uncountKeys: [String]) async throws {
         try await write { db in
-            try db.executeCached(sql: "UPDATE login_throttle SET attempts = 0 WHERE key = ?", arguments: [resetKey])
+            if let resetKey {
+                try db.executeCached(sql: "UPDATE login_throttle SET attempts = 0 WHERE key = ?", arguments: [resetKey])
+            }
             for key in uncountKeys {
                 try db.executeCached(sql: "UPDATE login_throttle SET attempts = max(attempts - 1, 0) WHERE key = ?", arguments: [key])
             }
