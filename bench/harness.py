@@ -22,6 +22,9 @@ ap.add_argument("--threads", type=int, default=2, help="wrk threads and pgbench 
 ap.add_argument("--families", type=int, default=1000)
 ap.add_argument("--big", default="1000,100000", help="contact counts of the big families")
 ap.add_argument("--streams", type=int, default=10000)
+ap.add_argument("--bulk-items", type=int, default=1_000_000,
+                help="rows added (other families, straight into the database) before the delta-changes+bulk case, "
+                     "which compares the delta with the table that much larger (0: skip the case)")
 ap.add_argument("--seed-workers", type=int, default=6)
 ap.add_argument("--cases", default="", help="comma list: run only these cases (health is always run)")
 ap.add_argument("--out", default=os.path.join(HERE, "out"))
@@ -193,6 +196,9 @@ def cases():
         ("msgsync-first", "get", "/api/v1/msgsyncthread?nb=20&maxmessages=10", "small", c),
         ("msgsync-delta", "get", "/api/v1/msgsyncthread?date={d0}&nb=20&maxmessages=10", "small", c),
         ("group-appstart", "group-appstart", "", "small", c),
+        # The same delta once the items table holds --bulk-items more rows (other families): the delta's cost must
+        # not grow with the table (issue 9's target compares p50 at 1M rows with p50 at 10k).
+        ("delta-changes+bulk", "get", "/api/v1/ctcsync?date={d0}", "small", c),
         ("put-writes", "put-contact", "", "small", c),
     ]
     if args.cases:
@@ -202,7 +208,7 @@ def cases():
 
 
 # The pgbench script of each case (bench/pgbench/<name>.sql); cases not listed have none.
-PGBENCH = {"delta-changes": "delta-changes", "delta-changes-c64": "delta-changes", "delta-unchanged": "delta-unchanged",
+PGBENCH = {"delta-changes": "delta-changes", "delta-changes-c64": "delta-changes", "delta-changes+bulk": "delta-changes", "delta-unchanged": "delta-unchanged",
            f"full-{BIG_SMALL}": "full-small", f"full-{BIG_LARGE}": "full-large", "msgsync-first": "msgsync-first",
            "msgsync-delta": "msgsync-delta", "group-appstart": "group-appstart", "put-writes": "put-writes"}
 
@@ -345,6 +351,30 @@ def streams_case(server, pg, work, families, results):
     results.append(row)
 
 
+def add_bulk_items(pg, work, n):
+    """Adds n contacts to 1,000-item families of their own (`bulk-<k>`), straight into the database (seeding a million
+    rows through the API would take hours); returns the row count before. The server's families are untouched."""
+    t0 = time.time()
+    if pg:
+        before = int(pg.sql("SELECT count(*) FROM items"))
+        pg.sql("INSERT INTO items (family_id, collection, parent_id, id, version, deleted, body, modified_ms) "
+               f"SELECT 'bulk-' || (g / 1000), 'contacts', '', 'c' || g, g % 1000 + 1, false, "
+               f"'{{\"id\":\"c' || g || '\",\"firstName\":\"Bulk\"}}', 0 FROM generate_series(1, {n}) g")
+        pg.sql("ANALYZE items")
+    else:
+        import sqlite3
+        db = sqlite3.connect(os.path.join(work, "bench.sqlite"), timeout=60)
+        before = db.execute("SELECT count(*) FROM items").fetchone()[0]
+        db.executemany("INSERT INTO items (family_id, collection, parent_id, id, version, deleted, body, modified_ms) "
+                       "VALUES (?, 'contacts', '', ?, ?, 0, ?, 0)",
+                       ((f"bulk-{g // 1000}", f"c{g}", g % 1000 + 1, f'{{"id":"c{g}","firstName":"Bulk"}}')
+                        for g in range(1, n + 1)))
+        db.commit()
+        db.close()
+    log(f"{BACKEND}: added {n} items in {time.time() - t0:.0f} s ({before} → {before + n} rows)")
+    return before
+
+
 def bench_backend(backend, work):
     global BACKEND
     BACKEND = backend
@@ -365,6 +395,11 @@ def bench_backend(backend, work):
         files = {"small": os.path.join(data, "families.txt"), **{f"big-{n}": os.path.join(data, f"big-{n}.txt") for n in BIG}}
         now_ms = int(time.time() * 1000)
         for name, case, path, fam, conns in cases():
+            if name == "delta-changes+bulk":
+                if not args.bulk_items or args.smoke:
+                    continue
+                seed["items_before_bulk"] = add_bulk_items(pg, work, args.bulk_items)
+                seed["items_after_bulk"] = seed["items_before_bulk"] + args.bulk_items
             row = run_wrk(server, pg, name, case, path, files[fam], conns, work)
             if pg and name in PGBENCH and not row.get("failed"):
                 pb = run_pgbench(pg, PGBENCH[name], conns, now_ms, args.families, work)

@@ -51,7 +51,7 @@ struct MediaHTTPTests {
             #expect(answer["url"] == .string("/api/v1/media/\(sha)"))
             #expect(answer["sha256"] == .string(sha) && answer["size"] == .number(700_000) && answer["contentType"] == .string("image/jpeg"))
             let again = try await Self.upload(client, token: alice, bytes)
-            #expect(again.status == .ok, "the same bytes are the same URL, stored once")
+            #expect(again.status == .created, "the same bytes are the same URL (201 as protocol §10 says), stored once")
             #expect(try JSONParser.parse(again.body.readableBytesView)["url"] == answer["url"])
 
             let path = "/api/v1/media/\(sha)"
@@ -164,6 +164,48 @@ struct MediaHTTPTests {
             }
             #expect(try await Self.get(client, token: token, named).status == .ok)
             #expect(try await Self.get(client, token: token, unnamed).status == .notFound)
+        }
+    }
+
+    @Test("a deleted post's file lasts as long as its tombstone: kept within the retention of the deletion, then gone", arguments: Backend.allCases)
+    func deletedPostKeepsItsFile(backend: Backend) async throws {
+        let url = try await backend.freshDatabaseURL()
+        var configuration = try await TestApp.configuration(backend)
+        configuration.database = url
+        var quiet = Logger(label: "test")
+        quiet.logLevel = .warning
+        let logger = quiet
+        let app = try await buildApplication(configuration, logger: logger)
+        try await app.test(.router) { client in
+            let api = try await APIClient.signedUp(client)
+            let token = try #require(api.token)
+            let photo = try #require(
+                try JSONParser.parse(try await Self.upload(client, token: token, Self.jpeg(200_000, seed: 3)).body.readableBytesView)["url"]?
+                    .stringValue)
+            #expect(try await api.call(.put, "/api/v1/wall/p2", body: #"{"type":"photo","mediaUrl":"\#(photo)"}"#).status == .ok)
+            // The upload and the post are more than a second older than the deletion.
+            try await Task.sleep(for: .milliseconds(1200))
+            let beforeDeletion = WallClock.nowMs()
+            #expect(try await api.call(.delete, "/api/v1/wall/p2").status == .noContent)
+            let afterDeletion = WallClock.nowMs()
+            let opened = try OpenedStore.open(url, logger: logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await opened.runClient() }
+                defer { group.cancelAll() }
+                let retention = 3600
+                let purger = TombstonePurger(store: opened.store, media: opened.media, retentionSeconds: retention, logger: logger)
+                // The retention has passed since the upload and the post, not since the deletion: the tombstone stays,
+                // so a client that still shows the post can still fetch its photo.
+                let early = try await purger.purgeOnce(nowMs: beforeDeletion - 100 + Int64(retention) * 1000)
+                #expect(early == 0)
+                let kept = try await Self.get(client, token: token, photo)
+                #expect(kept.status == .ok)
+                // The retention has passed since the deletion: the tombstone and the file go together.
+                let late = try await purger.purgeOnce(nowMs: afterDeletion + 1000 + Int64(retention) * 1000)
+                #expect(late == 1)
+                let gone = try await Self.get(client, token: token, photo)
+                #expect(gone.status == .notFound)
+            }
         }
     }
 }

@@ -16,7 +16,8 @@ struct MediaRoutes {
                     let uploaded = try await media.upload(
                         try context.requireSession(), contentType: request.headers[.contentType],
                         declaredLength: request.headers[.contentLength].flatMap(Int64.init), body: request.body)
-                    var response = HTTPBodies.response(uploaded.created ? .created : .ok, json: uploaded.json)
+                    // 201 for a repeat of bytes the family has too (protocol §10): the same URL, stored once.
+                    var response = HTTPBodies.response(.created, json: uploaded.json)
                     response.headers[.location] = uploaded.info.url
                     return response
                 }

@@ -13,8 +13,9 @@ public protocol MediaStore: Sendable {
     func readMedia(
         familyID: String, sha256: String, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void
     ) async throws
-    /// Deletes media that no live item has named since `cutoffMs` (tombstones keep theirs for the retention), and
-    /// uploads a crash left unfinished; returns how many media went.
+    /// Deletes media that no item has named since `cutoffMs`, and uploads a crash left unfinished; returns how many
+    /// media went. A live item names its media now; an item write marks what the item named before and names after
+    /// (`ItemStatements.touchMedia`), so a deleted post's file outlives its tombstone, never the other way round.
     func purgeMedia(cutoffMs: Int64, nowMs: Int64) async throws -> Int
 }
 

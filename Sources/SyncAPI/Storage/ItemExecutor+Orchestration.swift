@@ -26,7 +26,13 @@ extension ItemExecutor {
                 for row in rows {
                     let stored = try await statements.store(row, familyID: familyID, version: version, nowMs: nowMs)
                     version = stored.version
-                    if row.key == key { result = stored }
+                    if row.key == key {
+                        result = stored
+                        // The media the item named before and names now, in the same transaction (and, on
+                        // PostgreSQL, under the family lock the media purge takes too).
+                        let media = MediaURL.hashes(in: existing?.body) + MediaURL.hashes(in: row.body)
+                        if !media.isEmpty { try await statements.touchMedia(familyID: familyID, hashes: media, nowMs: nowMs) }
+                    }
                 }
                 return WriteOutcome(item: result, changed: true)
             }

@@ -12,6 +12,10 @@ protocol ItemStatements {
     /// Stores one row at `version` or, when it is nil, at the next value of the family's counter (bumped by this call),
     /// and tombstones the row's children when it asks to.
     func store(_ row: RowWrite, familyID: String, version: Int64?, nowMs: Int64) async throws -> StoredItem
+    /// Marks the family's media of these hashes as named at `nowMs` (unknown hashes change nothing): a write that
+    /// names media, or stops naming it (a replaced or deleted post), keeps the file at least a tombstone retention
+    /// from now, as long as a client may still show the old post (protocol §10).
+    func touchMedia(familyID: String, hashes: [String], nowMs: Int64) async throws
     /// The counter, the horizon and the top-level rows of `collections` changed after `since` (tombstones included),
     /// or every live row when `since` is nil, oldest change first; nil for an unknown family.
     func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta?

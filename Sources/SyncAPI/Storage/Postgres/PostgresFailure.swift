@@ -53,7 +53,12 @@ enum PostgresFailure: Equatable {
         case .domain:
             return error
         case .retry, .unavailable:
-            logger.warning("database unavailable", metadata: ["error": "\(String(reflecting: error))"])
+            if error is CancellationError {
+                // The request was cancelled (its client went away, or its time limit passed): not an outage.
+                logger.debug("database call cancelled")
+            } else {
+                logger.warning("database unavailable", metadata: ["error": "\(String(reflecting: error))"])
+            }
             return SyncError.unavailable
         case .badInput:
             logger.info("database refused a value", metadata: ["error": "\(String(reflecting: error))"])

@@ -34,6 +34,14 @@ struct PostgresItemStatements: ItemStatements {
         return nil
     }
 
+    func touchMedia(familyID: String, hashes: [String], nowMs: Int64) async throws {
+        try await conn.query(
+            """
+            UPDATE media SET referenced_ms = GREATEST(referenced_ms, \(nowMs))
+            WHERE family_id = \(familyID) AND sha256 = ANY(\(hashes)::text[])
+            """, logger: logger)
+    }
+
     /// With no `version` yet, bumps the family counter (and notifies its channel) in the same statement as the insert.
     func store(_ row: RowWrite, familyID: String, version: Int64?, nowMs: Int64) async throws -> StoredItem {
         let key = row.key

@@ -59,26 +59,45 @@ extension PostgresStore: MediaStore {
         }
     }
 
+    /// Per family, in one transaction that first locks the family row as every item write does: media a live item
+    /// names is marked named now, then media named last before the cutoff goes. An item write naming a file (which
+    /// marks it in its own transaction, `touchMedia`) is therefore either before the purge and keeps the file, or after
+    /// it and finds the file already gone: never a file deleted under an item that names it.
     public func purgeMedia(cutoffMs: Int64, nowMs: Int64) async throws -> Int {
         try await guarded(within: .seconds(3600)) {
-            try await client.query(
-                """
-                UPDATE media SET referenced_ms = \(nowMs) WHERE EXISTS (
-                  SELECT 1 FROM items i WHERE i.family_id = media.family_id AND i.collection IN (\(Collections.wall.name), \(Collections.family.name))
-                  AND NOT i.deleted AND strpos(i.body, media.sha256) > 0)
-                """, logger: logger)
+            var families: [String] = []
+            for try await id in try await client.query(
+                "SELECT DISTINCT family_id FROM media WHERE referenced_ms < \(cutoffMs) ORDER BY family_id", logger: logger
+            ).decode(String.self) { families.append(id) }
             var purged = 0
-            for try await count in try await client.query(
-                """
-                WITH gone AS (DELETE FROM media WHERE referenced_ms < \(cutoffMs) RETURNING upload_id),
-                     bytes AS (DELETE FROM media_chunks WHERE upload_id IN (SELECT upload_id FROM gone))
-                SELECT count(*) FROM gone
-                """, logger: logger
-            ).decode(Int64.self) { purged = Int(count) }
-            // Uploads a crash or a refusal cut short: chunks no media row names, older than an hour.
+            for family in families {
+                purged += try await transaction { conn in
+                    try await conn.query("SELECT 1 FROM families WHERE id = \(family) FOR UPDATE", logger: logger)
+                    try await conn.query(
+                        """
+                        UPDATE media SET referenced_ms = \(nowMs) WHERE family_id = \(family) AND referenced_ms < \(cutoffMs)
+                        AND EXISTS (
+                          SELECT 1 FROM items i WHERE i.family_id = media.family_id
+                          AND i.collection IN (\(Collections.wall.name), \(Collections.family.name))
+                          AND NOT i.deleted AND strpos(i.body, media.sha256) > 0)
+                        """, logger: logger)
+                    var count = 0
+                    for try await n in try await conn.query(
+                        """
+                        WITH gone AS (DELETE FROM media WHERE family_id = \(family) AND referenced_ms < \(cutoffMs) RETURNING upload_id),
+                             bytes AS (DELETE FROM media_chunks WHERE upload_id IN (SELECT upload_id FROM gone))
+                        SELECT count(*) FROM gone
+                        """, logger: logger
+                    ).decode(Int64.self) { count = Int(n) }
+                    return count
+                }
+            }
+            // Uploads a crash or a refusal cut short: chunks no media row names, of an upload that wrote nothing for
+            // an hour (a slow upload still writing keeps all its chunks; `commit` checks they are all there).
             try await client.query(
                 """
-                DELETE FROM media_chunks c WHERE c.created_ms < \(nowMs - 3_600_000)
+                DELETE FROM media_chunks c WHERE c.upload_id IN (
+                  SELECT upload_id FROM media_chunks GROUP BY upload_id HAVING max(created_ms) < \(nowMs - 3_600_000))
                 AND NOT EXISTS (SELECT 1 FROM media m WHERE m.upload_id = c.upload_id)
                 """, logger: logger)
             return purged
@@ -136,8 +155,16 @@ final class PostgresMediaUpload: MediaUpload, Sendable {
         if let (chunk, n) = last { try await insert(chunk, n) }
         let (familyID, uploadID) = (self.familyID, self.uploadID)
         let store = self.store
+        let expected = Int64((Int(info.size) + PostgresStore.mediaChunk - 1) / PostgresStore.mediaChunk)
         return try await store.guarded {
             try await store.transaction { conn in
+                // Every chunk must be there: never a stored file with a hole (the purge sweeps the chunks of an upload
+                // idle for an hour; an upload that slow starts over).
+                var chunks: Int64 = -1
+                for try await n in try await conn.query(
+                    "SELECT count(*) FROM media_chunks WHERE upload_id = \(uploadID)", logger: store.logger
+                ).decode(Int64.self) { chunks = n }
+                guard chunks == expected else { throw SyncError.unavailable }  // the caller aborts: its chunks go
                 var stored: String?
                 for try await id in try await conn.query(
                     """

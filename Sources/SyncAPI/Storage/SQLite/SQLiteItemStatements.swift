@@ -38,6 +38,14 @@ struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
         return version
     }
 
+    func touchMedia(familyID: String, hashes: [String], nowMs: Int64) throws {
+        for hash in hashes {
+            try db.executeCached(
+                sql: "UPDATE media SET referenced_ms = max(referenced_ms, ?) WHERE family_id = ? AND sha256 = ?",
+                arguments: [nowMs, familyID, hash])
+        }
+    }
+
     @discardableResult
     func store(_ row: RowWrite, familyID: String, version: Int64?, nowMs: Int64) throws -> StoredItem {
         let key = row.key
