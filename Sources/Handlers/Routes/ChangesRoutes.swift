@@ -84,7 +84,7 @@ struct ChangesRoutes {
 
     /// Writes a `change` whenever the position passes `since`, a ping when idle, until the time is up, the token
     /// stops working, the server shuts down gracefully (SIGTERM), or the task is cancelled. With a hub, an idle
-    /// stream reads nothing from the database but every `recheck`.
+    /// stream reads no change from the database at all; every `recheck` it checks its token (from the session cache).
     static func stream(
         to writer: inout any ResponseBodyWriter, from start: (since: Int64?, now: (date: String, version: Int64)), wakeup: Wakeup,
         ping: Duration, for maxDuration: Duration, position: () async throws -> (date: String, version: Int64, horizon: Int64),
@@ -121,9 +121,16 @@ struct ChangesRoutes {
             // Only a notice, a poll or the recheck reads the database; a ping does not.
             let due = clock.now - lastCheck >= wakeup.recheck
             guard notified || due else { continue }
-            // Cached: no database read unless the family's tokens were just revoked.
+            // Cached: no database read unless the family's tokens were just revoked (or the cached entry aged out).
             guard try await stillValid() else { return }
-            if !due, let version = wakeup.hub?.latestVersion(family: wakeup.family), version > current.version {
+            if !notified, wakeup.hub != nil {
+                // A recheck with a hub checks the token only: every change of the family reaches the hub (the SQLite
+                // write path, or PostgreSQL notices, with every stream woken after the listener reconnects), so
+                // reading the counter here would only cost the database one statement per stream per interval.
+                lastCheck = clock.now
+                continue
+            }
+            if let version = wakeup.hub?.latestVersion(family: wakeup.family), version > current.version {
                 // The notice named the counter value its write committed: no database read.
                 current = (try await date(version), version)
                 continue
