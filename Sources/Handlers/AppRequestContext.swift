@@ -13,11 +13,15 @@ public struct AppRequestContext: RequestContext {
     public let peerAddress: String?
     /// True for a sub-request of `POST /group`: `GroupReachMiddleware` then checks the route it resolved to.
     public var isSubrequest = false
+    /// The connection's event loop when the request came over a socket (nil in router-level tests). A long answer
+    /// waits on it now and then, so that its writes never pile up faster than the event loop hands them to the socket.
+    public let socketEventLoop: (any EventLoop)?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.session = nil
         self.peerAddress = source.channel.remoteAddress?.ipAddress
+        self.socketEventLoop = source.channel.remoteAddress == nil ? nil : source.channel.eventLoop
     }
 
     /// A path parameter, percent-decoded (`/contacts/a%3Ab` names the id `a:b`, as clients that encode `:` send it);

@@ -83,3 +83,24 @@ extension RouterMethods {
 enum HTTPMethods {
     static let routed: [HTTPRequest.Method] = [.get, .head, .put, .post, .delete, .patch, .options, .trace]
 }
+
+/// Keeps a long answer's writes (a media download) from piling up in memory. `ResponseBodyWriter.write` returns once the bytes are queued
+/// for the connection's event loop, which learns only later that the socket is full; a producer faster than the event
+/// loop (a file read, a database cursor, a busy machine) would queue a whole 100 MB answer. Every MiB the pacer waits
+/// until the event loop has handed the queued writes to the channel: then a full socket holds the next write back.
+struct WritePacer {
+    let eventLoop: (any EventLoop)?
+    private var queued = 0
+    /// Bytes written between two waits.
+    static let interval = 1 << 20
+
+    init(eventLoop: (any EventLoop)?) { self.eventLoop = eventLoop }
+
+    /// Counts `bytes` just written; waits on the event loop once a MiB has been queued since the last wait.
+    mutating func wrote(_ bytes: Int) async throws {
+        queued += bytes
+        guard queued >= Self.interval, let eventLoop else { return }
+        queued = 0
+        try await eventLoop.submit {}.get()
+    }
+}

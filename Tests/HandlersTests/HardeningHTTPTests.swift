@@ -280,4 +280,28 @@ struct HardeningHTTPTests {
             print("stream end after a password change (\(backend)): \(took)")
         }
     }
+
+    @Test("change streams: capped per instance too (429 for another family's stream), a slot freed when a stream ends")
+    func streamCapPerInstance() async throws {
+        try await TestApp.run(
+            .sqlite,
+            configure: {
+                ChangesHTTPTests.fast(&$0)
+                $0.changesMaxDuration = .seconds(2)
+                $0.maxStreamsPerInstance = 1
+            }
+        ) { client in
+            let alice = try await APIClient.signedUp(client)
+            let bob = try await APIClient.signedUp(client, username: "bob", family: "Jones")
+            async let first = alice.call(.get, "/api/v1/changes")
+            try await Task.sleep(for: .milliseconds(300))
+            let refused = try await bob.call(.get, "/api/v1/changes")
+            #expect(refused.status == .tooManyRequests && refused.json?["code"] == .string("too_many_requests"))
+            #expect(refused.headers[.retryAfter] != nil)
+            #expect(try await first.status == .ok)
+            // The first stream ended after its 2 s: its slot is free again.
+            let next = try await bob.call(.get, "/api/v1/changes")
+            #expect(next.status == .ok)
+        }
+    }
 }

@@ -111,7 +111,9 @@ struct StreamedAnswerTests {
             let growth = try MediaProcessTests.peakMemory(server.pid) - before
             print("streamed: 8 concurrent full syncs of 2,500 contacts (\(size >> 10) KiB each), peak memory grew \(growth >> 10) KiB")
             // Built whole, the 8 answers (62 MiB) would cost at least twice that; streamed, a few pages per answer.
-            #expect(growth <= 40 << 20, "peak memory grew \(growth >> 20) MiB")
+            // The bound is issue 9's target (64 MB for 8 concurrent full syncs): measured 18–32 MiB alone, up to 57 MiB
+            // while other suites load the 2 cores (PostgresNIO reads rows ahead of a slow consumer).
+            #expect(growth <= 64 << 20, "peak memory grew \(growth >> 20) MiB")
             // A client that reads the head and goes away: the server goes on answering others.
             _ = try? await TestPostgres.run(["curl", "-s", "-m", "1", "--limit-rate", "1k", "-o", "/dev/null"] + auth + ["\(base)/api/v1/ctcsync"])
             #expect(try await Curl.call(auth + ["\(base)/api/v1/ctcsync"]).body.utf8.count == size)

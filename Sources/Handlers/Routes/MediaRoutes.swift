@@ -55,8 +55,13 @@ struct MediaRoutes {
                         return refusal
                     }
                     headers[.contentLength] = String(range.count)
+                    let eventLoop = context.socketEventLoop
                     let body = ResponseBody(contentLength: Int(range.count)) { writer in
-                        try await media.read(session, info, range: range) { try await writer.write($0) }
+                        var pacer = WritePacer(eventLoop: eventLoop)
+                        try await media.read(session, info, range: range) { piece in
+                            try await writer.write(piece)
+                            try await pacer.wrote(piece.readableBytes)
+                        }
                         try await writer.finish(nil)
                     }
                     return Response(status: status, headers: headers, body: body)
