@@ -133,8 +133,25 @@ struct MediaHTTPTests {
         }
     }
 
-    @Test("the purge removes media no item names and keeps named ones", arguments: Backend.allCases)
-    func purge(backend: Backend) async throws {
+    /// A signed-up client of an app on a fresh database, and a second store opened on that database, so that a test
+    /// purges as the server's purger would, at times of its choosing.
+    struct PurgeSetUp {
+        let client: any TestClientProtocol
+        let api: APIClient
+        let token: String
+        let opened: OpenedStore
+        let logger: Logger
+
+        /// Uploads a JPEG-signed file; returns its URL.
+        func upload(_ count: Int, seed: UInt8) async throws -> String {
+            let answer = try await MediaHTTPTests.upload(client, token: token, MediaHTTPTests.jpeg(count, seed: seed))
+            return try #require(try JSONParser.parse(answer.body.readableBytesView)["url"]?.stringValue)
+        }
+
+        func get(_ path: String) async throws -> TestResponse { try await MediaHTTPTests.get(client, token: token, path) }
+    }
+
+    static func withPurgeSetUp(_ backend: Backend, _ body: @Sendable (PurgeSetUp) async throws -> Void) async throws {
         let url = try await backend.freshDatabaseURL()
         var configuration = try await TestApp.configuration(backend)
         configuration.database = url
@@ -144,68 +161,52 @@ struct MediaHTTPTests {
         let app = try await buildApplication(configuration, logger: logger)
         try await app.test(.router) { client in
             let api = try await APIClient.signedUp(client)
-            let token = try #require(api.token)
-            let named = try #require(
-                try JSONParser.parse(try await Self.upload(client, token: token, Self.jpeg(300_000, seed: 1)).body.readableBytesView)["url"]?
-                    .stringValue)
-            let unnamed = try #require(
-                try JSONParser.parse(try await Self.upload(client, token: token, Self.jpeg(300_000, seed: 2)).body.readableBytesView)["url"]?
-                    .stringValue)
-            _ = try await api.call(.put, "/api/v1/wall/p1", body: #"{"type":"photo","mediaUrl":"\#(named)"}"#)
-            // A purge as if the retention had passed since both uploads.
             let opened = try OpenedStore.open(url, logger: logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await opened.runClient() }
                 defer { group.cancelAll() }
-                let now = WallClock.nowMs()
-                // Both were uploaded before the cutoff; the wall post names one of them now.
-                let purged = try await opened.media.purgeMedia(cutoffMs: now + 1000, nowMs: now + 2000)
-                #expect(purged == 1)
+                try await body(PurgeSetUp(client: client, api: api, token: try #require(api.token), opened: opened, logger: logger))
             }
-            #expect(try await Self.get(client, token: token, named).status == .ok)
-            #expect(try await Self.get(client, token: token, unnamed).status == .notFound)
+        }
+    }
+
+    @Test("the purge removes media no item names and keeps named ones", arguments: Backend.allCases)
+    func purge(backend: Backend) async throws {
+        try await Self.withPurgeSetUp(backend) { setUp in
+            let named = try await setUp.upload(300_000, seed: 1)
+            let unnamed = try await setUp.upload(300_000, seed: 2)
+            _ = try await setUp.api.call(.put, "/api/v1/wall/p1", body: #"{"type":"photo","mediaUrl":"\#(named)"}"#)
+            // A purge as if the retention had passed since both uploads: the wall post names one of them now.
+            let now = WallClock.nowMs()
+            let purged = try await setUp.opened.media.purgeMedia(cutoffMs: now + 1000, nowMs: now + 2000)
+            #expect(purged == 1)
+            #expect(try await setUp.get(named).status == .ok)
+            #expect(try await setUp.get(unnamed).status == .notFound)
         }
     }
 
     @Test("a deleted post's file lasts as long as its tombstone: kept within the retention of the deletion, then gone", arguments: Backend.allCases)
     func deletedPostKeepsItsFile(backend: Backend) async throws {
-        let url = try await backend.freshDatabaseURL()
-        var configuration = try await TestApp.configuration(backend)
-        configuration.database = url
-        var quiet = Logger(label: "test")
-        quiet.logLevel = .warning
-        let logger = quiet
-        let app = try await buildApplication(configuration, logger: logger)
-        try await app.test(.router) { client in
-            let api = try await APIClient.signedUp(client)
-            let token = try #require(api.token)
-            let photo = try #require(
-                try JSONParser.parse(try await Self.upload(client, token: token, Self.jpeg(200_000, seed: 3)).body.readableBytesView)["url"]?
-                    .stringValue)
-            #expect(try await api.call(.put, "/api/v1/wall/p2", body: #"{"type":"photo","mediaUrl":"\#(photo)"}"#).status == .ok)
+        try await Self.withPurgeSetUp(backend) { setUp in
+            let photo = try await setUp.upload(200_000, seed: 3)
+            #expect(try await setUp.api.call(.put, "/api/v1/wall/p2", body: #"{"type":"photo","mediaUrl":"\#(photo)"}"#).status == .ok)
             // The upload and the post are more than a second older than the deletion.
             try await Task.sleep(for: .milliseconds(1200))
             let beforeDeletion = WallClock.nowMs()
-            #expect(try await api.call(.delete, "/api/v1/wall/p2").status == .noContent)
+            #expect(try await setUp.api.call(.delete, "/api/v1/wall/p2").status == .noContent)
             let afterDeletion = WallClock.nowMs()
-            let opened = try OpenedStore.open(url, logger: logger)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await opened.runClient() }
-                defer { group.cancelAll() }
-                let retention = 3600
-                let purger = TombstonePurger(store: opened.store, media: opened.media, retentionSeconds: retention, logger: logger)
-                // The retention has passed since the upload and the post, not since the deletion: the tombstone stays,
-                // so a client that still shows the post can still fetch its photo.
-                let early = try await purger.purgeOnce(nowMs: beforeDeletion - 100 + Int64(retention) * 1000)
-                #expect(early == 0)
-                let kept = try await Self.get(client, token: token, photo)
-                #expect(kept.status == .ok)
-                // The retention has passed since the deletion: the tombstone and the file go together.
-                let late = try await purger.purgeOnce(nowMs: afterDeletion + 1000 + Int64(retention) * 1000)
-                #expect(late == 1)
-                let gone = try await Self.get(client, token: token, photo)
-                #expect(gone.status == .notFound)
-            }
+            let retention = 3600
+            let purger = TombstonePurger(
+                store: setUp.opened.store, media: setUp.opened.media, retentionSeconds: retention, logger: setUp.logger)
+            // The retention has passed since the upload and the post, not since the deletion: the tombstone stays, so
+            // a client that still shows the post can still fetch its photo.
+            let early = try await purger.purgeOnce(nowMs: beforeDeletion - 100 + Int64(retention) * 1000)
+            #expect(early == 0)
+            #expect(try await setUp.get(photo).status == .ok)
+            // The retention has passed since the deletion: the tombstone and the file go together.
+            let late = try await purger.purgeOnce(nowMs: afterDeletion + 1000 + Int64(retention) * 1000)
+            #expect(late == 1)
+            #expect(try await setUp.get(photo).status == .notFound)
         }
     }
 }
