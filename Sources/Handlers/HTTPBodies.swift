@@ -84,10 +84,10 @@ enum HTTPMethods {
     static let routed: [HTTPRequest.Method] = [.get, .head, .put, .post, .delete, .patch, .options, .trace]
 }
 
-/// Keeps a long answer's writes (a media download) from piling up in memory. `ResponseBodyWriter.write` returns once the bytes are queued
-/// for the connection's event loop, which learns only later that the socket is full; a producer faster than the event
-/// loop (a file read, a database cursor, a busy machine) would queue a whole 100 MB answer. Every MiB the pacer waits
-/// until the event loop has handed the queued writes to the channel: then a full socket holds the next write back.
+/// Keeps a long answer's writes (a media download) from piling up in memory. `ResponseBodyWriter.write` returns once
+/// the bytes are queued for the connection's event loop, which learns only later that the socket is full; a producer
+/// faster than the event loop (a file read on a busy machine) would queue a whole 100 MB answer. Every MiB the pacer
+/// waits until the event loop has handed the queued writes to the channel: then a full socket holds the next write back.
 struct WritePacer {
     let eventLoop: (any EventLoop)?
     private var queued = 0

@@ -123,4 +123,14 @@ struct DatabaseURLTests {
     func invalid(text: String) {
         #expect(throws: DatabaseURLError.self) { try DatabaseURL(parsing: text) }
     }
+
+    @Test("the media an item body names: every well-formed media URL, once, across the old and the new body")
+    func mediaHashes() {
+        let a = String(repeating: "a", count: 64)
+        let b = String(repeating: "b", count: 64)
+        let old = #"{"id":"p1","mediaUrl":"/api/v1/media/\#(a)"}"#
+        let new = #"{"id":"p1","mediaUrl":"/api/v1/media/\#(b)","text":"see /api/v1/media/\#(a) and /api/v1/media/xyz"}"#
+        #expect(MediaURL.hashes(in: [old, new]) == [a, b])
+        #expect(MediaURL.hashes(in: [nil, #"{"id":"p2","mediaUrl":"https://example.org/x.jpg"}"#]).isEmpty)
+    }
 }

@@ -70,15 +70,17 @@ public enum MediaURL {
         text.hasPrefix(prefix) && isHash(text.dropFirst(prefix.count))
     }
 
-    /// The hashes of every media URL in a stored item body (canonical JSON), in order of appearance, once each.
-    public static func hashes(in body: String?) -> [String] {
-        guard let body, body.contains(prefix) else { return [] }
+    /// The hashes of every media URL in stored item bodies (canonical JSON; nil for none), in order of appearance,
+    /// once each.
+    public static func hashes(in bodies: [String?]) -> [String] {
         var found: [String] = []
-        var rest = body[...]
-        while let range = rest.range(of: prefix) {
-            let hash = rest[range.upperBound...].prefix(64)
-            if isHash(hash), !found.contains(String(hash)) { found.append(String(hash)) }
-            rest = rest[range.upperBound...]
+        for case let body? in bodies where body.contains(prefix) {
+            var rest = body[...]
+            while let range = rest.range(of: prefix) {
+                let hash = rest[range.upperBound...].prefix(64)
+                if isHash(hash), !found.contains(String(hash)) { found.append(String(hash)) }
+                rest = rest[range.upperBound...]
+            }
         }
         return found
     }

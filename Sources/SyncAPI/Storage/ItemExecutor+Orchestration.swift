@@ -30,7 +30,7 @@ extension ItemExecutor {
                         result = stored
                         // The media the item named before and names now, in the same transaction (and, on
                         // PostgreSQL, under the family lock the media purge takes too).
-                        let media = MediaURL.hashes(in: existing?.body) + MediaURL.hashes(in: row.body)
+                        let media = MediaURL.hashes(in: [existing?.body, row.body])
                         if !media.isEmpty { try await statements.touchMedia(familyID: familyID, hashes: media, nowMs: nowMs) }
                     }
                 }
