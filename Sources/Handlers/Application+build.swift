@@ -73,6 +73,7 @@ public func buildRouter(
     AppRequestContext
 > {
     let engine = SyncEngine(store: store)
+    let streams = LiveStreams(perAccount: configuration.maxStreamsPerAccount, perInstance: configuration.maxStreamsPerInstance)
     let metrics = PrometheusCollectorRegistry()
     let lockedUsernames = metrics.makeCounter(
         descriptor: MetricNameDescriptor(
@@ -85,7 +86,6 @@ public func buildRouter(
             logger.warning("login throttled for every address: many failures for one username", metadata: ["username": "\(username)"])
             lockedUsernames.increment()
         })
-    let streams = LiveStreams(perAccount: configuration.maxStreamsPerAccount, perInstance: configuration.maxStreamsPerInstance)
     let router = Router(context: AppRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(registry: metrics))
     router.add(middleware: CompressionMiddleware())
@@ -93,7 +93,7 @@ public func buildRouter(
     let reach = GroupReach()
     router.add(middleware: GroupReachMiddleware(reach: reach))
     let api = router.group("api/v1")
-    OperationsRoutes(store: store, configuration: configuration, metrics: metrics).add(to: router, api: api)
+    OperationsRoutes(store: store, configuration: configuration, metrics: metrics, streams: streams, hub: hub).add(to: router, api: api)
     let accountRoutes = AccountRoutes(
         accounts: accounts, bodyMaxBytes: configuration.bodyMaxBytes,
         clientAddress: ClientAddressResolver(trustedProxies: configuration.trustedProxies))

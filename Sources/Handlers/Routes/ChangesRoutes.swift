@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import SyncAPI
 import Synchronization
@@ -33,34 +34,47 @@ struct ChangesRoutes {
                     guard let token = AuthMiddleware.bearerToken(request) else { throw SyncError.unauthorized }
                     let query = try SyncQuery(request, allowed: ["date"])
                     let date = query.values["date"] ?? request.headers[.lastEventID]
-                    let lease = try streams.open(account: session.accountID)
+                    // The lease and the hub subscription are given back at the end of the body, when the answer is
+                    // dropped unwritten, or when the body has not started within `startLimit`: a client reset before
+                    // the head was written can leave the head's write suspended in the HTTP server for good, with the
+                    // answer and its slot. Nothing a client does keeps them (security audit H2).
+                    let family = session.familyID
+                    let slot = StreamSlot(lease: try streams.open(account: session.accountID), hub: hub, family: family)
                     // Subscribed before the token is checked again and the start is read: a write or a revocation
                     // from then on always wakes the stream (one in between would wait for the recheck).
-                    let family = session.familyID
-                    let generation = hub?.subscribe(family: family) ?? 0
+                    let generation = slot.generation
                     let start: (since: Int64?, now: (date: String, version: Int64))
                     do {
                         guard try await accounts.authenticate(token: token) == session else { throw SyncError.unauthorized }
                         // Checked before answering, so that an unreachable database is a 503, not a dead stream.
                         start = try await engine.changesSince(date, session)
                     } catch {
-                        hub?.unsubscribe(family: family)
-                        lease.close()
+                        slot.release()
                         throw error
                     }
+                    let overSocket = context.socketEventLoop != nil && !context.isSubrequest
                     let body = ResponseBody { writer in
-                        defer {
-                            hub?.unsubscribe(family: family)
-                            lease.close()
-                        }
-                        try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
+                        defer { slot.release() }
+                        // Too late: the slot was given back already (the stream would be uncounted).
+                        guard slot.start() else { return }
                         let wakeup = Wakeup(hub: hub, family: family, generation: generation, poll: poll, recheck: recheck)
-                        try await Self.stream(
-                            to: &writer, from: start, wakeup: wakeup, ping: ping, for: maxDuration,
-                            position: { try await engine.currentPosition(session) },
-                            date: { version in try await engine.date(atVersion: version, session) },
-                            stillValid: { try await accounts.authenticate(token: token) == session })
-                        try await writer.finish(nil)
+                        func run(_ writer: inout any ResponseBodyWriter) async throws {
+                            try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
+                            try await Self.stream(
+                                to: &writer, from: start, wakeup: wakeup, ping: ping, for: maxDuration,
+                                position: { try await engine.currentPosition(session) },
+                                date: { version in try await engine.date(atVersion: version, session) },
+                                stillValid: { try await accounts.authenticate(token: token) == session })
+                            try await writer.finish(nil)
+                        }
+                        guard overSocket else { return try await run(&writer) }
+                        // A client that hangs up ends its stream at once (cancelled), not at the next ping's failed
+                        // write: its lease is back before it can reconnect.
+                        var moved = Optional(writer)
+                        try await request.body.consumeWithCancellationOnInboundClose { _ in
+                            guard var inner = moved.take() else { return }
+                            try await run(&inner)
+                        }
                     }
                     return Response(
                         status: .ok,
@@ -92,7 +106,10 @@ struct ChangesRoutes {
     ) async throws {
         let clock = ContinuousClock()
         let end = clock.now + maxDuration
-        var lastWrite = clock.now
+        // The first ping goes one second in, not one ping interval: a client that reset its connection as the stream
+        // opened is not always seen by the read side, and its first write may still succeed (the kernel takes it);
+        // the second fails, and the stream, its lease and its subscription end (security audit H2).
+        var lastWrite = clock.now - ping + min(ping, .seconds(1))
         var lastCheck = clock.now
         var since = start.since
         var current = start.now
@@ -140,6 +157,48 @@ struct ChangesRoutes {
             current = (read.date, read.version)
         }
     }
+}
+
+/// One open stream's reservations: its lease of the caps and its subscription to the hub. `release()` gives both
+/// back once; so does the slot's end, whatever path dropped it.
+final class StreamSlot: Sendable {
+    let lease: LiveStreams.Lease
+    let hub: ChangeHub?
+    let family: String
+    /// The family's generation when the slot subscribed.
+    let generation: UInt64
+    /// 0: reserved, 1: the body started, 2: released.
+    private let state = Atomic<Int>(0)
+    /// How long the answer's body may take to start before the slot is given back anyway.
+    static let startLimit = Duration.seconds(3)
+
+    init(lease: LiveStreams.Lease, hub: ChangeHub?, family: String) {
+        self.lease = lease
+        self.hub = hub
+        self.family = family
+        generation = hub?.subscribe(family: family) ?? 0
+        MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(Self.startLimit.wholeNanoseconds)) {
+            [weak self] in
+            if let self, self.state.compareExchange(expected: 0, desired: 2, ordering: .relaxed).exchanged { self.giveBack() }
+        }
+    }
+
+    /// The body starts; false when the slot was given back already.
+    func start() -> Bool {
+        state.compareExchange(expected: 0, desired: 1, ordering: .relaxed).exchanged
+    }
+
+    func release() {
+        guard state.exchange(2, ordering: .relaxed) != 2 else { return }
+        giveBack()
+    }
+
+    private func giveBack() {
+        hub?.unsubscribe(family: family)
+        lease.close()
+    }
+
+    deinit { release() }
 }
 
 /// Counts open change streams, per account and for the instance, and refuses one past either cap (429), so that
@@ -195,6 +254,8 @@ final class LiveStreams: Sendable {
             guard !closed.exchange(true, ordering: .relaxed) else { return }
             streams.close(account: account)
         }
+
+        deinit { close() }
     }
 }
 

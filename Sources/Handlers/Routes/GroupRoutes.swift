@@ -97,8 +97,8 @@ struct GroupRoutes {
         do {
             let request = try Self.request(sub, authorization: authorization)
             guard let responder = responder.value.withLock({ $0 }) else { throw SyncError.unavailable }
+            // The group's session, checked once (AuthMiddleware passes it on to every sub-request).
             var subContext = context
-            subContext.session = nil
             subContext.isSubrequest = true
             // A route of its own: the group's endpoint path is a shared box, and it stays the group's (metrics).
             subContext.coreContext.endpointPath = EndpointPath()

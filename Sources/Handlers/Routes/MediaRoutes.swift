@@ -30,6 +30,8 @@ struct MediaRoutes {
                     let info = try await media.info(session, sha256: context.parameters.get("sha256") ?? "")
                     var headers: HTTPFields = [
                         .eTag: "\"\(info.sha256)\"", .cacheControl: "private, max-age=31536000, immutable", .acceptRanges: "bytes",
+                        // The type was checked against the bytes' signature; browsers must not guess another.
+                        .xContentTypeOptions: "nosniff",
                     ]
                     if let ifNoneMatch = request.headers[.ifNoneMatch],
                         EntityTags.list(ifNoneMatch).contains(where: { $0 == "*" || $0 == "\"\(info.sha256)\"" })
@@ -82,8 +84,10 @@ enum ByteRange: Equatable {
         let spec = header.dropFirst("bytes=".count).trimmingPrefix(" ")
         let sides = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         guard sides.count == 2 else { return .whole }
-        let first = sides[0].isEmpty ? nil : Int64(sides[0])
-        let last = sides[1].isEmpty ? nil : Int64(sides[1])
+        // Digits only: `Int64("+5")` and `Int64("-5")` parse, and a range is never signed.
+        func number(_ text: Substring) -> Int64? { text.allSatisfy { ("0"..."9").contains($0) } ? Int64(text) : nil }
+        let first = sides[0].isEmpty ? nil : number(sides[0])
+        let last = sides[1].isEmpty ? nil : number(sides[1])
         switch (first, last) {
         case (nil, let suffix?) where sides[0].isEmpty:
             guard suffix > 0, size > 0 else { return .unsatisfiable }
@@ -91,9 +95,14 @@ enum ByteRange: Equatable {
         case (let start?, nil) where sides[1].isEmpty:
             return start < size ? .part(start..<size) : .unsatisfiable
         case (let start?, let end?) where start <= end:
-            return start < size ? .part(start..<min(end + 1, size)) : .unsatisfiable
+            // `end` may be as large as Int64.max: clamp before adding 1, never overflow (a trap kills the process).
+            return start < size ? .part(start..<(min(end, size - 1) + 1)) : .unsatisfiable
         default:
             return .whole
         }
     }
+}
+
+extension HTTPField.Name {
+    static let xContentTypeOptions = Self("X-Content-Type-Options")!
 }

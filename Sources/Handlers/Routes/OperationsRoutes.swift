@@ -8,8 +8,21 @@ struct OperationsRoutes {
     let store: any SyncStore
     let configuration: AppConfiguration
     let metrics: PrometheusCollectorRegistry
+    let streams: LiveStreams
+    let hub: ChangeHub?
 
     func add(to router: Router<AppRequestContext>, api: RouterGroup<AppRequestContext>) {
+        // Long-lived resources, read when scraped: each returns to zero when its clients are gone, whatever they did.
+        let openStreams = metrics.makeGauge(
+            descriptor: MetricNameDescriptor(namespace: "syncapi", metricName: "live_streams", unitName: "", helpText: "Open GET /changes streams."))
+        let subscriptions = metrics.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "syncapi", metricName: "hub_subscriptions", unitName: "",
+                helpText: "Streams subscribed to the change hub."))
+        let answers = metrics.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "syncapi", metricName: "streamed_answers", unitName: "",
+                helpText: "Answers streaming from a database snapshot."))
         router.resource("health", [.get: { _, _ in HTTPBodies.response(json: #"{"status":"ok"}"#) }])
         router.resource(
             "ready",
@@ -23,7 +36,10 @@ struct OperationsRoutes {
             "metrics",
             [
                 .get: { _, _ in
-                    Response(
+                    openStreams.set(Double(streams.count))
+                    subscriptions.set(Double(hub?.subscriptions ?? 0))
+                    answers.set(Double(AnswerStream.open))
+                    return Response(
                         status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.emitToBuffer())))
                 }

@@ -107,7 +107,7 @@ public final class ChangeHub: Sendable {
     private func release(family: String, waiter id: Int) {
         let woken: (CheckedContinuation<UInt64, Never>, UInt64)? = state.withLock { state in
             guard var entry = state.families[family], let waiter = entry.waiters.removeValue(forKey: id) else { return nil }
-            state.families[family] = entry
+            state.families[family] = entry.subscribers > 0 || !entry.waiters.isEmpty ? entry : nil
             return (waiter, entry.generation)
         }
         if let (waiter, generation) = woken { waiter.resume(returning: generation) }
@@ -115,4 +115,7 @@ public final class ChangeHub: Sendable {
 
     /// Families with streams (for tests and metrics).
     public var followedFamilies: Int { state.withLock { $0.families.count } }
+
+    /// Open subscriptions, over every family (for tests and metrics: zero once every stream has ended).
+    public var subscriptions: Int { state.withLock { $0.families.values.reduce(0) { $0 + $1.subscribers } } }
 }

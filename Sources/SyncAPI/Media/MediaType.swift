@@ -25,19 +25,33 @@ public enum MediaType: String, CaseIterable, Sendable {
         func starts(_ prefix: [UInt8], at offset: Int = 0) -> Bool {
             b.count >= offset + prefix.count && Array(b[offset..<offset + prefix.count]) == prefix
         }
-        if starts([0xFF, 0xD8, 0xFF]) { return .jpeg }
+        // JPEG: SOI, then the first segment's marker (APPn, DQT, SOF, DHT or COM), not any byte.
+        if starts([0xFF, 0xD8, 0xFF]), b.count > 3, jpegFirstMarkers.contains(b[3]) { return .jpeg }
         if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
         if starts(Array("GIF87a".utf8)) || starts(Array("GIF89a".utf8)) { return .gif }
         if starts(Array("RIFF".utf8)), starts(Array("WEBP".utf8), at: 8) { return .webp }
         if starts(Array("ftyp".utf8), at: 4), b.count >= 12 {
+            // The `ftyp` box holds at least its brand and minor version, and stays small.
+            let boxSize = b[0..<4].reduce(0) { $0 << 8 | Int($1) }
+            guard (16...4096).contains(boxSize) else { return nil }
             let brand = String(decoding: b[8..<12], as: UTF8.self)
-            return heicBrands.contains(brand) ? .heic : .mp4
+            if heicBrands.contains(brand) { return .heic }
+            return mp4Brands.contains(brand) ? .mp4 : nil
         }
         return nil
     }
 
     /// ISO base media file brands of HEIF images; every other `ftyp` brand is taken as MP4 video.
     static let heicBrands: Set<String> = ["heic", "heix", "hevc", "hevx", "heim", "heis", "mif1", "msf1"]
+
+    /// ISO base media file brands of the video that phones record and players play; any other brand is refused.
+    static let mp4Brands: Set<String> = [
+        "isom", "iso2", "iso3", "iso4", "iso5", "iso6", "mp41", "mp42", "avc1", "M4V ", "M4VP", "qt  ", "3gp4", "3gp5",
+        "3gp6", "3g2a", "dash", "MSNV", "f4v ", "mmp4",
+    ]
+
+    /// The marker bytes a JPEG's first segment may start with after `FF D8 FF`.
+    static let jpegFirstMarkers: Set<UInt8> = Set(0xE0...0xEF).union([0xDB, 0xC0, 0xC1, 0xC2, 0xC4, 0xFE])
 }
 
 /// One stored medium, as `GET /media/{sha256}` describes it.

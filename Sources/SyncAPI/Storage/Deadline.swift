@@ -5,15 +5,18 @@ import Synchronization
 /// A hard time bound on work that may hang (a database that stopped answering): the caller gets its answer, or
 /// `onTimeout`, within the limit, whatever the work does.
 ///
-/// The work runs in its own task and is never cancelled from here: a transaction it holds always ends by its own
-/// `COMMIT` or `ROLLBACK`, never half-way because a caller gave up (protocol §8: bounded, and nothing acknowledged
-/// is lost). A caller that is cancelled stops waiting at once.
+/// The work runs in its own task. Past the limit, work that has not begun a write is cancelled (its pool wait or its
+/// read stops: nobody waits for it) and answered `onTimeout`; a write that has begun is waited for, so that its
+/// transaction ends by its own `COMMIT` or `ROLLBACK` and the answer says which (protocol §8: bounded, and nothing
+/// acknowledged is lost). A caller that is cancelled stops waiting at once.
 ///
 /// One deadline per request is enough: work that runs under a deadline already (a store call inside a request) runs
 /// inline, without a task and a timer of its own (issue 9: a task per store call was measurable on the hot path).
 public enum Deadline {
     /// True inside work that a deadline bounds.
     @TaskLocal public static var isBounded = false
+    /// The budget of the work that runs under a deadline: writes ask it before they begin.
+    @TaskLocal static var budget: Budget?
 
     public static func run<T: Sendable>(
         within limit: Duration, onTimeout: @autoclosure @escaping @Sendable () -> any Error = SyncError.unavailable,
@@ -21,21 +24,78 @@ public enum Deadline {
     ) async throws -> T {
         if isBounded { return try await work() }
         let outcome = Outcome<T>()
+        let budget = Budget()
+        let running = Mutex<Task<Void, Never>?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
                 outcome.arm(continuation)
-                let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(limit.wholeNanoseconds)) {
-                    outcome.finish(.failure(onTimeout()))
-                }
-                Task {
+                let task = Task {
                     let result: Result<T, any Error>
-                    do { result = .success(try await $isBounded.withValue(true) { try await work() }) } catch { result = .failure(error) }
-                    timer.cancel()
+                    do {
+                        result = .success(try await $isBounded.withValue(true) { try await $budget.withValue(budget) { try await work() } })
+                    } catch {
+                        result = .failure(error)
+                    }
                     outcome.finish(result)
+                }
+                running.withLock { $0 = task }
+                Self.expire(budget, in: limit, grace: limit) {
+                    // Nothing of the work was written: it stops (a pool wait or a read ends), and the caller is told.
+                    task.cancel()
+                    outcome.finish(.failure(onTimeout()))
                 }
             }
         } onCancel: {
+            // Nobody waits for the answer: work that has not begun a write stops; a write that began runs to its end.
+            if budget.expire() { running.withLock { $0 }?.cancel() }
             outcome.finish(.failure(CancellationError()))
+        }
+    }
+
+    /// Called before a transaction that writes begins: throws 503 `unavailable` when the deadline of the work it
+    /// belongs to has passed. Once a write began, the caller's answer waits for the work (up to a grace as long
+    /// again), so that a write either commits before its answer is sent or never begins: a write answered 503
+    /// cannot land later over a newer one (code review D4b).
+    public static func beginWrite() throws {
+        try budget?.beginWrite()
+    }
+
+    /// `beginWrite` for a transaction that runs on a database thread (SQLite): `budget` is the one read on the
+    /// calling task.
+    static func write<T>(_ budget: Budget?, _ body: () throws -> T) throws -> T {
+        try budget?.beginWrite()
+        return try body()
+    }
+
+    /// Calls `timedOut` once `limit` has passed if no write began; else waits for the work, up to `grace` more.
+    private static func expire(_ budget: Budget, in limit: Duration, grace: Duration, _ timedOut: @escaping @Sendable () -> Void) {
+        MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(limit.wholeNanoseconds)) {
+            if budget.expire() || grace <= .zero {
+                timedOut()
+            } else {
+                expire(budget, in: .milliseconds(20), grace: grace - .milliseconds(20), timedOut)
+            }
+        }
+    }
+
+    /// What the work under one deadline has done: whether it began a write, and whether its time is up.
+    final class Budget: Sendable {
+        private let state = Mutex<(wrote: Bool, expired: Bool)>((false, false))
+
+        func beginWrite() throws {
+            try state.withLock { state in
+                guard !state.expired else { throw SyncError.unavailable }
+                state.wrote = true
+            }
+        }
+
+        /// The time is up: no write begins from now on. True when none began, so the caller may be answered 503:
+        /// once one began, the answer must say what it did.
+        func expire() -> Bool {
+            state.withLock { state in
+                state.expired = true
+                return !state.wrote
+            }
         }
     }
 

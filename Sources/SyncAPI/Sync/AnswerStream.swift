@@ -30,7 +30,15 @@ public final class AnswerStream: Sendable {
     public init(capacity: Int = 4, stallLimit: Duration = .seconds(30)) {
         self.capacity = capacity
         self.stallLimit = stallLimit
+        Self.live.add(1, ordering: .relaxed)
     }
+
+    deinit { Self.live.subtract(1, ordering: .relaxed) }
+
+    private static let live = Atomic<Int>(0)
+
+    /// Answers alive in this process (their producer, or their consumer, still holds them): for metrics and tests.
+    public static var open: Int { live.load(ordering: .relaxed) }
 
     // MARK: Producer
 

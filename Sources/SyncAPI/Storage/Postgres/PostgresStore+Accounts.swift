@@ -72,7 +72,8 @@ extension PostgresStore {
 
     public func session(tokenHash: String, nowMs: Int64) async throws -> (session: Session, expiresMs: Int64)? {
         try await guarded {
-            try await read { conn in
+            // Never the pinned snapshot of a group: a token deleted since it began must not be found (code review D1).
+            try await client.withConnection { conn in
                 let rows = try await conn.execute(PreparedStatements.Session(tokenHash: tokenHash, nowMs: nowMs), logger: logger)
                 for try await (account, family, expires) in rows {
                     return (Session(accountID: account, familyID: family), expires)

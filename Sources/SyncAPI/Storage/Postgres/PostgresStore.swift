@@ -24,7 +24,10 @@ public struct PostgresStore: SyncStore {
     @TaskLocal static var pinned: PostgresConnection?
 
     public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await guarded {
+        // Nested (`/verify` inside a group): the snapshot already pinned, never a second connection that a full pool
+        // would never hand out (code review D3).
+        if Self.pinned != nil { return try await body() }
+        return try await guarded {
             try await transaction(readOnlySnapshot: true) { conn in
                 try await Self.$pinned.withValue(conn) { try await body() }
             }
@@ -115,6 +118,8 @@ public struct PostgresStore: SyncStore {
     /// (REPEATABLE READ, READ ONLY).
     func transaction<T: Sendable>(readOnlySnapshot: Bool = false, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         try await client.withConnection { conn in
+            // A write begins only within its request's deadline (a 503 is never followed by a late commit).
+            if !readOnlySnapshot { try Deadline.beginWrite() }
             do {
                 return try await conn.withTransaction(logger: logger) { conn in
                     if readOnlySnapshot {

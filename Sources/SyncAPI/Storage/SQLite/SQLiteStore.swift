@@ -47,18 +47,28 @@ public struct SQLiteStore: SyncStore {
     var reader: any DatabaseReader { Self.pinned ?? pool }
 
     public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        // Nested (`/verify` inside a group): the same snapshot as the rest of the group (code review D3).
+        if Self.pinned != nil { return try await body() }
         let snapshot = try Self.mapped { try pool.makeSnapshot() }
         return try await Self.$pinned.withValue(snapshot) { try await body() }
     }
 
     /// A write transaction of the single writer; operational failures become 503 `unavailable`.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        do { return try await pool.write(body) } catch { throw Self.mapped(error) }
+        // The budget is read here, on the request's task: the transaction runs on the writer's thread. A write that
+        // waited in the writer's queue past its request's deadline never begins (its answer was 503).
+        let budget = Deadline.budget
+        do { return try await pool.write { db in try Deadline.write(budget) { try body(db) } } } catch { throw Self.mapped(error) }
     }
 
     /// A read from the pinned snapshot, else its own WAL snapshot; operational failures become 503 `unavailable`.
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do { return try await reader.read(body) } catch { throw Self.mapped(error) }
+    }
+
+    /// A read from its own WAL snapshot, whatever is pinned; operational failures become 503 `unavailable`.
+    func fresh<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do { return try await pool.read(body) } catch { throw Self.mapped(error) }
     }
 
     static func mapped<T>(_ body: () throws -> T) throws -> T {

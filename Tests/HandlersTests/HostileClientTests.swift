@@ -1,0 +1,193 @@
+import Foundation
+import HTTPTypes
+import Handlers
+import Hummingbird
+import HummingbirdTesting
+import SyncAPI
+import TestSupport
+import Testing
+
+/// Issue 16: what a hostile or flaky client does to each surface, over real HTTP on both backends. The largest values
+/// a field takes, connections dropped at every point of a stream, and a token revoked while a group runs.
+@Suite("Hostile clients")
+struct HostileClientTests {
+    @Test("Range arithmetic: the largest offsets answer 206 or 416, never a trap; nosniff", arguments: Backend.allCases)
+    func rangeExtremes(backend: Backend) async throws {
+        try await TestApp.run(backend) { client in
+            let api = try await APIClient.signedUp(client)
+            // Three bytes of a JPEG signature are not a JPEG (security audit M1: the signature names a first segment).
+            let short = try await api.call(.post, "/api/v1/media", bytes: [0xFF, 0xD8, 0xFF], headers: [.contentType: "image/jpeg"])
+            #expect(short.status == .unsupportedMediaType)
+            let bytes: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0]
+            let uploaded = try await api.call(.post, "/api/v1/media", bytes: bytes, headers: [.contentType: "image/jpeg"])
+            let url = try #require(uploaded.json?["url"]?.stringValue)
+            let max = Int64.max
+            let cases: [(String, HTTPResponse.Status, Int)] = [
+                ("bytes=0-\(max)", .partialContent, 4),
+                ("bytes=1-\(max)", .partialContent, 3),
+                ("bytes=\(max)-\(max)", .rangeNotSatisfiable, 0),
+                ("bytes=\(max)-", .rangeNotSatisfiable, 0),
+                ("bytes=-\(max)", .partialContent, 4),
+                ("bytes=0-99999999999999999999", .ok, 4),  // past Int64: malformed, so the whole
+                ("bytes=+0-+3", .ok, 4),  // signs are not digits
+                ("bytes=3-3", .partialContent, 1),
+            ]
+            for (range, status, size) in cases {
+                for method in [HTTPRequest.Method.get, .head] {
+                    let answer = try await api.call(method, url, headers: [.range: range])
+                    #expect(answer.status == status, "\(method) \(range)")
+                    if method == .get, status != .rangeNotSatisfiable { #expect(answer.byteCount == size, "\(range)") }
+                    if status == .partialContent {
+                        #expect(answer.headers[.contentRange]?.hasSuffix("/4") == true, "\(range)")
+                    }
+                }
+            }
+            let whole = try await api.call(.get, url)
+            #expect(whole.headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff")
+            #expect(try await api.call(.get, "/health").status == .ok)
+        }
+    }
+
+    @Test("MediaType: stricter signatures (JPEG marker, ftyp box size and brand)")
+    func signatures() {
+        #expect(MediaType.sniff([0xFF, 0xD8, 0xFF]) == nil)
+        #expect(MediaType.sniff([0xFF, 0xD8, 0xFF, 0x00]) == nil)
+        #expect(MediaType.sniff([0xFF, 0xD8, 0xFF, 0xDB]) == .jpeg)
+        func ftyp(_ size: UInt8, _ brand: String) -> [UInt8] { [0, 0, 0, size] + Array("ftyp\(brand)".utf8) + [0, 0, 0, 0] }
+        #expect(MediaType.sniff(ftyp(24, "isom")) == .mp4)
+        #expect(MediaType.sniff(ftyp(24, "heic")) == .heic)
+        #expect(MediaType.sniff(ftyp(24, "zzzz")) == nil)
+        #expect(MediaType.sniff(ftyp(4, "isom")) == nil)
+    }
+
+    /// Where a client drops its `/changes` connection.
+    enum DropPoint: CaseIterable {
+        /// Right after sending the request: before the handler has answered.
+        case beforeHead
+        /// After the status line arrived.
+        case afterHead
+        /// After the first event.
+        case duringBody
+    }
+
+    @Test("200 /changes connections reset at every point: every lease and subscription comes back", arguments: Backend.allCases)
+    func droppedStreams(backend: Backend) async throws {
+        try await TestApp.run(backend, mode: .live) { client in
+            let port = try #require(client.port)
+            let api = try await APIClient.signedUp(client)
+            let token = try #require(api.token)
+            let request = "GET /api/v1/changes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\r\n"
+            for round in 0..<200 {
+                let point = DropPoint.allCases[round % DropPoint.allCases.count]
+                let fd = try RawSocket.connect(port: port)
+                try RawSocket.send(fd, request)
+                switch point {
+                case .beforeHead: break
+                case .afterHead: _ = try RawSocket.read(fd, until: "\r\n\r\n")
+                case .duringBody: _ = try RawSocket.read(fd, until: "retry: 2000")
+                }
+                RawSocket.reset(fd)
+            }
+            let settled = try await Self.waitForGauges(api, zero: ["syncapi_live_streams", "syncapi_hub_subscriptions"])
+            #expect(settled, "leases or subscriptions left after the drops")
+            // The account still opens its 8 streams.
+            var held: [Int32] = []
+            defer { for fd in held { RawSocket.reset(fd) } }
+            for _ in 0..<8 {
+                let fd = try RawSocket.connect(port: port)
+                try RawSocket.send(fd, request)
+                let head = try RawSocket.read(fd, until: "\r\n\r\n")
+                #expect(head.hasPrefix("HTTP/1.1 200"), "\(head.prefix(40))")
+                held.append(fd)
+            }
+        }
+    }
+
+    /// Polls `/metrics` for up to 8 s until every named gauge reads 0.
+    static func waitForGauges(_ api: APIClient, zero names: [String]) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(8)
+        while ContinuousClock.now < deadline {
+            let metrics = try await api.call(.get, "/metrics").body
+            if names.allSatisfy({ metrics.contains("\n\($0) 0") || metrics.hasPrefix("\($0) 0") || metrics.contains("\n\($0) 0.0") }) {
+                return true
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        print(try await api.call(.get, "/metrics").body.split(separator: "\n").filter { $0.hasPrefix("syncapi_") }.joined(separator: "\n"))
+        return false
+    }
+
+    @Test("a logout while a group reads: the token answers 401 as soon as the group is done", arguments: Backend.allCases)
+    func logoutDuringGroup(backend: Backend) async throws {
+        try await TestApp.run(backend, mode: .live) { client in
+            let api = try await APIClient.signedUp(client)
+            try await StreamedAnswerTests.seed(api, count: 3000)
+            let reads = (0..<8).map { #"{"id":"r\#($0)","method":"GET","url":"/api/v1/ctcsync"}"# }.joined(separator: ",")
+            async let group = api.call(.post, "/api/v1/group", body: #"{"requests":[\#(reads)]}"#)
+            try await Task.sleep(for: .milliseconds(30))
+            let logout = try await api.call(.post, "/api/v1/logout")
+            #expect(logout.status == .noContent)
+            _ = try await group
+            for _ in 0..<3 {
+                #expect(try await api.call(.get, "/api/v1/contacts/c1").status == .unauthorized)
+            }
+        }
+    }
+
+    @Test("/verify inside a group reads the group's snapshot: every date of the group is the same", arguments: Backend.allCases)
+    func verifyInGroup(backend: Backend) async throws {
+        try await TestApp.run(backend, mode: .live) { client in
+            let api = try await APIClient.signedUp(client)
+            try await StreamedAnswerTests.seed(api, count: 40)
+            let writer = Task {
+                var n = 0
+                while !Task.isCancelled {
+                    _ = try? await api.call(.put, "/api/v1/contacts/w\(n % 5)", body: #"{"firstName":"W\#(n)"}"#)
+                    n += 1
+                }
+            }
+            defer { writer.cancel() }
+            for _ in 0..<30 {
+                let answer = try await api.call(
+                    .post, "/api/v1/group",
+                    body: #"{"requests":[{"id":"a","method":"GET","url":"/api/v1/ctcsync"},{"id":"v","method":"GET","url":"/api/v1/verify"}]}"#)
+                guard case .array(let responses)? = answer.json?["responses"], responses.count == 2 else {
+                    throw TestFailure("group: \(answer.status) \(answer.body)")
+                }
+                let dates = responses.compactMap { $0["body"]?["date"]?.stringValue }
+                #expect(dates.count == 2 && dates[0] == dates[1], "\(dates)")
+            }
+        }
+    }
+}
+
+/// Raw TCP on loopback, for clients that misbehave in ways an HTTP client library will not.
+enum RawSocket {
+    static func connect(port: Int) throws -> Int32 { try OperatorTests.connect(port: port) }
+
+    static func send(_ fd: Int32, _ text: String) throws {
+        let sent = text.withCString { Glibc.send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        guard sent == text.utf8.count else { throw TestFailure("send") }
+    }
+
+    /// Reads until `marker` has arrived (or 5 s pass); returns what was read.
+    static func read(_ fd: Int32, until marker: String) throws -> String {
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !String(decoding: received, as: UTF8.self).contains(marker) {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            guard n > 0 else { throw TestFailure("closed before \(marker): \(String(decoding: received, as: UTF8.self))") }
+            received += buffer[0..<n]
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
+    /// Closes with a reset (SO_LINGER 0), as a phone whose network vanished looks to the server.
+    static func reset(_ fd: Int32) {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        close(fd)
+    }
+}
