@@ -16,12 +16,15 @@ public struct AppRequestContext: RequestContext {
     /// The connection's event loop when the request came over a socket (nil in router-level tests). A long answer
     /// waits on it now and then, so that its writes never pile up faster than the event loop hands them to the socket.
     public let socketEventLoop: (any EventLoop)?
+    /// Completes when the request's channel closes (the client went away); nil in router-level tests.
+    public let closeFuture: EventLoopFuture<Void>?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.session = nil
         self.peerAddress = source.channel.remoteAddress?.ipAddress
         self.socketEventLoop = source.channel.remoteAddress == nil ? nil : source.channel.eventLoop
+        self.closeFuture = source.channel.remoteAddress == nil ? nil : source.channel.closeFuture
     }
 
     /// A path parameter, percent-decoded (`/contacts/a%3Ab` names the id `a:b`, as clients that encode `:` send it);

@@ -72,7 +72,7 @@ public func buildRouter(
 ) -> Router<
     AppRequestContext
 > {
-    let engine = SyncEngine(store: store)
+    let engine = SyncEngine(store: store, streamStartDeadline: configuration.databaseDeadline)
     let streams = LiveStreams(perAccount: configuration.maxStreamsPerAccount, perInstance: configuration.maxStreamsPerInstance)
     let metrics = PrometheusCollectorRegistry()
     let lockedUsernames = metrics.makeCounter(

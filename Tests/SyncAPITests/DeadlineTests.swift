@@ -1,26 +1,59 @@
 import SyncAPI
 import Testing
 
-/// A deadline answers in time whatever its work does, never cancels that work, and costs one task per request: work
-/// nested under a deadline runs inline.
+/// A deadline answers in time whatever its work does, cancels work that began no write, waits for a write that
+/// began, and costs one task per request: work nested under a deadline runs inline.
 @Suite("Deadline")
 struct DeadlineTests {
-    @Test("past the limit the caller gets its error; the work is not cancelled and runs on to its end")
+    @Test("past the limit the caller gets its error, and work that began no write is cancelled (nobody waits for it)")
     func timeout() async throws {
-        let release = AsyncStream<Void>.makeStream()
         let finished = AsyncStream<Bool>.makeStream()
         await #expect(throws: SyncError.self) {
             try await Deadline.run(within: .milliseconds(50)) {
-                // Held until the caller has its answer.
-                var held = release.stream.makeAsyncIterator()
-                _ = await held.next()
+                try? await Task.sleep(for: .seconds(30))
                 finished.continuation.yield(Task.isCancelled)
                 return 1
             }
         }
-        release.continuation.yield()
         var iterator = finished.stream.makeAsyncIterator()
-        #expect(await iterator.next() == false, "the work ran on, not cancelled")
+        #expect(await iterator.next() == true, "the read was cancelled at its deadline")
+    }
+
+    @Test("a write that began is waited for: its answer says what it did, never a 503 followed by a late commit")
+    func writeOutlivesLimit() async throws {
+        let start = ContinuousClock.now
+        let answer = try await Deadline.run(within: .seconds(2)) {
+            try Deadline.beginWrite()
+            try await Task.sleep(for: .milliseconds(2100))
+            return "committed"
+        }
+        #expect(answer == "committed")
+        #expect(ContinuousClock.now - start >= .milliseconds(2100))
+    }
+
+    @Test("a write that would begin past the deadline never begins")
+    func lateWriteRefused() async throws {
+        let began = AsyncStream<Bool>.makeStream()
+        await #expect(throws: SyncError.self) {
+            try await Deadline.run(within: .milliseconds(50)) {
+                // A pool wait that outlives the deadline, then the write.
+                await withCheckedContinuation { continuation in
+                    Task.detached {
+                        try? await Task.sleep(for: .milliseconds(150))
+                        continuation.resume()
+                    }
+                }
+                do {
+                    try Deadline.beginWrite()
+                    began.continuation.yield(true)
+                } catch {
+                    began.continuation.yield(false)
+                }
+                return 1
+            }
+        }
+        var iterator = began.stream.makeAsyncIterator()
+        #expect(await iterator.next() == false)
     }
 
     @Test("nested deadlines run their work inline, in the outer deadline's task")

@@ -39,7 +39,9 @@ struct ChangesRoutes {
                     // the head was written can leave the head's write suspended in the HTTP server for good, with the
                     // answer and its slot. Nothing a client does keeps them (security audit H2).
                     let family = session.familyID
-                    let slot = StreamSlot(lease: try streams.open(account: session.accountID), hub: hub, family: family)
+                    let slot = StreamSlot(
+                        lease: try streams.open(account: session.accountID), hub: hub, family: family,
+                        startLimit: context.socketEventLoop == nil ? nil : .seconds(5))
                     // Subscribed before the token is checked again and the start is read: a write or a revocation
                     // from then on always wakes the stream (one in between would wait for the recheck).
                     let generation = slot.generation
@@ -52,29 +54,26 @@ struct ChangesRoutes {
                         slot.release()
                         throw error
                     }
-                    let overSocket = context.socketEventLoop != nil && !context.isSubrequest
+                    // A client that goes away gives its slot back at once, and its stream wakes to end.
+                    context.closeFuture?.whenComplete { _ in
+                        slot.release()
+                        hub?.notify(family: family)
+                    }
                     let body = ResponseBody { writer in
                         defer { slot.release() }
                         // Too late: the slot was given back already (the stream would be uncounted).
                         guard slot.start() else { return }
+                        try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
                         let wakeup = Wakeup(hub: hub, family: family, generation: generation, poll: poll, recheck: recheck)
-                        func run(_ writer: inout any ResponseBodyWriter) async throws {
-                            try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
-                            try await Self.stream(
-                                to: &writer, from: start, wakeup: wakeup, ping: ping, for: maxDuration,
-                                position: { try await engine.currentPosition(session) },
-                                date: { version in try await engine.date(atVersion: version, session) },
-                                stillValid: { try await accounts.authenticate(token: token) == session })
-                            try await writer.finish(nil)
-                        }
-                        guard overSocket else { return try await run(&writer) }
-                        // A client that hangs up ends its stream at once (cancelled), not at the next ping's failed
-                        // write: its lease is back before it can reconnect.
-                        var moved = Optional(writer)
-                        try await request.body.consumeWithCancellationOnInboundClose { _ in
-                            guard var inner = moved.take() else { return }
-                            try await run(&inner)
-                        }
+                        try await Self.stream(
+                            to: &writer, from: start, wakeup: wakeup, ping: ping, for: maxDuration,
+                            position: { try await engine.currentPosition(session) },
+                            date: { version in try await engine.date(atVersion: version, session) },
+                            stillValid: {
+                                guard !slot.isReleased else { return false }
+                                return try await accounts.authenticate(token: token) == session
+                            })
+                        try await writer.finish(nil)
                     }
                     return Response(
                         status: .ok,
@@ -169,19 +168,23 @@ final class StreamSlot: Sendable {
     let generation: UInt64
     /// 0: reserved, 1: the body started, 2: released.
     private let state = Atomic<Int>(0)
-    /// How long the answer's body may take to start before the slot is given back anyway.
-    static let startLimit = Duration.seconds(3)
 
-    init(lease: LiveStreams.Lease, hub: ChangeHub?, family: String) {
+    /// `startLimit`: how long the answer's body may take to start before the slot is given back anyway (over a
+    /// socket; seen: a client reset as the head was written left the head's write suspended until the idle timeout).
+    init(lease: LiveStreams.Lease, hub: ChangeHub?, family: String, startLimit: Duration?) {
         self.lease = lease
         self.hub = hub
         self.family = family
         generation = hub?.subscribe(family: family) ?? 0
-        MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(Self.startLimit.wholeNanoseconds)) {
+        guard let startLimit else { return }
+        MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(startLimit.wholeNanoseconds)) {
             [weak self] in
             if let self, self.state.compareExchange(expected: 0, desired: 2, ordering: .relaxed).exchanged { self.giveBack() }
         }
     }
+
+    /// True once the slot was given back (the stream ended, or its client went away).
+    var isReleased: Bool { state.load(ordering: .relaxed) == 2 }
 
     /// The body starts; false when the slot was given back already.
     func start() -> Bool {

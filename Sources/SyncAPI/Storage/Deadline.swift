@@ -39,10 +39,13 @@ public enum Deadline {
                     outcome.finish(result)
                 }
                 running.withLock { $0 = task }
-                Self.expire(budget, in: limit, grace: limit) {
-                    // Nothing of the work was written: it stops (a pool wait or a read ends), and the caller is told.
+                Self.expire(budget, in: limit, grace: min(limit / 5, .seconds(1))) {
+                    // The caller is told first (a cancelled pool wait must not answer in its place); then the work
+                    // stops: a pool wait or a read ends, and a write still in doubt loses its connection, so that it
+                    // rolls back unless its COMMIT reached the server already.
+                    guard outcome.finish(.failure(onTimeout())) else { return }
+                    budget.abandon()
                     task.cancel()
-                    outcome.finish(.failure(onTimeout()))
                 }
             }
         } onCancel: {
@@ -53,40 +56,66 @@ public enum Deadline {
     }
 
     /// Called before a transaction that writes begins: throws 503 `unavailable` when the deadline of the work it
-    /// belongs to has passed. Once a write began, the caller's answer waits for the work (up to a grace as long
-    /// again), so that a write either commits before its answer is sent or never begins: a write answered 503
-    /// cannot land later over a newer one (code review D4b).
-    public static func beginWrite() throws {
-        try budget?.beginWrite()
+    /// belongs to has passed. Once a write began, the caller's answer waits for the work (up to a short grace), and
+    /// past that `onAbandon` runs (PostgreSQL: the connection is closed, so an uncommitted transaction rolls back):
+    /// a write answered 503 cannot land later over a newer one (code review D4b).
+    @discardableResult
+    public static func beginWrite(onAbandon: (@Sendable () -> Void)? = nil) throws -> Int? {
+        try budget?.beginWrite(onAbandon: onAbandon)
+    }
+
+    /// The write that `beginWrite` returned `id` for has ended (committed or rolled back): nothing to abandon any more.
+    public static func endWrite(_ id: Int?) {
+        if let id { budget?.endWrite(id) }
+    }
+
+    /// Runs `body` outside any deadline: the store calls inside get deadlines of their own (a streamed answer's
+    /// producer, which outlives its request's time limit by design).
+    static func unbounded<T>(_ body: () async throws -> T) async rethrows -> T {
+        try await $isBounded.withValue(false) { try await $budget.withValue(nil) { try await body() } }
     }
 
     /// `beginWrite` for a transaction that runs on a database thread (SQLite): `budget` is the one read on the
     /// calling task.
     static func write<T>(_ budget: Budget?, _ body: () throws -> T) throws -> T {
-        try budget?.beginWrite()
+        _ = try budget?.beginWrite()
         return try body()
     }
 
     /// Calls `timedOut` once `limit` has passed if no write began; else waits for the work, up to `grace` more.
     private static func expire(_ budget: Budget, in limit: Duration, grace: Duration, _ timedOut: @escaping @Sendable () -> Void) {
         MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(limit.wholeNanoseconds)) {
-            if budget.expire() || grace <= .zero {
+            if budget.expire() {
                 timedOut()
             } else {
-                expire(budget, in: .milliseconds(20), grace: grace - .milliseconds(20), timedOut)
+                MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(grace.wholeNanoseconds)) { timedOut() }
             }
         }
     }
 
     /// What the work under one deadline has done: whether it began a write, and whether its time is up.
     final class Budget: Sendable {
-        private let state = Mutex<(wrote: Bool, expired: Bool)>((false, false))
+        private let state = Mutex<(wrote: Bool, expired: Bool, nextID: Int, onAbandon: [Int: @Sendable () -> Void])>(
+            (false, false, 0, [:]))
 
-        func beginWrite() throws {
+        /// Returns the write's id, for `endWrite`.
+        func beginWrite(onAbandon: (@Sendable () -> Void)? = nil) throws -> Int {
             try state.withLock { state in
                 guard !state.expired else { throw SyncError.unavailable }
                 state.wrote = true
+                state.nextID += 1
+                if let onAbandon { state.onAbandon[state.nextID] = onAbandon }
+                return state.nextID
             }
+        }
+
+        func endWrite(_ id: Int) {
+            _ = state.withLock { $0.onAbandon.removeValue(forKey: id) }
+        }
+
+        /// The caller was answered without the work's result: the writes still running undo themselves.
+        func abandon() {
+            for action in state.withLock({ Array($0.onAbandon.values) }) { action() }
         }
 
         /// The time is up: no write begins from now on. True when none began, so the caller may be answered 503:
@@ -113,18 +142,21 @@ public enum Deadline {
             if let early { continuation.resume(with: early) }
         }
 
-        func finish(_ result: Result<T, any Error>) {
-            let continuation: CheckedContinuation<T, any Error>? = state.withLock { state in
-                guard !state.done else { return nil }
+        /// True when this result is the one the caller gets.
+        @discardableResult
+        func finish(_ result: Result<T, any Error>) -> Bool {
+            let (won, continuation): (Bool, CheckedContinuation<T, any Error>?) = state.withLock { state in
+                guard !state.done else { return (false, nil) }
                 state.done = true
                 guard let continuation = state.continuation else {
                     state.early = result
-                    return nil
+                    return (true, nil)
                 }
                 state.continuation = nil
-                return continuation
+                return (true, continuation)
             }
             continuation?.resume(with: result)
+            return won
         }
     }
 }

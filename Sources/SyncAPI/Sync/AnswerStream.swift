@@ -19,6 +19,10 @@ public final class AnswerStream: Sendable {
         var producer: CheckedContinuation<Void, any Error>?
         /// Counts the producer's waits, so that a stall timer fires only for the wait it was set for.
         var waits = 0
+        /// Counts the consumer's waits, likewise.
+        var consumerWaits = 0
+        /// The producer's task, cancelled with the stream (its pool wait or its read stops).
+        var producerTask: Task<Void, Never>?
     }
 
     private let state = Mutex(State())
@@ -26,10 +30,14 @@ public final class AnswerStream: Sendable {
     /// A producer that waits longer than this for the consumer gives up: the client stopped reading, or the answer
     /// was dropped (a request answered 503 by its deadline never writes its body).
     let stallLimit: Duration
+    /// A consumer that waits longer than this for the next chunk ends the answer, broken (the database stopped
+    /// answering mid-list).
+    let producerStallLimit: Duration
 
-    public init(capacity: Int = 4, stallLimit: Duration = .seconds(30)) {
+    public init(capacity: Int = 4, stallLimit: Duration = .seconds(30), producerStallLimit: Duration = .seconds(10)) {
         self.capacity = capacity
         self.stallLimit = stallLimit
+        self.producerStallLimit = producerStallLimit
         Self.live.add(1, ordering: .relaxed)
     }
 
@@ -41,6 +49,17 @@ public final class AnswerStream: Sendable {
     public static var open: Int { live.load(ordering: .relaxed) }
 
     // MARK: Producer
+
+    /// Runs `produce` as the stream's producer, in a task of its own that `cancel()` cancels. It runs outside the
+    /// request's deadline (an answer may take longer than a request to download), so its store calls get their own.
+    public func produce(_ produce: @escaping @Sendable () async -> Void) {
+        let task = Task { await Deadline.unbounded { await produce() } }
+        let cancelled = state.withLock { state in
+            state.producerTask = task
+            return state.cancelled
+        }
+        if cancelled { task.cancel() }
+    }
 
     /// The answer's date of sync (known once the snapshot is read, before any chunk). The consumer learns it with
     /// the first chunk, so that a failure before any byte is ready still becomes an error answer (503), not a
@@ -118,8 +137,9 @@ public final class AnswerStream: Sendable {
 
     // MARK: Consumer
 
-    /// The answer's date, once the first chunk is ready; throws the producer's error when it failed before that.
-    public func date() async throws -> String {
+    /// The answer's date, once the first chunk is ready; throws the producer's error when it failed before that, and
+    /// 503 `unavailable` (the stream cancelled) when it is not ready within `limit`.
+    public func date(within limit: Duration) async throws -> String {
         try await withCheckedThrowingContinuation { continuation in
             let ready = state.withLock { state -> Result<String, any Error>? in
                 if case .failure(let error) = state.end { return .failure(error) }
@@ -128,13 +148,26 @@ public final class AnswerStream: Sendable {
                 state.dateWaiter = continuation
                 return nil
             }
-            if let ready { continuation.resume(with: ready) }
+            if let ready {
+                continuation.resume(with: ready)
+                return
+            }
+            MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(limit.wholeNanoseconds)) {
+                let waiter = self.state.withLock { state in
+                    defer { state.dateWaiter = nil }
+                    return state.dateWaiter
+                }
+                guard let waiter else { return }
+                self.cancel()
+                waiter.resume(throwing: SyncError.unavailable)
+            }
         }
     }
 
     /// The next chunk, nil at the end; throws when the producer failed half-way.
     public func next() async throws -> ByteBuffer? {
         try await withCheckedThrowingContinuation { continuation in
+            var wait = 0
             let (ready, producer) = state.withLock { state -> (Result<ByteBuffer?, any Error>?, CheckedContinuation<Void, any Error>?) in
                 if !state.chunks.isEmpty {
                     let chunk = state.chunks.removeFirst()
@@ -146,11 +179,29 @@ public final class AnswerStream: Sendable {
                 case .failure(let error)?: return (.failure(error), nil)
                 case nil:
                     state.consumer = continuation
+                    state.consumerWaits += 1
+                    wait = state.consumerWaits
                     return (nil, nil)
                 }
             }
             producer?.resume()
-            if let ready { continuation.resume(with: ready) }
+            if let ready {
+                continuation.resume(with: ready)
+                return
+            }
+            // A producer that stopped producing (a database that stopped answering mid-list) ends the answer, broken,
+            // rather than hold the consumer and its connection for good.
+            let timed = wait
+            MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(producerStallLimit.wholeNanoseconds)) {
+                let consumer = self.state.withLock { state -> CheckedContinuation<ByteBuffer?, any Error>? in
+                    guard state.consumerWaits == timed, let consumer = state.consumer else { return nil }
+                    state.consumer = nil
+                    return consumer
+                }
+                guard let consumer else { return }
+                self.cancel()
+                consumer.resume(throwing: SyncError.unavailable)
+            }
         }
     }
 
@@ -161,12 +212,13 @@ public final class AnswerStream: Sendable {
 
     /// The consumer is gone (client disconnected, or a 304 needs no body): the producer stops at its next `send`.
     public func cancel() {
-        let producer = state.withLock { state in
+        let (producer, task) = state.withLock { state in
             state.cancelled = true
             state.chunks = []
             defer { state.producer = nil }
-            return state.producer
+            return (state.producer, state.producerTask)
         }
         producer?.resume(throwing: CancellationError())
+        task?.cancel()
     }
 }

@@ -8,11 +8,11 @@ extension SyncEngine {
     /// reading (`AnswerStream`'s stall limit), so an answer dropped by the request deadline never holds the database.
     func streamedFullList(_ session: Session, _ collection: CollectionSpec, ifNoneMatch: String?) async throws -> SyncAnswer {
         let databaseID = try await databaseID()
-        let stream = AnswerStream()
+        let stream = AnswerStream(producerStallLimit: streamDeadline)
         let encoder = FullListEncoder(stream: stream)
         let store = self.store
         let familyID = session.familyID
-        Task {
+        stream.produce {
             do {
                 try await store.streamLiveRows(
                     familyID: familyID, collection: collection.name,
@@ -28,7 +28,8 @@ extension SyncEngine {
                 stream.finish(throwing: error)
             }
         }
-        let date = try await stream.date()
+        // The date comes with the snapshot: a pool that cannot give a connection within the deadline is a 503.
+        let date = try await stream.date(within: streamDeadline)
         if Self.matches(ifNoneMatch, date: date) {
             stream.cancel()
             return SyncAnswer(date: date, body: [], notModified: true)

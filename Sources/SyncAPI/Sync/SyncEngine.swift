@@ -6,11 +6,17 @@ public struct SyncEngine: Sendable {
     public let store: any SyncStore
     let identity: DatabaseIDCache
     let now: @Sendable () -> Int64
+    /// How long a streamed answer may wait for its database: for its snapshot (a 503 past it), then for each chunk
+    /// (the answer ends, broken, past it).
+    let streamDeadline: Duration
 
-    public init(store: any SyncStore, now: @escaping @Sendable () -> Int64 = WallClock.nowMs) {
+    public init(
+        store: any SyncStore, now: @escaping @Sendable () -> Int64 = WallClock.nowMs, streamStartDeadline: Duration = .seconds(10)
+    ) {
         self.store = store
         self.identity = DatabaseIDCache()
         self.now = now
+        self.streamDeadline = streamStartDeadline
     }
 
     /// This database's id, put in every date of sync (read once, after migrations created it).

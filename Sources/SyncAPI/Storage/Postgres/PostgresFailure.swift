@@ -29,7 +29,8 @@ enum PostgresFailure: Equatable {
             }
             self = Self.classify(sqlState: state)
         default:
-            self = .unexpected
+            // The pool's own errors (its connection circuit breaker tripped while the server was away) are an outage.
+            self = String(describing: type(of: error)) == "ConnectionPoolError" ? .unavailable : .unexpected
         }
     }
 

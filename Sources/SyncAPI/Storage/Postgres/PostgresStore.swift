@@ -119,7 +119,8 @@ public struct PostgresStore: SyncStore {
     func transaction<T: Sendable>(readOnlySnapshot: Bool = false, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         try await client.withConnection { conn in
             // A write begins only within its request's deadline (a 503 is never followed by a late commit).
-            if !readOnlySnapshot { try Deadline.beginWrite() }
+            let write = readOnlySnapshot ? nil : try Deadline.beginWrite(onAbandon: { _ = conn.close() as EventLoopFuture<Void> })
+            defer { Deadline.endWrite(write) }
             do {
                 return try await conn.withTransaction(logger: logger) { conn in
                     if readOnlySnapshot {
