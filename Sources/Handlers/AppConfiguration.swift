@@ -48,6 +48,10 @@ public struct AppConfiguration: Sendable {
     public var maxConnections = 10_000
     /// Most password hashes queued or running; past it, account calls answer 503 at once (nil: 4 per core).
     public var maxPendingHashes: Int?
+    /// Per client address (IPv6 by /64), in memory, before any database write or hash (protocol §8): `POST /login`
+    /// and `POST /password`, and, separately, `POST /signup` and `POST /accounts`. Past it: 429 with `Retry-After`.
+    public var loginRate = AdmissionLimiter.Rate(burst: 30, perMinute: 20)
+    public var signupRate = AdmissionLimiter.Rate(burst: 10, perMinute: 10)
 
     public init() {}
 }

@@ -45,15 +45,17 @@ public struct AppRequestContext: RequestContext {
 public struct ClientAddressResolver: Sendable {
     public let trustedProxies: Set<String>
 
-    public init(trustedProxies: Set<String> = []) { self.trustedProxies = trustedProxies }
+    /// Addresses are compared canonically: a dual-stack listener sees `::ffff:127.0.0.1` for `127.0.0.1` (security
+    /// audit L1), and IPv6 may be written several ways.
+    public init(trustedProxies: Set<String> = []) { self.trustedProxies = Set(trustedProxies.map(ClientAddress.canonical)) }
 
     func address(_ request: Request, _ context: AppRequestContext) -> String {
-        let peer = context.peerAddress ?? "local"
+        let peer = ClientAddress.canonical(context.peerAddress ?? "local")
         guard trustedProxies.contains(peer) else { return peer }
         let hops = request.headers[values: .xForwardedFor].flatMap { $0.split(separator: ",") }
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        for hop in hops.reversed() where !trustedProxies.contains(hop) { return String(hop.prefix(64)) }
-        return hops.first.map { String($0.prefix(64)) } ?? peer
+            .map { ClientAddress.canonical(String($0.trimmingCharacters(in: .whitespaces).prefix(64))) }.filter { !$0.isEmpty }
+        for hop in hops.reversed() where !trustedProxies.contains(hop) { return hop }
+        return hops.first ?? peer
     }
 }
 

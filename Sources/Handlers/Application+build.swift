@@ -96,7 +96,8 @@ public func buildRouter(
     OperationsRoutes(store: store, configuration: configuration, metrics: metrics, streams: streams, hub: hub).add(to: router, api: api)
     let accountRoutes = AccountRoutes(
         accounts: accounts, bodyMaxBytes: configuration.bodyMaxBytes,
-        clientAddress: ClientAddressResolver(trustedProxies: configuration.trustedProxies))
+        clientAddress: ClientAddressResolver(trustedProxies: configuration.trustedProxies),
+        logins: AdmissionLimiter(rate: configuration.loginRate), signups: AdmissionLimiter(rate: configuration.signupRate))
     accountRoutes.addPublic(to: api)
     let authenticated = api.group().add(middleware: AuthMiddleware(accounts: accounts))
     accountRoutes.addAuthenticated(to: authenticated)

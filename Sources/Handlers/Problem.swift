@@ -60,6 +60,11 @@ struct ProblemMiddleware: RouterMiddleware {
         switch error {
         case let error as SyncError:
             return error
+        case is CancellationError:
+            // Work that nobody waits for any more (its deadline passed, its client left, the server stops): the
+            // answer is dropped; never a 500 or an error in the log.
+            logger.debug("request cancelled")
+            return .unavailable
         case is NIOTooManyBytesError:
             return .payloadTooLarge(limit: bodyMaxBytes)
         case let error as HTTPError where error.status == .notFound:

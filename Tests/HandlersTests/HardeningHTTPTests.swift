@@ -263,7 +263,8 @@ struct HardeningHTTPTests {
             #expect(try await api.call(.post, "/api/v1/logout").status == .noContent)
             let first = try await stream
             #expect(first.status == .ok)
-            #expect(ContinuousClock.now - start < .seconds(5), "the stream ended with its token, not after 20 s")
+            // 10 s: the full suite loads two cores; alone it ends in well under a second.
+            #expect(ContinuousClock.now - start < .seconds(10), "the stream ended with its token, not after 20 s")
             // A password change made with another token ends the streams of the account's other tokens too.
             let login = #"{"username":"alice","password":"password1"}"#
             let streaming = APIClient(client: client, token: try await api.call(.post, "/api/v1/login", body: login).json?["token"]?.stringValue)

@@ -170,9 +170,9 @@ enum RawSocket {
         guard sent == text.utf8.count else { throw TestFailure("send") }
     }
 
-    /// Reads until `marker` has arrived (or 5 s pass); returns what was read.
+    /// Reads until `marker` has arrived (or 15 s pass); returns what was read.
     static func read(_ fd: Int32, until marker: String) throws -> String {
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        var timeout = timeval(tv_sec: 15, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)

@@ -6,13 +6,18 @@ struct AccountRoutes {
     let accounts: AccountService
     let bodyMaxBytes: Int
     let clientAddress: ClientAddressResolver
+    /// `POST /login` and `/password`, per client address, before anything else (protocol §8).
+    let logins: AdmissionLimiter
+    /// `POST /signup` and `/accounts`, likewise.
+    let signups: AdmissionLimiter
 
     /// Routes that need no token.
     func addPublic(to group: RouterGroup<AppRequestContext>) {
         group.resource(
             "signup",
             [
-                .post: { request, _ in
+                .post: { request, context in
+                    try signups.admit(clientAddress.address(request, context))
                     let grant = try await accounts.signup(try await HTTPBodies.json(request, limit: bodyMaxBytes))
                     return HTTPBodies.response(.created, json: grant.json)
                 }
@@ -21,8 +26,9 @@ struct AccountRoutes {
             "login",
             [
                 .post: { request, context in
-                    let grant = try await accounts.login(
-                        try await HTTPBodies.json(request, limit: bodyMaxBytes), client: clientAddress.address(request, context))
+                    let client = clientAddress.address(request, context)
+                    try logins.admit(client)
+                    let grant = try await accounts.login(try await HTTPBodies.json(request, limit: bodyMaxBytes), client: client)
                     return HTTPBodies.response(.ok, json: grant.json)
                 }
             ])
@@ -43,9 +49,11 @@ struct AccountRoutes {
             [
                 .post: { request, context in
                     guard let token = AuthMiddleware.bearerToken(request) else { throw SyncError.unauthorized }
+                    let client = clientAddress.address(request, context)
+                    try logins.admit(client)
                     try await accounts.changePassword(
-                        try context.requireSession(), currentTokenHash: BearerToken.storageHash(token),
-                        client: clientAddress.address(request, context), try await HTTPBodies.json(request, limit: bodyMaxBytes))
+                        try context.requireSession(), currentTokenHash: BearerToken.storageHash(token), client: client,
+                        try await HTTPBodies.json(request, limit: bodyMaxBytes))
                     return Response(status: .noContent)
                 }
             ])
@@ -53,6 +61,7 @@ struct AccountRoutes {
             "accounts",
             [
                 .post: { request, context in
+                    try signups.admit(clientAddress.address(request, context))
                     let profile = try await accounts.addAccount(
                         try context.requireSession(), try await HTTPBodies.json(request, limit: bodyMaxBytes))
                     return HTTPBodies.response(.created, json: profile)

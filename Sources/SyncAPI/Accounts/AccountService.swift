@@ -102,6 +102,8 @@ public struct AccountService: Sendable {
     public func signup(_ body: JSONValue) async throws -> Grant {
         guard settings.signupEnabled else { throw SyncError.signupDisabled }
         let v = Self.values(try Self.signupSchema.canonicalContent(of: body, pathID: nil))
+        // A taken username costs a lookup, not a hash (security audit H3); the insert still checks it atomically.
+        guard try await store.credentials(usernameKey: v["username"]!.lowercased()) == nil else { throw SyncError.usernameTaken }
         let familyID = DatabaseIdentity.uuid()
         let account = try await newAccount(username: v["username"]!, password: v["password"]!, displayName: nil)
         let nowMs = now()
@@ -114,6 +116,7 @@ public struct AccountService: Sendable {
     /// `POST /accounts`: adds a login to the caller's family; answers the new account's public profile.
     public func addAccount(_ session: Session, _ body: JSONValue) async throws -> String {
         let v = Self.values(try Self.accountSchema.canonicalContent(of: body, pathID: nil))
+        guard try await store.credentials(usernameKey: v["username"]!.lowercased()) == nil else { throw SyncError.usernameTaken }
         let account = try await newAccount(username: v["username"]!, password: v["password"]!, displayName: v["displayName"])
         try await store.createAccount(account, familyID: session.familyID, nowMs: now())
         return account.profileBody
@@ -172,7 +175,12 @@ public struct AccountService: Sendable {
             (keys.username, settings.maxFailuresPerUsername),
         ] {
             guard let window = counted[key], window.attempts > limit else { continue }
-            if key == keys.username, window.attempts == limit + 1 { onUsernameLocked(user) }
+            if key == keys.username {
+                if window.attempts == limit + 1 { onUsernameLocked(user) }
+                // A stranger cannot lock a user out: the username-wide rule never refuses an address (IPv6: its /64)
+                // that logged in as this user within `knownForMs`; the pair and address rules still hold for it.
+                if let last = try await store.lastLogin(key: keys.known), nowMs - last < LoginThrottleKeys.knownForMs { continue }
+            }
             try await store.forgiveLoginAttempt(resetKey: nil, uncountKeys: keys.all.filter { $0 != key })
             throw SyncError.tooManyRequests(retryAfter: Int(max(1, (window.startMs + windowMs - nowMs + 999) / 1000)))
         }
@@ -183,7 +191,7 @@ public struct AccountService: Sendable {
             if let credentials {
                 ok = try await hasher.verify(password, hash: credentials.passwordHash)
             } else {
-                _ = try await hasher.hash(password)
+                try await hasher.verifyNothing(password)
                 ok = false
             }
         } catch {
@@ -192,6 +200,7 @@ public struct AccountService: Sendable {
         }
         guard let credentials, ok else { throw SyncError.invalidCredentials }
         try await store.forgiveLoginAttempt(resetKey: keys.pair, uncountKeys: [keys.address, keys.username])
+        try await store.rememberLogin(key: keys.known, nowMs: nowMs)
         return credentials
     }
 
@@ -231,11 +240,18 @@ struct LoginThrottleKeys {
     let pair: String
     let address: String
     let username: String
+    /// Not counted: when this username last logged in from this address (the username-wide rule spares it).
+    let known: String
+    /// How long a successful login keeps its address known: 30 days.
+    static let knownForMs: Int64 = 30 * 86_400_000
 
+    /// `client`: the address; counted by `ClientAddress.key` (IPv6 by /64).
     init(username: String, client: String) {
+        let client = ClientAddress.key(client)
         pair = "p:\(username)|\(client)"
         address = "a:\(client)"
         self.username = "u:\(username)"
+        known = "k:\(username)|\(client)"
     }
 
     var all: [String] { [pair, address, username] }

@@ -7,17 +7,25 @@ import Synchronization
 
 /// Turns passwords into slow salted hashes and checks them; slow on purpose, so it runs off the event loops.
 public protocol PasswordHasher: Sendable {
-    /// A new salted hash of `password`.
+    /// A new salted hash of `password` (signup, a new account, a new password).
     func hash(_ password: String) async throws -> String
-    /// True when `password` matches `hash`.
+    /// True when `password` matches `hash` (login, the old password of a change).
     func verify(_ password: String, hash: String) async throws -> Bool
+    /// The same work as `verify`, for a login whose username does not exist (both failures take the same time).
+    func verifyNothing(_ password: String) async throws
+}
+
+extension PasswordHasher {
+    public func verifyNothing(_ password: String) async throws { _ = try await hash(password) }
 }
 
 /// bcrypt over SHA-256 of the password (so passwords longer than bcrypt's 72 bytes keep all their strength),
 /// computed on NIO's blocking thread pool.
 ///
 /// The work is bounded: past `maxPending` hashes queued or running, a call throws 503 `unavailable` at once instead
-/// of queueing, so a flood of unauthenticated logins cannot starve real ones (protocol §1).
+/// of queueing, so a flood of unauthenticated logins cannot starve real ones (protocol §1). New hashes (signup, new
+/// accounts, new passwords) may use only three quarters of the gate: the rest is kept for checks (login, password),
+/// so a flood of signups never stops a user from logging in (security audit H3).
 public struct BcryptPasswordHasher: PasswordHasher {
     /// bcrypt cost (log2 rounds); 12 in production, 4 (the minimum) makes tests fast.
     public let cost: UInt8
@@ -35,11 +43,18 @@ public struct BcryptPasswordHasher: PasswordHasher {
 
     public func hash(_ password: String) async throws -> String {
         let cost = self.cost
-        return try await gate.run { try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(Self.prehash(password), cost: cost) } }
+        return try await gate.run(keeping: gate.limit / 4) {
+            try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(Self.prehash(password), cost: cost) }
+        }
     }
 
     public func verify(_ password: String, hash: String) async throws -> Bool {
         try await gate.run { try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(Self.prehash(password), hash: hash) } }
+    }
+
+    public func verifyNothing(_ password: String) async throws {
+        let cost = self.cost
+        _ = try await gate.run { try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(Self.prehash(password), cost: cost) } }
     }
 }
 
@@ -50,8 +65,9 @@ public final class WorkGate: Sendable {
 
     public init(limit: Int) { self.limit = max(1, limit) }
 
-    public func run<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        guard running.wrappingAdd(1, ordering: .relaxed).newValue <= limit else {
+    /// `keeping`: slots this work may not take (kept for other work).
+    public func run<T: Sendable>(keeping reserved: Int = 0, _ body: () async throws -> T) async throws -> T {
+        guard running.wrappingAdd(1, ordering: .relaxed).newValue <= max(1, limit - reserved) else {
             running.wrappingSubtract(1, ordering: .relaxed)
             throw SyncError(code: "unavailable", status: 503, detail: "The server is busy checking passwords; retry shortly.", retryAfter: 2)
         }

@@ -18,8 +18,11 @@ public enum Deadline {
     /// The budget of the work that runs under a deadline: writes ask it before they begin.
     @TaskLocal static var budget: Budget?
 
+    /// `grace`: how long past `limit` the answer waits for work that began a write (default: a fifth of the limit,
+    /// at most a second).
     public static func run<T: Sendable>(
-        within limit: Duration, onTimeout: @autoclosure @escaping @Sendable () -> any Error = SyncError.unavailable,
+        within limit: Duration, grace: Duration? = nil,
+        onTimeout: @autoclosure @escaping @Sendable () -> any Error = SyncError.unavailable,
         _ work: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         if isBounded { return try await work() }
@@ -39,7 +42,7 @@ public enum Deadline {
                     outcome.finish(result)
                 }
                 running.withLock { $0 = task }
-                Self.expire(budget, in: limit, grace: min(limit / 5, .seconds(1))) {
+                Self.expire(budget, in: limit, grace: grace ?? min(limit / 5, .seconds(1))) {
                     // The caller is told first (a cancelled pool wait must not answer in its place); then the work
                     // stops: a pool wait or a read ends, and a write still in doubt loses its connection, so that it
                     // rolls back unless its COMMIT reached the server already.

@@ -32,6 +32,10 @@ public protocol SyncStore: Sendable {
     /// Takes back a counted attempt that succeeded or was never checked: `resetKey` (if any) starts from zero,
     /// `uncountKeys` lose one attempt.
     func forgiveLoginAttempt(resetKey: String?, uncountKeys: [String]) async throws
+    /// Remembers that `key` (a username and a client address) logged in at `nowMs`; kept `LoginThrottleKeys.knownForMs`.
+    func rememberLogin(key: String, nowMs: Int64) async throws
+    /// When `key` last logged in, if the store still remembers it.
+    func lastLogin(key: String) async throws -> Int64?
     /// An account's username and credentials, by account id (for `POST /password`).
     func credentials(accountID: String) async throws -> (username: String, credentials: AccountCredentials)?
     /// Replaces an account's password hash and revokes every token of it but `keepTokenHash`, in one transaction.

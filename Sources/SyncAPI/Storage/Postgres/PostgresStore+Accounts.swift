@@ -103,7 +103,10 @@ extension PostgresStore {
                 INSERT INTO login_throttle (key, attempts, window_start_ms)
                 SELECT k, 1, \(nowMs) FROM unnest(\(keys.sorted())::text[]) AS k ORDER BY k
                 ON CONFLICT (key) DO UPDATE SET
-                  attempts = CASE WHEN login_throttle.window_start_ms <= \(windowOpen) THEN 1 ELSE login_throttle.attempts + 1 END,
+                  attempts = CASE WHEN login_throttle.window_start_ms <= \(windowOpen)
+                               THEN 1 + GREATEST(0, login_throttle.attempts
+                                 * (2 * \(windowMs) - (\(nowMs) - login_throttle.window_start_ms)) / \(windowMs))
+                               ELSE login_throttle.attempts + 1 END,
                   window_start_ms = CASE WHEN login_throttle.window_start_ms <= \(windowOpen) THEN \(nowMs)
                                     ELSE login_throttle.window_start_ms END
                 RETURNING key, attempts, window_start_ms
@@ -113,6 +116,27 @@ extension PostgresStore {
                 out[key] = ThrottleWindow(attempts: Int(attempts), startMs: start)
             }
             return out
+        }
+    }
+
+    public func rememberLogin(key: String, nowMs: Int64) async throws {
+        try await guarded {
+            try await client.query(
+                """
+                INSERT INTO login_throttle (key, attempts, window_start_ms) VALUES (\(key), 0, \(nowMs))
+                ON CONFLICT (key) DO UPDATE SET window_start_ms = \(nowMs)
+                """, logger: logger)
+        }
+    }
+
+    public func lastLogin(key: String) async throws -> Int64? {
+        try await guarded {
+            for try await at in try await client.query("SELECT window_start_ms FROM login_throttle WHERE key = \(key)", logger: logger)
+                .decode(Int64.self)
+            {
+                return at
+            }
+            return nil
         }
     }
 
@@ -160,7 +184,9 @@ extension PostgresStore {
             let rows = try await client.query(
                 """
                 WITH t AS (DELETE FROM tokens WHERE expires_ms <= \(nowMs) RETURNING 1),
-                     l AS (DELETE FROM login_throttle WHERE window_start_ms < \(throttleBeforeMs) RETURNING 1)
+                     l AS (DELETE FROM login_throttle WHERE window_start_ms
+                           < CASE WHEN key LIKE 'k:%' THEN \(nowMs - LoginThrottleKeys.knownForMs) ELSE \(throttleBeforeMs) END
+                           RETURNING 1)
                 SELECT (SELECT count(*) FROM t) + (SELECT count(*) FROM l)
                 """, logger: logger)
             for try await n in rows.decode(Int64.self) { count = Int(n) }

@@ -93,13 +93,31 @@ extension SQLiteStore {
                     sql: """
                         INSERT INTO login_throttle (key, attempts, window_start_ms) VALUES (?1, 1, ?2)
                         ON CONFLICT (key) DO UPDATE SET
-                          attempts = CASE WHEN window_start_ms <= ?3 THEN 1 ELSE attempts + 1 END,
+                          attempts = CASE WHEN window_start_ms <= ?3
+                                       THEN 1 + max(0, attempts * (2 * ?4 - (?2 - window_start_ms)) / ?4)
+                                       ELSE attempts + 1 END,
                           window_start_ms = CASE WHEN window_start_ms <= ?3 THEN ?2 ELSE window_start_ms END
                         RETURNING attempts, window_start_ms
-                        """, arguments: [key, nowMs, windowOpen])
+                        """, arguments: [key, nowMs, windowOpen, windowMs])
                 if let row { out[key] = ThrottleWindow(attempts: row[0], startMs: row[1]) }
             }
             return out
+        }
+    }
+
+    public func rememberLogin(key: String, nowMs: Int64) async throws {
+        try await write { db in
+            try db.executeCached(
+                sql: """
+                    INSERT INTO login_throttle (key, attempts, window_start_ms) VALUES (?1, 0, ?2)
+                    ON CONFLICT (key) DO UPDATE SET window_start_ms = ?2
+                    """, arguments: [key, nowMs])
+        }
+    }
+
+    public func lastLogin(key: String) async throws -> Int64? {
+        try await read { db in
+            try Int64.fetchOne(cached: db, sql: "SELECT window_start_ms FROM login_throttle WHERE key = ?", arguments: [key])
         }
     }
 
@@ -135,7 +153,9 @@ extension SQLiteStore {
         try await write { db in
             try db.executeCached(sql: "DELETE FROM tokens WHERE expires_ms <= ?", arguments: [nowMs])
             var count = db.changesCount
-            try db.executeCached(sql: "DELETE FROM login_throttle WHERE window_start_ms < ?", arguments: [throttleBeforeMs])
+            try db.executeCached(
+                sql: "DELETE FROM login_throttle WHERE window_start_ms < CASE WHEN key LIKE 'k:%' THEN ? ELSE ? END",
+                arguments: [nowMs - LoginThrottleKeys.knownForMs, throttleBeforeMs])
             count += db.changesCount
             return count
         }

@@ -1,0 +1,130 @@
+import SyncAPI
+import Synchronization
+import TestSupport
+import Testing
+
+/// Issue 16, §6: work a client starts without a token is admitted per address before it costs anything; addresses
+/// are counted as one client per IPv4 address or IPv6 /64; the login throttle's windows slide; a stranger cannot
+/// lock a user out; signups cannot starve logins of the password hasher.
+@Suite("Admission and login throttling")
+struct AdmissionTests {
+    @Test("addresses: IPv4-mapped IPv6 is IPv4, IPv6 is canonical and counted by /64")
+    func addresses() {
+        #expect(ClientAddress.canonical("::ffff:127.0.0.1") == "127.0.0.1")
+        #expect(ClientAddress.canonical("::FFFF:7f00:1") == "127.0.0.1")
+        #expect(ClientAddress.canonical("127.0.0.1") == "127.0.0.1")
+        #expect(ClientAddress.canonical("2001:DB8::1") == "2001:db8:0:0:0:0:0:1")
+        #expect(ClientAddress.canonical("[2001:db8::1]") == "2001:db8:0:0:0:0:0:1")
+        #expect(ClientAddress.canonical("local") == "local")
+        #expect(ClientAddress.key("2001:db8:1:2:aaaa::1") == ClientAddress.key("2001:db8:1:2:ffff:1:2:3"))
+        #expect(ClientAddress.key("2001:db8:1:2::1") != ClientAddress.key("2001:db8:1:3::1"))
+        #expect(ClientAddress.key("10.0.0.1") == "10.0.0.1")
+        #expect(ClientAddress.key("::ffff:10.0.0.1") == "10.0.0.1")
+        for malformed in ["1::2::3", "1:2:3:4:5:6:7:8:9", "12345::", ":::", "::ffff:1.2.3"] {
+            #expect(ClientAddress.ipv6Groups(malformed) == nil, "\(malformed)")
+        }
+    }
+
+    @Test("a token bucket per address: the burst, then 429 with the seconds until the next token; refills with time")
+    func bucket() throws {
+        let clock = Mutex<Int64>(0)
+        let limiter = AdmissionLimiter(rate: .init(burst: 3, perMinute: 6), now: { clock.withLock { $0 } })
+        for _ in 0..<3 { try limiter.admit("10.0.0.1") }
+        #expect(throws: SyncError.self) { try limiter.admit("10.0.0.1") }
+        do {
+            try limiter.admit("10.0.0.1")
+        } catch let error as SyncError {
+            #expect(error.status == 429 && error.retryAfter == 10)
+        }
+        // Another address, and another /64, have buckets of their own; the same /64 shares one.
+        try limiter.admit("10.0.0.2")
+        for n in 1...3 { try limiter.admit("2001:db8::\(n)") }
+        #expect(throws: SyncError.self) { try limiter.admit("2001:db8::ffff") }
+        clock.withLock { $0 = 10_000 }
+        try limiter.admit("10.0.0.1")
+        #expect(throws: SyncError.self) { try limiter.admit("10.0.0.1") }
+    }
+
+    @Test("the password gate keeps a quarter for checks: signups cannot take the slots logins need")
+    func gateReserve() async throws {
+        let gate = WorkGate(limit: 4)
+        let release = AsyncStream<Void>.makeStream()
+        let started = AsyncStream<Void>.makeStream()
+        let held = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<3 {
+                    group.addTask {
+                        try await gate.run(keeping: 1) {
+                            started.continuation.yield()
+                            var iterator = release.stream.makeAsyncIterator()
+                            _ = await iterator.next()
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        var iterator = started.stream.makeAsyncIterator()
+        for _ in 0..<3 { _ = await iterator.next() }
+        await #expect(throws: SyncError.self) { try await gate.run(keeping: 1) {} }
+        try await gate.run {}  // a check still gets the kept slot
+        for _ in 0..<3 { release.continuation.yield() }
+        try await held.value
+    }
+
+    @Test("sliding windows: failures just before a window ends still count just after it", arguments: Backend.allCases)
+    func slidingWindow(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let clock = Mutex<Int64>(1_000_000_000)
+            let accounts = AccountService(store: store, hasher: CheapHasher(), now: { clock.withLock { $0 } })
+            _ = try await accounts.signup(.object([("family", .string("F")), ("username", .string("alice")), ("password", .string("password1"))]))
+            let guess = JSONValue.object([("username", .string("alice")), ("password", .string("wrong-guess"))])
+            func attempt() async -> Int {
+                do {
+                    _ = try await accounts.login(guess, client: "10.0.0.1")
+                    return 200
+                } catch let error as SyncError {
+                    return error.status
+                } catch {
+                    return 0
+                }
+            }
+            #expect(await attempt() == 401)
+            clock.withLock { $0 += 899_000 }
+            for _ in 0..<9 { #expect(await attempt() == 401) }
+            clock.withLock { $0 += 2_000 }
+            // A fixed window would start over here and allow ten more guesses at once.
+            var statuses: [Int] = []
+            for _ in 0..<10 { statuses.append(await attempt()) }
+            #expect(statuses.filter { $0 == 401 }.count <= 1, "\(statuses)")
+            #expect(statuses.contains(429))
+        }
+    }
+
+    @Test("a taken username costs a lookup, not a hash", arguments: Backend.allCases)
+    func takenUsernameNotHashed(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let hasher = CheapHasher()
+            let accounts = AccountService(store: store, hasher: hasher)
+            let body = JSONValue.object([("family", .string("F")), ("username", .string("alice")), ("password", .string("password1"))])
+            _ = try await accounts.signup(body)
+            let before = hasher.hashes.withLock { $0 }
+            for _ in 0..<5 {
+                await #expect(throws: SyncError.usernameTaken) { _ = try await accounts.signup(body) }
+            }
+            #expect(hasher.hashes.withLock { $0 } == before)
+        }
+    }
+}
+
+/// A password hasher that costs nothing and counts its hashes.
+final class CheapHasher: PasswordHasher {
+    let hashes = Mutex(0)
+
+    func hash(_ password: String) async throws -> String {
+        hashes.withLock { $0 += 1 }
+        return "h:" + password
+    }
+
+    func verify(_ password: String, hash: String) async throws -> Bool { hash == "h:" + password }
+}
