@@ -39,6 +39,8 @@ extension SyncError {
         "payload_too_large": "Payload too large", "method_not_allowed": "Method not allowed", "invalid_group": "Invalid group",
         "invalid_subrequest": "Invalid sub-request", "too_many_requests": "Too many requests", "unavailable": "Service unavailable",
         "unsupported_media_type": "Unsupported media type", "request_timeout": "Request timeout", "internal": "Internal error",
+        "forbidden": "Forbidden",
+        "quota_exceeded": "Quota exceeded",
     ]
 }
 

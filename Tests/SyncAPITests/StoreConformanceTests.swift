@@ -105,9 +105,13 @@ struct StoreConformanceTests {
             let after = try await store.countLoginAttempt(keys: keys, nowMs: 1050, windowMs: 100)
             #expect(after[keys[0]] == ThrottleWindow(attempts: 1, startMs: 1000))
             #expect(after[keys[2]] == ThrottleWindow(attempts: 40, startMs: 1000))
-            // A window that began `windowMs` ago starts over.
-            let fresh = try await store.countLoginAttempt(keys: keys, nowMs: 1100, windowMs: 100)
-            #expect(fresh[keys[1]] == ThrottleWindow(attempts: 1, startMs: 1100))
+            // A window that ended starts over, carrying the old count weighted by how much of the last window it still
+            // covers (a sliding window): just after the end, nearly all of it (40 → 1 + 40 × 95 / 100 = 39); a whole
+            // window later, none.
+            let slid = try await store.countLoginAttempt(keys: keys, nowMs: 1105, windowMs: 100)
+            #expect(slid[keys[1]] == ThrottleWindow(attempts: 39, startMs: 1105))
+            let fresh = try await store.countLoginAttempt(keys: keys, nowMs: 1305, windowMs: 100)
+            #expect(fresh[keys[1]] == ThrottleWindow(attempts: 1, startMs: 1305))
             // Old windows and expired tokens are cleaned up.
             let family = try await Self.family(store)
             let credentials = try #require(try await store.credentials(usernameKey: "alice"))

@@ -65,6 +65,17 @@ struct AccountRoutes {
                     let profile = try await accounts.addAccount(
                         try context.requireSession(), try await HTTPBodies.json(request, limit: bodyMaxBytes))
                     return HTTPBodies.response(.created, json: profile)
+                },
+                .get: { _, context in
+                    HTTPBodies.response(json: try await accounts.listAccounts(try context.requireSession()))
+                },
+            ])
+        group.resource(
+            "accounts/:id",
+            [
+                .delete: { _, context in
+                    try await accounts.deleteAccount(try context.requireSession(), accountID: context.pathID("id") ?? "")
+                    return Response(status: .noContent)
                 }
             ])
     }

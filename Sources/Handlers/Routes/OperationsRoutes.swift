@@ -60,6 +60,7 @@ struct OperationsRoutes {
                 ("signup", .bool(configuration.accounts.signupEnabled)),
                 ("mediaMaxBytes", .number(Double(configuration.mediaMaxBytes))),
                 ("mediaTypes", .array(MediaType.allCases.map { .string($0.rawValue) })),
+                ("quotas", .object([("accountsPerFamily", .number(Double(configuration.accounts.maxAccountsPerFamily)))])),
             ]))
         api.resource("", [.get: { _, _ in HTTPBodies.response(json: description) }])
     }

@@ -12,6 +12,8 @@ public struct AccountService: Sendable {
         public var maxFailuresPerUsername = 100
         /// The throttling window.
         public var failureWindowSeconds: Int64 = 15 * 60
+        /// Most accounts of one family (protocol §1: 20; `POST /accounts` over it answers 403 `quota_exceeded`).
+        public var maxAccountsPerFamily = 20
 
         public init() {}
     }
@@ -118,8 +120,48 @@ public struct AccountService: Sendable {
         let v = Self.values(try Self.accountSchema.canonicalContent(of: body, pathID: nil))
         guard try await store.credentials(usernameKey: v["username"]!.lowercased()) == nil else { throw SyncError.usernameTaken }
         let account = try await newAccount(username: v["username"]!, password: v["password"]!, displayName: v["displayName"])
-        try await store.createAccount(account, familyID: session.familyID, nowMs: now())
+        try await store.createAccount(account, familyID: session.familyID, nowMs: now(), maxAccounts: settings.maxAccountsPerFamily)
         return account.profileBody
+    }
+
+    /// `GET /accounts`: `{"accounts": [{"id", "username", "displayName", "owner"}]}`, oldest first; the first
+    /// account of the family is its owner.
+    public func listAccounts(_ session: Session) async throws -> String {
+        let accounts = try await store.accounts(familyID: session.familyID)
+        return JSONWriter.encode(
+            .object([
+                (
+                    "accounts",
+                    .array(
+                        accounts.enumerated().map { n, account in
+                            .object([
+                                ("id", .string(account.id)), ("username", .string(account.username)),
+                                ("displayName", .string(account.displayName)), ("owner", .bool(n == 0)),
+                            ])
+                        })
+                )
+            ]))
+    }
+
+    /// `DELETE /accounts/{id}`: by the owner (any account but itself) or by the account itself; its tokens stop
+    /// working at once on every instance. 404 for an account the family does not hold, 403 `forbidden` otherwise.
+    public func deleteAccount(_ session: Session, accountID: String) async throws {
+        guard ASCIIToken.matches(accountID, length: 1...64, punctuation: "._-") else {
+            throw SyncError.invalidID("An account id is 1 to 64 characters of A-Z a-z 0-9 . _ -.")
+        }
+        let accounts = try await store.accounts(familyID: session.familyID)
+        guard accounts.contains(where: { $0.id == accountID }) else { throw SyncError.notFound("No account \(accountID) in this family.") }
+        let owner = accounts.first?.id
+        let isSelf = accountID == session.accountID
+        guard isSelf ? accountID != owner : session.accountID == owner else {
+            throw SyncError.forbidden(
+                isSelf ? "The family's owner cannot delete its own account." : "Only the family's owner deletes another account.")
+        }
+        guard try await store.deleteAccount(accountID: accountID, familyID: session.familyID, nowMs: now()) else {
+            throw SyncError.notFound("No account \(accountID) in this family.")
+        }
+        // This instance drops them before it answers; others on the revocation notice.
+        sessions?.revoke(family: session.familyID)
     }
 
     private func newAccount(username: String, password: String, displayName: String?) async throws -> NewAccount {

@@ -70,6 +70,12 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public static func tooManyRequests(retryAfter: Int, detail: String = "Too many failed attempts; retry later.") -> SyncError {
         SyncError(code: "too_many_requests", status: 429, detail: detail, retryAfter: retryAfter)
     }
+    public static func forbidden(_ detail: String) -> SyncError {
+        SyncError(code: "forbidden", status: 403, detail: detail)
+    }
+    public static func quotaExceeded(_ detail: String, field: String? = nil) -> SyncError {
+        SyncError(code: "quota_exceeded", status: 403, detail: detail, field: field)
+    }
     public static func unsupportedMediaType(_ detail: String) -> SyncError {
         SyncError(code: "unsupported_media_type", status: 415, detail: detail, field: "Content-Type")
     }

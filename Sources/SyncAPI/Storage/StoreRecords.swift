@@ -146,6 +146,24 @@ public struct ThrottleWindow: Sendable, Equatable {
     }
 }
 
+/// One account of a family, as `GET /accounts` lists it.
+public struct AccountRecord: Sendable, Equatable {
+    public let id: String
+    public let username: String
+    public let displayName: String
+
+    public init(id: String, username: String, displayName: String) {
+        self.id = id
+        self.username = username
+        self.displayName = displayName
+    }
+
+    /// The storage keys of the items an account owns: its public profile and its settings.
+    static func itemKeys(_ id: String) -> [ItemKey] {
+        [ItemKey(collection: Collections.accountsKey, id: id), ItemKey(collection: Collections.settings.name, id: id)]
+    }
+}
+
 /// What login needs to check a password.
 public struct AccountCredentials: Sendable {
     public let accountID: String

@@ -16,8 +16,14 @@ public protocol SyncStore: Sendable {
 
     /// Creates a family (its change counter and its family item) and its first account; throws `username_taken`.
     func createFamily(id: String, name: String, familyBody: String, account: NewAccount, nowMs: Int64) async throws
-    /// Adds an account to a family and publishes its profile as a change of the family; throws `username_taken`.
-    func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64) async throws
+    /// Adds an account to a family and publishes its profile as a change of the family; throws `username_taken`, and
+    /// 403 `quota_exceeded` when the family holds `maxAccounts` already (counted under the family's lock).
+    func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64, maxAccounts: Int) async throws
+    /// The family's accounts, oldest first (the first is the family's owner).
+    func accounts(familyID: String) async throws -> [AccountRecord]
+    /// Deletes an account of the family in one transaction: its row (it can no longer log in), its tokens (revoked on
+    /// every instance) and its profile and settings (tombstones, so every replica drops them). False when none.
+    func deleteAccount(accountID: String, familyID: String, nowMs: Int64) async throws -> Bool
     /// The credentials for a lower-cased username, if such an account exists.
     func credentials(usernameKey: String) async throws -> AccountCredentials?
     /// Stores a bearer token by its hash.
@@ -81,4 +87,11 @@ enum StreamPaging {
 extension SyncStore {
     /// Creates or upgrades the schema to the newest version.
     public func migrate() async throws { try await migrate(upTo: nil) }
+}
+
+extension SyncStore {
+    /// `createAccount` with no account quota.
+    public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64) async throws {
+        try await createAccount(account, familyID: familyID, nowMs: nowMs, maxAccounts: .max)
+    }
 }

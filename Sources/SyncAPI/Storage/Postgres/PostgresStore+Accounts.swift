@@ -17,13 +17,59 @@ extension PostgresStore {
         }
     }
 
-    public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64) async throws {
+    public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64, maxAccounts: Int) async throws {
         try await guarded {
             try await transaction { conn in
                 guard try await PostgresItemStatements(conn: conn, logger: logger).family(familyID, lock: true) != nil else {
                     throw SyncError.unauthorized
                 }
+                for try await count in try await conn.query(
+                    "SELECT count(*) FROM accounts WHERE family_id = \(familyID)", logger: logger
+                ).decode(Int64.self) where count >= maxAccounts {
+                    throw SyncError.quotaExceeded("A family holds at most \(maxAccounts) accounts.")
+                }
                 try await insertAccount(account, familyID: familyID, nowMs: nowMs, on: conn)
+            }
+        }
+    }
+
+    public func accounts(familyID: String) async throws -> [AccountRecord] {
+        try await guarded {
+            var out: [AccountRecord] = []
+            for try await (id, username, name) in try await client.query(
+                "SELECT id, username, display_name FROM accounts WHERE family_id = \(familyID) ORDER BY created_ms, seq", logger: logger
+            ).decode((String, String, String).self) {
+                out.append(AccountRecord(id: id, username: username, displayName: name))
+            }
+            return out
+        }
+    }
+
+    public func deleteAccount(accountID: String, familyID: String, nowMs: Int64) async throws -> Bool {
+        try await guarded {
+            try await transaction { conn in
+                let statements = PostgresItemStatements(conn: conn, logger: logger)
+                guard try await statements.family(familyID, lock: true) != nil else { throw SyncError.unauthorized }
+                // Its tokens first: they reference the account.
+                try await conn.query(
+                    "DELETE FROM tokens WHERE account_id = \(accountID) AND family_id = \(familyID)", logger: logger)
+                var deleted = false
+                for try await _ in try await conn.query(
+                    "DELETE FROM accounts WHERE id = \(accountID) AND family_id = \(familyID) RETURNING id", logger: logger
+                ).decode(String.self) {
+                    deleted = true
+                }
+                guard deleted else { return false }
+                var version: Int64?
+                for key in AccountRecord.itemKeys(accountID) {
+                    version = try await statements.store(RowWrite(key: key, body: nil), familyID: familyID, version: version, nowMs: nowMs)
+                        .version
+                }
+                // Every instance drops the family's cached tokens and wakes its streams, which check theirs again.
+                try await conn.query(
+                    "SELECT pg_notify(\(PostgresChangeListener.channel), \(PostgresChangeListener.revocationPrefix) || \(familyID))",
+                    logger: logger)
+                return true
             }
         }
     }

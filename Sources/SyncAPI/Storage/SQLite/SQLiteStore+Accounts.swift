@@ -15,14 +15,43 @@ extension SQLiteStore {
         }
     }
 
-    public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64) async throws {
+    public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64, maxAccounts: Int) async throws {
         try await write { db in
             guard try Int64.fetchOne(cached: db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID]) != nil else {
                 throw SyncError.unauthorized
             }
+            let count = try Int64.fetchOne(cached: db, sql: "SELECT count(*) FROM accounts WHERE family_id = ?", arguments: [familyID]) ?? 0
+            guard count < maxAccounts else { throw SyncError.quotaExceeded("A family holds at most \(maxAccounts) accounts.") }
             try Self.insertAccount(account, familyID: familyID, nowMs: nowMs, db: db)
         }
         hub?.notify(family: familyID)
+    }
+
+    public func accounts(familyID: String) async throws -> [AccountRecord] {
+        try await read { db in
+            try Row.fetchAll(
+                cached: db, sql: "SELECT id, username, display_name FROM accounts WHERE family_id = ? ORDER BY created_ms, rowid",
+                arguments: [familyID]
+            ).map { AccountRecord(id: $0[0], username: $0[1], displayName: $0[2]) }
+        }
+    }
+
+    public func deleteAccount(accountID: String, familyID: String, nowMs: Int64) async throws -> Bool {
+        let deleted = try await write { db -> Bool in
+            // Its tokens first: they reference the account.
+            try db.executeCached(sql: "DELETE FROM tokens WHERE account_id = ? AND family_id = ?", arguments: [accountID, familyID])
+            try db.executeCached(sql: "DELETE FROM accounts WHERE id = ? AND family_id = ?", arguments: [accountID, familyID])
+            guard db.changesCount > 0 else { return false }
+            let statements = SQLiteItemStatements(db: db)
+            let version = try statements.bump(familyID: familyID)
+            for key in AccountRecord.itemKeys(accountID) {
+                _ = try statements.store(RowWrite(key: key, body: nil), familyID: familyID, version: version, nowMs: nowMs)
+            }
+            return true
+        }
+        // The family's cached tokens go, and its streams wake and check theirs again.
+        if deleted { hub?.revokeTokens(family: familyID) }
+        return deleted
     }
 
     /// Inserts the account, its public profile and its default settings at a new version, which it returns.
