@@ -109,7 +109,8 @@ public func buildRouter(
     }
     let responder = ResponderBox()
     GroupRoutes(
-        store: store, bodyMaxBytes: configuration.bodyMaxBytes, maxRequests: configuration.groupMaxRequests, responder: responder
+        store: store, bodyMaxBytes: configuration.bodyMaxBytes, maxRequests: configuration.groupMaxRequests,
+        answerLimit: configuration.requestTimeLimit, responder: responder
     )
     .add(to: authenticated)
     // The routes a group's sub-request may reach (protocol §6): every route of the API but the group itself and the

@@ -86,3 +86,14 @@ struct GzipBodyWriter: ResponseBodyWriter {
         try await inner.finish(trailingHeaders)
     }
 }
+
+/// Collects a response body written by a route (an answer of known length, to compress it whole).
+final class BodyCollector: ResponseBodyWriter, Sendable {
+    let bytes = Mutex<[UInt8]>([])
+
+    func write(_ buffer: ByteBuffer) async throws {
+        bytes.withLock { $0.append(contentsOf: buffer.readableBytesView) }
+    }
+
+    func finish(_ trailingHeaders: HTTPFields?) async throws {}
+}

@@ -29,7 +29,7 @@ enum HTTPBodies {
     /// A JSON answer streamed chunk by chunk as the database cursor moves (no `Content-Length`: chunked on HTTP/1.1).
     /// A client that goes away stops the read; a read that fails half-way ends the connection, so the client sees
     /// a broken answer, never a short one that parses.
-    static func response(json stream: AnswerStream, etag: String) -> Response {
+    static func response(json stream: AnswerStream, etag: String? = nil) -> Response {
         let body = ResponseBody { writer in
             do {
                 while let chunk = try await stream.next() { try await writer.write(chunk) }
@@ -39,7 +39,9 @@ enum HTTPBodies {
             }
             try await writer.finish(nil)
         }
-        return Response(status: .ok, headers: [.contentType: "application/json", .eTag: etag], body: body)
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let etag { headers[.eTag] = etag }
+        return Response(status: .ok, headers: headers, body: body)
     }
 
     static func response(_ status: HTTPResponse.Status = .ok, json: String, etag: String? = nil) -> Response {

@@ -11,6 +11,8 @@ struct GroupRoutes {
     let store: any SyncStore
     let bodyMaxBytes: Int
     let maxRequests: Int
+    /// How long the answer may wait for its first chunk, and then for each next one (the request time limit).
+    let answerLimit: Duration
     /// The router's own responder, set once every route is registered.
     let responder: ResponderBox
 
@@ -30,37 +32,42 @@ struct GroupRoutes {
                 .post: { request, context in
                     let subRequests = try Self.parse(try await HTTPBodies.json(request, limit: bodyMaxBytes), maxRequests: maxRequests)
                     let authorization = request.headers[.authorization]
-                    var answers: [[UInt8]] = []
-                    var index = 0
-                    while index < subRequests.count {
-                        // A run of reads shares one snapshot; each write runs alone, so later reads see it.
-                        var end = index + 1
-                        if subRequests[index].method == .get {
-                            while end < subRequests.count, subRequests[end].method == .get { end += 1 }
-                        }
-                        let run = Array(subRequests[index..<end])
-                        let subContext = context
-                        let answered: [[UInt8]]
-                        if run.count > 1 {
-                            answered = try await store.withReadSnapshot {
-                                var out: [[UInt8]] = []
-                                for sub in run { out.append(try await self.answer(sub, authorization: authorization, context: subContext)) }
-                                return out
+                    // The answer streams sub-answer after sub-answer as they are computed (issue 16: memory per request
+                    // stays flat), each run of reads from its snapshot; the head waits for the first chunk, so a
+                    // database that is away still answers 503 before any byte.
+                    let stream = AnswerStream(producerStallLimit: answerLimit)
+                    let sink = GroupSink(stream: stream)
+                    let subContext = context
+                    stream.produce {
+                        do {
+                            stream.setDate("")
+                            try await sink.raw("{\"responses\":[")
+                            var index = 0
+                            while index < subRequests.count {
+                                // A run of reads shares one snapshot; each write runs alone, so later reads see it.
+                                var end = index + 1
+                                if subRequests[index].method == .get {
+                                    while end < subRequests.count, subRequests[end].method == .get { end += 1 }
+                                }
+                                let run = Array(subRequests[index..<end])
+                                if run.count > 1 {
+                                    try await store.withReadSnapshot {
+                                        for sub in run { try await self.answer(sub, authorization: authorization, context: subContext, into: sink) }
+                                    }
+                                } else {
+                                    try await answer(run[0], authorization: authorization, context: subContext, into: sink)
+                                }
+                                index = end
                             }
-                        } else {
-                            answered = [try await answer(run[0], authorization: authorization, context: subContext)]
+                            try await sink.raw("]}")
+                            try await sink.flush()
+                            stream.finish()
+                        } catch {
+                            stream.finish(throwing: error)
                         }
-                        answers += answered
-                        index = end
                     }
-                    var writer = JSONWriter(capacity: answers.reduce(32) { $0 + $1.count + 1 })
-                    writer.raw("{\"responses\":[")
-                    for (n, answer) in answers.enumerated() {
-                        if n > 0 { writer.raw(",") }
-                        writer.raw(bytes: answer)
-                    }
-                    writer.raw("]}")
-                    return HTTPBodies.response(json: writer.bytes)
+                    _ = try await stream.date(within: answerLimit)
+                    return HTTPBodies.response(json: stream)
                 }
             ])
     }
@@ -89,11 +96,13 @@ struct GroupRoutes {
         }
     }
 
-    /// Runs one sub-request through the router and returns its `{"id", "status", "headers"?, "body"}` entry.
-    func answer(_ sub: SubRequest, authorization: String?, context: AppRequestContext) async throws -> [UInt8] {
+    /// Runs one sub-request through the router and writes its `{"id", "status", "headers"?, "body"}` entry into
+    /// the group's answer, its body as the route writes it.
+    func answer(_ sub: SubRequest, authorization: String?, context: AppRequestContext, into sink: GroupSink) async throws {
         var status = 400
         var etag: String?
-        var body: [UInt8]
+        var response: Response?
+        var problem: [UInt8] = []
         do {
             let request = try Self.request(sub, authorization: authorization)
             guard let responder = responder.value.withLock({ $0 }) else { throw SyncError.unavailable }
@@ -102,18 +111,16 @@ struct GroupRoutes {
             subContext.isSubrequest = true
             // A route of its own: the group's endpoint path is a shared box, and it stays the group's (metrics).
             subContext.coreContext.endpointPath = EndpointPath()
-            let response = try await responder.respond(to: request, context: subContext)
-            status = response.status.code
-            etag = response.headers[.eTag]
-            let collector = BodyCollector()
-            try await response.body.write(collector)
-            body = collector.bytes.withLock { $0 }
+            let answered = try await responder.respond(to: request, context: subContext)
+            status = answered.status.code
+            etag = answered.headers[.eTag]
+            response = answered
         } catch let error as SyncError {
             status = error.status
-            body = error.problemJSON
+            problem = error.problemJSON
         }
-        var writer = JSONWriter(capacity: body.count + 64)
-        writer.raw("{\"id\":")
+        var writer = JSONWriter(capacity: 128)
+        writer.raw(sink.entries == 0 ? "{\"id\":" : ",{\"id\":")
         writer.string(sub.id)
         writer.raw(",\"status\":\(status)")
         if let etag {
@@ -122,9 +129,15 @@ struct GroupRoutes {
             writer.raw("}")
         }
         writer.raw(",\"body\":")
-        if body.isEmpty { writer.raw("null") } else { writer.raw(bytes: body) }
-        writer.raw("}")
-        return writer.bytes
+        try await sink.raw(bytes: writer.bytes)
+        sink.startBody()
+        if let response {
+            try await response.body.write(sink)
+        } else if !problem.isEmpty {
+            try await sink.write(ByteBuffer(bytes: problem))
+        }
+        try await sink.raw(sink.bodyWritten ? "}" : "null}")
+        sink.endEntry()
     }
 
     /// The HTTP request a sub-request stands for; 400 `invalid_subrequest` when it may not be run.
@@ -181,13 +194,62 @@ final class ResponderBox: Sendable {
     let value = Mutex<RouterResponder<AppRequestContext>?>(nil)
 }
 
-/// Collects a response body written by a route, to embed it in the group's answer.
-final class BodyCollector: ResponseBodyWriter, Sendable {
-    let bytes = Mutex<[UInt8]>([])
+/// The group's answer on its way to the client: entries and sub-answer bodies gathered into chunks of about 32 KiB,
+/// sent to the answer's stream (which waits while the client is a few chunks behind).
+final class GroupSink: ResponseBodyWriter, Sendable {
+    static let chunkBytes = 32 * 1024
+    private struct State {
+        var bytes: [UInt8] = []
+        var bodyWritten = false
+        var entries = 0
+    }
+    private let state = Mutex(State())
+    let stream: AnswerStream
+
+    init(stream: AnswerStream) {
+        self.stream = stream
+    }
+
+    /// Entries written so far.
+    var entries: Int { state.withLock { $0.entries } }
+    /// Whether the current entry's body has any byte.
+    var bodyWritten: Bool { state.withLock { $0.bodyWritten } }
+
+    func startBody() { state.withLock { $0.bodyWritten = false } }
+    func endEntry() { state.withLock { $0.entries += 1 } }
+
+    func raw(_ text: String) async throws { try await raw(bytes: Array(text.utf8)) }
+
+    func raw(bytes: [UInt8]) async throws {
+        try await append { $0.bytes.append(contentsOf: bytes) }
+    }
 
     func write(_ buffer: ByteBuffer) async throws {
-        bytes.withLock { $0.append(contentsOf: buffer.readableBytesView) }
+        try await append { state in
+            guard buffer.readableBytes > 0 else { return }
+            state.bodyWritten = true
+            state.bytes.append(contentsOf: buffer.readableBytesView)
+        }
     }
 
     func finish(_ trailingHeaders: HTTPFields?) async throws {}
+
+    /// Sends what is gathered.
+    func flush() async throws {
+        let chunk = state.withLock { state -> [UInt8] in
+            defer { state.bytes = [] }
+            return state.bytes
+        }
+        if !chunk.isEmpty { try await stream.send(ByteBuffer(bytes: chunk)) }
+    }
+
+    private func append(_ change: (inout State) -> Void) async throws {
+        let full = state.withLock { state -> [UInt8]? in
+            change(&state)
+            guard state.bytes.count >= Self.chunkBytes else { return nil }
+            defer { state.bytes = [] }
+            return state.bytes
+        }
+        if let full { try await stream.send(ByteBuffer(bytes: full)) }
+    }
 }

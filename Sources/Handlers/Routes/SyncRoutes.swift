@@ -102,6 +102,17 @@ struct SyncRoutes {
     static func response(_ answer: SyncAnswer, to request: Request) -> Response {
         let etag = "\"\(answer.date)\""
         if answer.notModified { return HTTPBodies.notModified(etag: etag) }
+        if let cursor = answer.cursor {
+            // Read as it is written, in the writing task (a group's, which holds the snapshot).
+            let headers: HTTPFields = [.contentType: "application/json", .eTag: etag]
+            if request.method == .head { return Response(status: .ok, headers: headers) }
+            return Response(
+                status: .ok, headers: headers,
+                body: ResponseBody { writer in
+                    try await cursor { chunk in try await writer.write(chunk) }
+                    try await writer.finish(nil)
+                })
+        }
         guard let stream = answer.stream else { return HTTPBodies.response(json: answer.body, etag: etag) }
         // HEAD drops the body: the read behind it stops at once.
         if request.method == .head { stream.cancel() }

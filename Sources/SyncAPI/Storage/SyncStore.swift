@@ -69,8 +69,13 @@ public protocol SyncStore: Sendable {
     /// Runs `body` with every read of this store (in this task and its child tasks) answered from one snapshot of
     /// the database, so that several answers are consistent with each other (protocol §6). Writes are not affected.
     func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T
-    /// True inside `withReadSnapshot` (there, answers are read whole from the pinned snapshot, never streamed).
+    /// True inside `withReadSnapshot` (there, full lists come from `pinnedVersion` and `forEachPinnedLivePage`).
     var isInReadSnapshot: Bool { get }
+    /// Inside `withReadSnapshot`: the family's counter in the pinned snapshot.
+    func pinnedVersion(familyID: String) async throws -> Int64
+    /// Inside `withReadSnapshot`: every live row of a full list in the pinned snapshot, page by page, oldest change
+    /// first, read in the calling task (a group's answer streams sub-answer after sub-answer from its snapshot).
+    func forEachPinnedLivePage(familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void) async throws
     /// Every live row of a full list, from one snapshot of its own, page by page, oldest change first (then by id):
     /// `start` gets the family's counter before any page, and the next page is read only once `page` returned.
     func streamLiveRows(

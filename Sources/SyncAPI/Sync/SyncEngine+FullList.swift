@@ -43,18 +43,29 @@ extension SyncEngine {
     ) async throws
         -> SyncAnswer
     {
-        var since = try await position(date, session)
-        // A whole list is streamed from the cursor, except inside a group (its snapshot is pinned and answered whole).
-        if since == nil, !store.isInReadSnapshot { return try await streamedFullList(session, collection, ifNoneMatch: ifNoneMatch) }
-        let (delta, answerable) = try await answerableDelta(session, collections: [collection.name], since: since)
-        since = answerable
+        // A date at position 0 names the state before the family's first write: the whole list answers it exactly,
+        // streamed, where a delta would hold every change and tombstone ever made (security audit H5).
+        if let since = try await position(date, session), since > 0 {
+            let delta = try await store.delta(familyID: session.familyID, collections: [collection.name], since: since)
+            if since <= delta.version, since >= delta.horizon {
+                return try await deltaAnswer(session, collection, delta, ifNoneMatch: ifNoneMatch)
+            }
+        }
+        // No date, or one that cannot be answered exactly (code review D6): the whole list, streamed from a cursor,
+        // or, inside a group, from the group's snapshot as the answer is written.
+        if store.isInReadSnapshot { return try await pinnedFullList(session, collection, ifNoneMatch: ifNoneMatch) }
+        return try await streamedFullList(session, collection, ifNoneMatch: ifNoneMatch)
+    }
+
+    /// The changes of a full list after an answerable date.
+    func deltaAnswer(_ session: Session, _ collection: CollectionSpec, _ delta: Delta, ifNoneMatch: String?) async throws -> SyncAnswer {
         let rows = delta.rows[collection.name] ?? []
         let date = try await token(delta.version, session)
         if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, body: [], notModified: true) }
         var writer = JSONWriter(capacity: 64 + rows.reduce(0) { $0 + ($1.body?.utf8.count ?? $1.id.utf8.count + 3) })
         writer.raw("{\"date\":")
         writer.string(date)
-        writer.raw(since == nil ? ",\"sync\":false,\"updated\":[" : ",\"sync\":true,\"updated\":[")
+        writer.raw(",\"sync\":true,\"updated\":[")
         var first = true
         for row in rows where !row.deleted {
             if !first { writer.raw(",") }

@@ -38,11 +38,40 @@ extension SyncEngine {
     }
 }
 
-/// Writes `{"date":…,"sync":false,"updated":[…],"deleted":[]}` into chunks of about `chunkBytes` as rows arrive;
-/// called by one producer at a time.
-final class FullListEncoder: Sendable {
+/// `{"date":…,"sync":false,"updated":[…],"deleted":[]}` in chunks of about `chunkBytes`, as rows arrive.
+struct FullListChunks {
     static let chunkBytes = 32 * 1024
-    private let state = Mutex<(writer: JSONWriter, first: Bool)>((JSONWriter(capacity: chunkBytes + 4096), true))
+    private var writer = JSONWriter(capacity: chunkBytes + 4096)
+    private var first = true
+
+    init(date: String) {
+        writer.raw("{\"date\":")
+        writer.string(date)
+        writer.raw(",\"sync\":false,\"updated\":[")
+    }
+
+    /// Adds rows; returns a chunk once about `chunkBytes` are ready.
+    mutating func add(_ rows: [StoredItem]) -> [UInt8]? {
+        for row in rows {
+            if !first { writer.raw(",") }
+            first = false
+            writer.raw(row.body ?? "null")
+        }
+        guard writer.bytes.count >= Self.chunkBytes else { return nil }
+        defer { writer = JSONWriter(capacity: Self.chunkBytes + 4096) }
+        return writer.bytes
+    }
+
+    /// The last chunk.
+    mutating func end() -> [UInt8] {
+        writer.raw("],\"deleted\":[]}")
+        return writer.bytes
+    }
+}
+
+/// `FullListChunks` fed by one producer at a time into an `AnswerStream`.
+final class FullListEncoder: Sendable {
+    private let chunks = Mutex<FullListChunks?>(nil)
     let stream: AnswerStream
 
     init(stream: AnswerStream) {
@@ -50,32 +79,36 @@ final class FullListEncoder: Sendable {
     }
 
     func start(date: String) {
-        state.withLock { state in
-            state.writer.raw("{\"date\":")
-            state.writer.string(date)
-            state.writer.raw(",\"sync\":false,\"updated\":[")
-        }
+        chunks.withLock { $0 = FullListChunks(date: date) }
     }
 
     func add(_ rows: [StoredItem]) async throws {
-        let full: [UInt8]? = state.withLock { state in
-            for row in rows {
-                if !state.first { state.writer.raw(",") }
-                state.first = false
-                state.writer.raw(row.body ?? "null")
-            }
-            guard state.writer.bytes.count >= Self.chunkBytes else { return nil }
-            defer { state.writer = JSONWriter(capacity: Self.chunkBytes + 4096) }
-            return state.writer.bytes
-        }
-        if let full { try await stream.send(ByteBuffer(bytes: full)) }
+        if let full = chunks.withLock({ $0?.add(rows) }) { try await stream.send(ByteBuffer(bytes: full)) }
     }
 
     func end() async throws {
-        let rest = state.withLock { state in
-            state.writer.raw("],\"deleted\":[]}")
-            return state.writer.bytes
+        if let rest = chunks.withLock({ $0?.end() }) { try await stream.send(ByteBuffer(bytes: rest)) }
+    }
+}
+
+extension SyncEngine {
+    /// A full list inside a group's pinned snapshot: the date now, the rows when the answer is written, from the
+    /// same snapshot, chunk by chunk (issue 16: a group of 20 full lists holds a few chunks, not 20 lists).
+    func pinnedFullList(_ session: Session, _ collection: CollectionSpec, ifNoneMatch: String?) async throws -> SyncAnswer {
+        let version = try await store.pinnedVersion(familyID: session.familyID)
+        let date = try await token(version, session)
+        if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, body: [], notModified: true) }
+        let store = self.store
+        let familyID = session.familyID
+        let name = collection.name
+        var answer = SyncAnswer(date: date, body: [], notModified: false)
+        answer.cursor = { emit in
+            var chunks = FullListChunks(date: date)
+            try await store.forEachPinnedLivePage(familyID: familyID, collection: name) { rows in
+                if let chunk = chunks.add(rows) { try await emit(ByteBuffer(bytes: chunk)) }
+            }
+            try await emit(ByteBuffer(bytes: chunks.end()))
         }
-        try await stream.send(ByteBuffer(bytes: rest))
+        return answer
     }
 }

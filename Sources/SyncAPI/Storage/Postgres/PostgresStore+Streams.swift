@@ -41,4 +41,41 @@ extension PostgresStore {
             throw PostgresFailure(error).domainError(for: error, logger: logger)
         }
     }
+
+    public func pinnedVersion(familyID: String) async throws -> Int64 {
+        guard let pinned = Self.pinned else { throw SyncError.unavailable }
+        return try await guarded {
+            for try await version in try await pinned.query("SELECT version FROM families WHERE id = \(familyID)", logger: logger)
+                .decode(Int64.self)
+            {
+                return version
+            }
+            throw SyncError.unauthorized
+        }
+    }
+
+    public func forEachPinnedLivePage(familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void) async throws {
+        guard let pinned = Self.pinned else { throw SyncError.unavailable }
+        do {
+            // PostgresNIO reads rows from the socket as they are consumed: the cursor moves at the client's pace.
+            let rows = try await pinned.query(
+                """
+                SELECT \(unescaped: PostgresItemStatements.columns) FROM items
+                WHERE family_id = \(familyID) AND collection = \(collection) AND parent_id = '' AND NOT deleted
+                ORDER BY version, id
+                """, logger: logger)
+            var batch: [StoredItem] = []
+            batch.reserveCapacity(StreamPaging.pageSize)
+            for try await columns in rows.decode(PostgresItemStatements.ItemColumns.self) {
+                batch.append(PostgresItemStatements.storedItem(columns))
+                if batch.count == StreamPaging.pageSize {
+                    try await page(batch)
+                    batch.removeAll(keepingCapacity: true)
+                }
+            }
+            if !batch.isEmpty { try await page(batch) }
+        } catch {
+            throw PostgresFailure(error).domainError(for: error, logger: logger)
+        }
+    }
 }

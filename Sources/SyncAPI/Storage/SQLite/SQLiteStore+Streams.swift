@@ -17,22 +17,49 @@ extension SQLiteStore {
         try await start(version)
         var after: (version: Int64, id: String) = (0, "")
         while true {
-            let position = after
-            let rows = try await Self.read(snapshot) { db in
-                try Row.fetchAll(
-                    cached: db,
-                    sql: """
-                        SELECT \(SQLiteItemStatements.columns) FROM items
-                        WHERE family_id = ? AND collection = ? AND parent_id = '' AND NOT deleted AND (version, id) > (?, ?)
-                        ORDER BY version, id LIMIT ?
-                        """,
-                    arguments: [familyID, collection, position.version, position.id, StreamPaging.pageSize]
-                ).map(SQLiteItemStatements.storedItem)
-            }
+            let rows = try await Self.livePage(snapshot, familyID: familyID, collection: collection, after: after)
             guard let last = rows.last else { return }
             try await page(rows)
             guard rows.count == StreamPaging.pageSize else { return }
             after = (last.version, last.id)
+        }
+    }
+
+    public func pinnedVersion(familyID: String) async throws -> Int64 {
+        guard let pinned = Self.pinned else { throw SyncError.unavailable }
+        let version = try await Self.read(pinned) { db in
+            try Int64.fetchOne(cached: db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID])
+        }
+        guard let version else { throw SyncError.unauthorized }
+        return version
+    }
+
+    public func forEachPinnedLivePage(familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void) async throws {
+        guard let pinned = Self.pinned else { throw SyncError.unavailable }
+        var after: (version: Int64, id: String) = (0, "")
+        while true {
+            let rows = try await Self.livePage(pinned, familyID: familyID, collection: collection, after: after)
+            guard let last = rows.last else { return }
+            try await page(rows)
+            guard rows.count == StreamPaging.pageSize else { return }
+            after = (last.version, last.id)
+        }
+    }
+
+    /// The next page of live rows after `after` (keyset order: version, then id).
+    static func livePage(
+        _ snapshot: DatabaseSnapshot, familyID: String, collection: String, after: (version: Int64, id: String)
+    ) async throws -> [StoredItem] {
+        try await read(snapshot) { db in
+            try Row.fetchAll(
+                cached: db,
+                sql: """
+                    SELECT \(SQLiteItemStatements.columns) FROM items
+                    WHERE family_id = ? AND collection = ? AND parent_id = '' AND NOT deleted AND (version, id) > (?, ?)
+                    ORDER BY version, id LIMIT ?
+                    """,
+                arguments: [familyID, collection, after.version, after.id, StreamPaging.pageSize]
+            ).map(SQLiteItemStatements.storedItem)
         }
     }
 
