@@ -103,6 +103,13 @@ struct StreamedAnswerTests {
             let size = first.body.utf8.count
             #expect(first.status == 200 && size > 5_000_000)
             let before = try MediaProcessTests.peakMemory(server.pid)
+            // Issue 16: a group of 20 full lists streams sub-answer after sub-answer from its snapshot.
+            let reads = (0..<20).map { #"{"id":"r\#($0)","method":"GET","url":"/api/v1/ctcsync"}"# }.joined(separator: ",")
+            let group = try await Curl.call(auth + ["-X", "POST", "\(base)/api/v1/group", "-d", #"{"requests":[\#(reads)]}"#])
+            #expect(group.status == 200 && group.body.utf8.count > 20 * size)
+            let groupGrowth = try MediaProcessTests.peakMemory(server.pid) - before
+            print("streamed: a group of 20 full syncs (\(group.body.utf8.count >> 10) KiB), peak memory grew \(groupGrowth >> 10) KiB")
+            #expect(groupGrowth <= 64 << 20, "peak memory grew \(groupGrowth >> 20) MiB")
             let sizes = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<8 { group.addTask { try await Curl.call(auth + ["\(base)/api/v1/ctcsync"]).body.utf8.count } }
                 return try await group.reduce(into: [Int]()) { $0.append($1) }
