@@ -65,4 +65,42 @@ struct SessionCacheHTTPTests {
             }
         }
     }
+
+    @Test("a listener gone deaf without failing is noticed: a revocation elsewhere stops the token within 5 s")
+    func deafListener() async throws {
+        let url = try await TestPostgres.shared.newDatabaseURL()
+        let database = try DatabaseURL(parsing: url)
+        let first = try await LiveHubTests.app(database, maxDuration: .seconds(5))
+        let second = try await LiveHubTests.app(database, maxDuration: .seconds(5))
+        try await first.test(.router) { one in
+            try await second.test(.router) { two in
+                let alice = try await APIClient.signedUp(one)
+                let login = #"{"username":"alice","password":"password1"}"#
+                let token = try #require(try await APIClient(client: one).call(.post, "/api/v1/login", body: login).json?["token"])
+                let here = APIClient(client: one, token: token.stringValue)
+                let elsewhere = APIClient(client: two, token: token.stringValue)
+                #expect(try await elsewhere.call(.get, "/api/v1/ctcsync").status == .ok)
+                // Both instances' LISTEN backends stop answering, their connections open: no reset ever arrives.
+                let name = String(url.split(separator: "/").last!)
+                let pids = try await TestPostgres.run([
+                    "psql", "-h", "127.0.0.1", "-p", String(url.split(separator: ":").last!.split(separator: "/").first!), "-U", "postgres",
+                    "-d", name, "-Atc", "SELECT pid FROM pg_stat_activity WHERE datname = '\(name)' AND query LIKE 'LISTEN%'",
+                ]).split(separator: "\n").map(String.init).filter { !$0.isEmpty }
+                #expect(pids.count == 2, "\(pids)")
+                for pid in pids.compactMap({ pid_t($0) }) { kill(pid, SIGSTOP) }
+                defer { for pid in pids.compactMap({ pid_t($0) }) { kill(pid, SIGCONT) } }
+                #expect(try await here.call(.post, "/api/v1/logout").status == .noContent)
+                let revoked = ContinuousClock.now
+                var status = HTTPResponse.Status.ok
+                while status != .unauthorized, ContinuousClock.now - revoked < .seconds(10) {
+                    status = try await elsewhere.call(.get, "/api/v1/ctcsync").status
+                    if status != .unauthorized { try await Task.sleep(for: .milliseconds(100)) }
+                }
+                let seconds = (ContinuousClock.now - revoked) / .seconds(1)
+                print("deaf listener: the revoked token stopped on the other instance after \(seconds) s")
+                #expect(status == .unauthorized && seconds < 5, "still accepted \(seconds) s later")
+                #expect(try await alice.call(.get, "/api/v1/ctcsync").status == .ok)
+            }
+        }
+    }
 }

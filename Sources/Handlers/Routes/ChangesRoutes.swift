@@ -139,10 +139,11 @@ struct ChangesRoutes {
             guard notified || due else { continue }
             // Cached: no database read unless the family's tokens were just revoked (or the cached entry aged out).
             guard try await stillValid() else { return }
-            if !notified, wakeup.hub != nil {
+            if !notified, let hub = wakeup.hub, hub.sessions.isLive {
                 // A recheck with a hub checks the token only: every change of the family reaches the hub (the SQLite
                 // write path, or PostgreSQL notices, with every stream woken after the listener reconnects), so
                 // reading the counter here would only cost the database one statement per stream per interval.
+                // While the listener may be deaf (its heartbeat unheard), the recheck reads the counter.
                 lastCheck = clock.now
                 continue
             }

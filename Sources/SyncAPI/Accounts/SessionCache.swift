@@ -85,6 +85,9 @@ public final class SessionCache: Sendable {
         }
     }
 
+    /// Whether revocations reach this instance now (false while the PostgreSQL listener may be deaf).
+    public var isLive: Bool { state.withLock { $0.live } }
+
     /// How many sessions are cached (for tests and metrics).
     public var count: Int { state.withLock { $0.entries.count } }
 
