@@ -19,6 +19,7 @@ struct AdmissionHTTPTests {
             backend,
             configure: {
                 HardeningHTTPTests.proxied(&$0)
+                $0.loginRate = .init(burst: 30, perMinute: 1)  // no refill while the test runs on a loaded machine
                 // Were the refused attempts counted in the database, the username would lock at the 32nd.
                 $0.accounts.maxFailuresPerUsername = 31
                 $0.accounts.maxFailuresPerPair = 1000

@@ -78,6 +78,7 @@ struct HostileClientTests {
             let api = try await APIClient.signedUp(client)
             let token = try #require(api.token)
             let request = "GET /api/v1/changes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\r\n"
+            var refused = 0
             for round in 0..<200 {
                 let point = DropPoint.allCases[round % DropPoint.allCases.count]
                 let fd = try await RawSocket.connect(port: port)
@@ -85,10 +86,19 @@ struct HostileClientTests {
                 switch point {
                 case .beforeHead: break
                 case .afterHead: _ = try await RawSocket.read(fd, until: "\r\n\r\n")
-                case .duringBody: _ = try await RawSocket.read(fd, until: "retry: 2000")
+                case .duringBody:
+                    // While earlier drops are being noticed (a loaded machine), the account may be at its cap of 8.
+                    let answer = try await RawSocket.read(fd, until: "\r\n\r\n")
+                    if answer.hasPrefix("HTTP/1.1 429") {
+                        refused += 1
+                        try await Task.sleep(for: .milliseconds(50))
+                    } else if !answer.contains("retry: 2000") {
+                        _ = try await RawSocket.read(fd, until: "retry: 2000")
+                    }
                 }
                 RawSocket.reset(fd)
             }
+            print("dropped streams: 200 connections reset, \(refused) answered 429 while earlier drops were noticed")
             let settled = try await Self.waitForGauges(api, zero: ["syncapi_live_streams", "syncapi_hub_subscriptions"])
             #expect(settled, "leases or subscriptions left after the drops")
             // The account still opens its 8 streams.

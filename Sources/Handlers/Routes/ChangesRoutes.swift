@@ -105,10 +105,13 @@ struct ChangesRoutes {
     ) async throws {
         let clock = ContinuousClock()
         let end = clock.now + maxDuration
-        // The first ping goes one second in, not one ping interval: a client that reset its connection as the stream
-        // opened is not always seen by the read side, and its first write may still succeed (the kernel takes it);
-        // the second fails, and the stream, its lease and its subscription end (security audit H2).
-        var lastWrite = clock.now - ping + min(ping, .seconds(1))
+        // The first pings come sooner than every `ping`: 1 s in, then 2, 4, 8 and 16 s apart. A client that reset
+        // its connection as the stream opened is not always seen by the read side, and a write may still be taken
+        // (buffered) after the reset; a later one fails, and the stream, its lease and its subscription end within
+        // seconds, not a ping interval (security audit H2).
+        var lastWrite = clock.now
+        var pings = 0
+        var pingDue: Duration { min(ping, .seconds(1 << min(pings, 4))) }
         var lastCheck = clock.now
         var since = start.since
         var current = start.now
@@ -118,12 +121,13 @@ struct ChangesRoutes {
                 try await writer.write(ByteBuffer(string: "id: \(current.date)\nevent: change\ndata: {\"date\":\"\(current.date)\"}\n\n"))
                 since = current.version
                 lastWrite = clock.now
-            } else if clock.now - lastWrite >= ping {
+            } else if clock.now - lastWrite >= pingDue {
                 try await writer.write(ByteBuffer(string: ": ping\n\n"))
+                pings += 1
                 lastWrite = clock.now
             }
             let interval = wakeup.hub == nil ? wakeup.poll : wakeup.recheck - (clock.now - lastCheck)
-            let timeout = max(.milliseconds(10), min(interval, ping - (clock.now - lastWrite), end - clock.now))
+            let timeout = max(.milliseconds(10), min(interval, pingDue - (clock.now - lastWrite), end - clock.now))
             var notified = true
             if let hub = wakeup.hub {
                 let seen = generation

@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// A connection can also go deaf without failing (the server or a NAT forgot it, a failover moved the address: no
 /// reset ever arrives). So the listener sends itself a ping notice every `heartbeat` through the pool and expects to
-/// hear it within `heartbeat` (code review D2, security audit M4): when it does not, it treats the connection as
+/// hear it within `deafAfter` (code review D2, security audit M4): when it does not, it treats the connection as
 /// lost. Until it hears itself again the session cache is off (every token is looked up) and streams read the
 /// counter at their recheck.
 public struct PostgresChangeListener: Service {
@@ -25,14 +25,19 @@ public struct PostgresChangeListener: Service {
     let hub: ChangeHub
     let logger: Logger
     let heartbeat: Duration
+    /// How long a ping may go unheard before the connection counts as deaf (a loaded machine delays a round trip).
+    let deafAfter: Duration
     /// This instance's name in its pings (other instances ignore them).
     let instance = DatabaseIdentity.uuid()
 
-    public init(client: PostgresClient, hub: ChangeHub, logger: Logger, heartbeat: Duration = .seconds(2)) {
+    public init(
+        client: PostgresClient, hub: ChangeHub, logger: Logger, heartbeat: Duration = .seconds(2), deafAfter: Duration = .seconds(5)
+    ) {
         self.client = client
         self.hub = hub
         self.logger = logger
         self.heartbeat = heartbeat
+        self.deafAfter = deafAfter
     }
 
     /// The listener stopped hearing its own pings.
@@ -67,7 +72,7 @@ public struct PostgresChangeListener: Service {
         try await conn.listen(on: Self.channel) { notices in
             let heard = HeardPings()
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await self.beat(heard: heard) }
+                group.addTask { try await self.beat(heard: heard, on: conn) }
                 group.addTask {
                     for try await notice in notices { self.handle(notice.payload, heard: heard) }
                     throw Deaf()
@@ -78,18 +83,27 @@ public struct PostgresChangeListener: Service {
         }
     }
 
-    /// Pings through the pool every `heartbeat`; throws `Deaf` when a ping is not heard within `heartbeat`. The
-    /// first ping heard turns revocations (the session cache) on and wakes every stream.
-    func beat(heard: HeardPings) async throws {
+    /// Pings through the pool every `heartbeat`; throws `Deaf` when a ping is not heard within `deafAfter` and the
+    /// listening connection does not answer a query of its own within `deafAfter` either. The first ping heard turns
+    /// revocations (the session cache) on and wakes every stream.
+    func beat(heard: HeardPings, on conn: PostgresConnection) async throws {
         var n = 0
         while true {
             let payload = "\(Self.pingPrefix)\(instance):\(n)"
             try await client.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
-            let deadline = ContinuousClock.now + heartbeat
+            let sent = ContinuousClock.now
             while heard.last < n {
-                guard ContinuousClock.now < deadline else {
+                if ContinuousClock.now >= sent + deafAfter {
+                    // Unheard: revocations may be missed, so the cache goes off. A connection that still answers a
+                    // query of its own is slow, not deaf (a loaded machine): it keeps listening.
                     hub.sessions.setLive(false)
-                    throw Deaf()
+                    do {
+                        _ = try await Deadline.run(within: deafAfter) { try await conn.query("SELECT 1", logger: logger) }
+                    } catch {
+                        throw Deaf()
+                    }
+                    hub.sessions.setLive(true)
+                    break
                 }
                 try await Task.sleep(for: .milliseconds(20))
             }
@@ -99,7 +113,7 @@ public struct PostgresChangeListener: Service {
                 hub.notifyAll()
             }
             n += 1
-            try await Task.sleep(until: deadline)
+            try await Task.sleep(until: sent + heartbeat)
         }
     }
 

@@ -43,6 +43,23 @@ struct Arguments {
         return value
     }
 
+    /// The password of `signup` and `login`: `SYNCAPI_PASSWORD`, else one line of standard input; never an argument,
+    /// which `ps` and shell history show to other users (security audit S1).
+    func password(
+        environment: [String: String] = ProcessInfo.processInfo.environment, readLine: () -> String? = { Swift.readLine() }
+    )
+        throws -> String
+    {
+        guard options["password"] == nil else {
+            throw SyncClientError.invalid("--password is not accepted: set SYNCAPI_PASSWORD or write it on standard input")
+        }
+        if let password = environment["SYNCAPI_PASSWORD"], !password.isEmpty { return password }
+        guard let line = readLine(), !line.isEmpty else {
+            throw SyncClientError.invalid("no password: set SYNCAPI_PASSWORD or write it on standard input")
+        }
+        return line
+    }
+
     func positional(_ index: Int) throws -> String {
         guard index < positional.count else { throw SyncClientError.invalid("missing argument (see `syncapi client help`)") }
         return positional[index]

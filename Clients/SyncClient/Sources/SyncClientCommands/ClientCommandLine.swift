@@ -7,8 +7,8 @@ import SyncClient
 public enum ClientCommandLine {
     public static let usage = """
         usage: syncapi client <command> --server URL --replica FILE [--json] [--page-size N]
-          signup --family F --username U --password P
-          login --username U --password P
+          signup --family F --username U      the password: SYNCAPI_PASSWORD, or one line on standard input
+          login --username U                  (never an argument: ps and shell history would show it)
           logout [--discard]          push unsent writes (or discard them), revoke the token, empty the replica
           sync                        push, then one group of every sync, applied in one transaction
           ls <collection> [--parent ID]
@@ -69,10 +69,10 @@ public enum ClientCommandLine {
         switch command {
         case "signup":
             try await client.signUp(
-                family: try arguments.option("family"), username: try arguments.option("username"), password: try arguments.option("password"))
+                family: try arguments.option("family"), username: try arguments.option("username"), password: try arguments.password())
             print(json ? Output.json(Output.Signed(signedIn: true)) : "signed up and signed in")
         case "login":
-            try await client.logIn(username: try arguments.option("username"), password: try arguments.option("password"))
+            try await client.logIn(username: try arguments.option("username"), password: try arguments.password())
             print(json ? Output.json(Output.Signed(signedIn: true)) : "signed in")
         case "logout":
             try await client.logOut(discardingPendingWrites: arguments.flags.contains("discard"))

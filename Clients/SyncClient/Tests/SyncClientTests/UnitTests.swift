@@ -206,6 +206,27 @@ struct UnitTests {
         #expect(throws: SyncClientError.self) { try Arguments(["ls", "nope"]).collection(1) }
     }
 
+    @Test("command line: a password comes from SYNCAPI_PASSWORD or standard input, never from an argument")
+    func passwordSource() throws {
+        let plain = try Arguments(["login", "--username", "alice"])
+        #expect(try plain.password(environment: ["SYNCAPI_PASSWORD": "from-env"], readLine: { "from-stdin" }) == "from-env")
+        #expect(try plain.password(environment: [:], readLine: { "from-stdin" }) == "from-stdin")
+        #expect(throws: SyncClientError.self) { try plain.password(environment: [:], readLine: { nil }) }
+        let argv = try Arguments(["login", "--username", "alice", "--password", "secret"])
+        #expect(throws: SyncClientError.self) { try argv.password(environment: ["SYNCAPI_PASSWORD": "x"], readLine: { "y" }) }
+    }
+
+    @Test("the replica and its companions are readable by their owner only")
+    func replicaPermissions() throws {
+        let path = NSTemporaryDirectory() + "syncclient-perm-\(UUID().uuidString).sqlite"
+        let replica = try Replica(path: path)
+        try replica.pool.write { db in try db.execute(sql: "CREATE TABLE IF NOT EXISTS probe (x)") }
+        for file in [path, path + "-wal"] {
+            let mode = try #require(try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int)
+            #expect(mode & 0o077 == 0, "\(file): \(String(mode, radix: 8))")
+        }
+    }
+
     @Test("command line: usage errors exit 2 with one line on stderr; help exits 0")
     func exitCodes() async throws {
         #expect(await ClientCommandLine.run(["help"]) == 0)

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// The local copy of a family's data: a SQLite file (GRDB `DatabasePool`, WAL) holding each item as the server last
@@ -10,11 +11,21 @@ public final class Replica: Sendable {
     /// The database; apps may read it (observations, their own queries on `items`), never write it.
     public let pool: DatabasePool
 
-    /// Opens (creating if needed) and migrates the replica at `path`.
+    /// Opens (creating if needed) and migrates the replica at `path`. The file and its WAL companions are readable by
+    /// their owner only (0600; security audit S2: they hold every record of the family), and on Apple platforms
+    /// protected until the device is first unlocked.
     public init(path: String) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
+        // Created 0600 from the start: no moment where another user could open it.
+        let previous = umask(0o077)
+        defer { umask(previous) }
         pool = try DatabasePool(path: path, configuration: configuration)
+        for file in [path, path + "-wal", path + "-shm"] { chmod(file, 0o600) }
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        try? FileManager.default.setAttributes(
+            [.protectionKey: FileProtectionType.completeUntilFirstUserAuthentication], ofItemAtPath: path)
+        #endif
         try Self.migrator.migrate(pool)
     }
 }
