@@ -17,9 +17,11 @@ public final class Replica: Sendable {
     public init(path: String) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
-        // Created 0600 from the start: no moment where another user could open it.
-        let previous = umask(0o077)
-        defer { umask(previous) }
+        // Created 0600 from the start (SQLite gives the -wal and -shm files the database file's mode): no moment where
+        // another user could open it, and no process-wide umask change.
+        if !FileManager.default.fileExists(atPath: path) {
+            FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+        }
         pool = try DatabasePool(path: path, configuration: configuration)
         for file in [path, path + "-wal", path + "-shm"] { chmod(file, 0o600) }
         #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
