@@ -144,7 +144,8 @@ class Server:
         cap = str(max(30000, args.streams * 2))
         self.proc = subprocess.Popen(
             [BIN, "serve", "--port", str(self.port), "--database", database, "--bcrypt-cost", "4", "--max-connections", cap,
-             "--max-streams-per-instance", cap, "--max-streams-per-account", "1000"],
+             "--max-streams-per-instance", cap, "--max-streams-per-account", "1000", "--max-connections-per-address", cap,
+             "--signup-rate", "1000000", "--login-rate", "1000000"],
             stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "LOG_LEVEL": os.environ.get("LOG_LEVEL", "warning")})
         for _ in range(300):
             if self.proc.poll() is not None:

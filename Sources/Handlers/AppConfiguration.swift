@@ -46,6 +46,9 @@ public struct AppConfiguration: Sendable {
     public var idleTimeout = Duration.seconds(60)
     /// Most open connections; past it new ones wait in the listen backlog until one closes.
     public var maxConnections = 10_000
+    /// Most open connections (HTTP/2: streams) of one client address, IPv6 by /64; past it a new one is closed at once.
+    /// Peers named in `trustedProxies` are exempt.
+    public var maxConnectionsPerAddress = 256
     /// Most password hashes queued or running; past it, account calls answer 503 at once (nil: 4 per core).
     public var maxPendingHashes: Int?
     /// Per client address (IPv6 by /64), in memory, before any database write or hash (protocol §8): `POST /login`

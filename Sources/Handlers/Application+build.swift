@@ -41,8 +41,13 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
 func serverBuilder(_ configuration: AppConfiguration) throws -> HTTPServerBuilder {
     let headerTimeout = TimeAmount.nanoseconds(configuration.headerReadTimeout.wholeNanoseconds)
     let bodyTimeout = TimeAmount.nanoseconds(configuration.bodyReadTimeout.wholeNanoseconds)
+    let counts = AddressConnectionCounts(limit: configuration.maxConnectionsPerAddress, exempt: configuration.trustedProxies)
+    let maxBody = Int64(max(configuration.bodyMaxBytes, configuration.mediaMaxBytes))
     let http1 = HTTP1Channel.Configuration(
-        additionalChannelHandlers: [RequestReadTimeoutHandler(headTimeout: headerTimeout, bodyTimeout: bodyTimeout)],
+        additionalChannelHandlers: [
+            AddressConnectionLimiter(counts: counts),
+            RequestReadTimeoutHandler(headTimeout: headerTimeout, bodyTimeout: bodyTimeout, maxBodyBytes: maxBody),
+        ],
         idleTimeout: .nanoseconds(configuration.idleTimeout.wholeNanoseconds))
     switch (configuration.tlsCertificatePath, configuration.tlsKeyPath) {
     case (nil, nil):

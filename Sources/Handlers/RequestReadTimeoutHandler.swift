@@ -1,9 +1,13 @@
+import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
+import SyncAPI
+import Synchronization
 
-/// Closes a connection whose first request head does not arrive within `headTimeout`, or whose request body stalls
-/// for `bodyTimeout` between two pieces (protocol §8), so slow senders cannot hold connections forever while a large
-/// upload over a slow but live link goes on.
+/// Closes a connection whose first request head does not arrive within `headTimeout`, whose request body stalls
+/// for `bodyTimeout` between two pieces, or whose whole body takes longer than `bodyBase` plus its length at
+/// `minimumBytesPerSecond` (protocol §8; security audit H4: a body trickled a byte at a time re-armed the stall timer
+/// forever). A large upload over a slow but live link goes on; a trickle does not.
 /// Between requests of a keep-alive connection the server's idle timeout applies.
 final class RequestReadTimeoutHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
@@ -11,11 +15,22 @@ final class RequestReadTimeoutHandler: ChannelInboundHandler, RemovableChannelHa
 
     let headTimeout: TimeAmount
     let bodyTimeout: TimeAmount
+    /// The whole body's time: `bodyBase` plus its length (`Content-Length`, else `maxBodyBytes`) at this rate.
+    let bodyBase: TimeAmount
+    let minimumBytesPerSecond: Int64
+    let maxBodyBytes: Int64
     private var timer: Scheduled<Void>?
+    private var wholeBody: Scheduled<Void>?
 
-    init(headTimeout: TimeAmount, bodyTimeout: TimeAmount) {
+    init(
+        headTimeout: TimeAmount, bodyTimeout: TimeAmount, bodyBase: TimeAmount = .seconds(10), minimumBytesPerSecond: Int64 = 8192,
+        maxBodyBytes: Int64
+    ) {
         self.headTimeout = headTimeout
         self.bodyTimeout = bodyTimeout
+        self.bodyBase = bodyBase
+        self.minimumBytesPerSecond = max(1, minimumBytesPerSecond)
+        self.maxBodyBytes = maxBodyBytes
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -29,7 +44,14 @@ final class RequestReadTimeoutHandler: ChannelInboundHandler, RemovableChannelHa
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head, .body: arm(bodyTimeout, context: context)
+        case .head(let head):
+            arm(bodyTimeout, context: context)
+            let declared = head.headerFields[.contentLength].flatMap(Int64.init).map { min($0, maxBodyBytes) } ?? maxBodyBytes
+            let limit = bodyBase + .seconds(declared / minimumBytesPerSecond)
+            let channel = context.channel
+            wholeBody?.cancel()
+            wholeBody = context.eventLoop.scheduleTask(in: limit) { channel.close(promise: nil) }
+        case .body: arm(bodyTimeout, context: context)
         case .end: disarm()
         }
         context.fireChannelRead(data)
@@ -51,5 +73,84 @@ final class RequestReadTimeoutHandler: ChannelInboundHandler, RemovableChannelHa
     private func disarm() {
         timer?.cancel()
         timer = nil
+        wholeBody?.cancel()
+        wholeBody = nil
     }
+}
+
+/// Caps the open connections (HTTP/2: streams) of one client address, IPv6 by /64 (security audit H4): past the cap a
+/// new one is closed at once, so one address cannot take every connection slot of the instance. Peers named by
+/// `--trusted-proxy` are exempt (every client comes through them).
+final class AddressConnectionLimiter: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+
+    let counts: AddressConnectionCounts
+    private var key: String?
+
+    init(counts: AddressConnectionCounts) { self.counts = counts }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { admit(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        if key == nil { admit(context) }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        release()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { release() }
+
+    private func admit(_ context: ChannelHandlerContext) {
+        guard key == nil, let address = context.channel.remoteAddress?.ipAddress else { return }
+        let key = ClientAddress.key(ClientAddress.canonical(address))
+        guard counts.open(key) else {
+            context.close(promise: nil)
+            return
+        }
+        self.key = key
+    }
+
+    private func release() {
+        if let key { counts.close(key) }
+        key = nil
+    }
+}
+
+/// Open connections per address key, shared by every connection of the server.
+final class AddressConnectionCounts: Sendable {
+    let limit: Int
+    let exempt: Set<String>
+    private let open = Mutex<[String: Int]>([:])
+
+    init(limit: Int, exempt: Set<String>) {
+        self.limit = limit
+        self.exempt = Set(exempt.map { ClientAddress.key(ClientAddress.canonical($0)) })
+    }
+
+    /// Counts a new connection of `key`; false past the limit (not counted).
+    func open(_ key: String) -> Bool {
+        if exempt.contains(key) { return true }
+        return open.withLock { open in
+            guard open[key, default: 0] < limit else { return false }
+            open[key, default: 0] += 1
+            return true
+        }
+    }
+
+    func close(_ key: String) {
+        if exempt.contains(key) { return }
+        open.withLock { open in
+            let left = open[key, default: 1] - 1
+            open[key] = left > 0 ? left : nil
+        }
+    }
+
+    /// Open connections of `key` (for tests).
+    func count(_ key: String) -> Int { open.withLock { $0[key, default: 0] } }
 }

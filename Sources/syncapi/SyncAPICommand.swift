@@ -67,6 +67,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds a request body may stall between two pieces.") var bodyReadTimeout = 30
     @Option(help: "Seconds an idle keep-alive connection stays open.") var idleTimeout = 60
     @Option(help: "Most open connections.") var maxConnections = 10_000
+    @Option(help: "Most open connections (HTTP/2 streams) of one client address, IPv6 by /64; trusted proxies are exempt.")
+    var maxConnectionsPerAddress = 256
+    @Option(help: "Logins and password checks per client address per minute (and in a burst), before any database work.")
+    var loginRate = 20
+    @Option(help: "Signups and new accounts per client address per minute (and in a burst), before any database work.")
+    var signupRate = 10
     @Option(help: "Most open /changes streams per account.") var maxStreamsPerAccount = 8
     @Option(help: "Most open /changes streams on this instance.") var maxStreamsPerInstance = 10_000
     @Option(help: "Most password hashes queued at once (default 4 per core); past it, account calls answer 503.")
@@ -89,6 +95,12 @@ struct Serve: AsyncParsableCommand {
         configuration.requestTimeLimit = .seconds(requestTimeLimit)
         configuration.databaseDeadline = .seconds(max(1, requestTimeLimit - 2))
         configuration.maxConnections = maxConnections
+        configuration.maxConnectionsPerAddress = maxConnectionsPerAddress
+        guard maxConnectionsPerAddress >= 1, loginRate >= 1, signupRate >= 1 else {
+            throw ValidationError("--max-connections-per-address, --login-rate and --signup-rate are at least 1")
+        }
+        configuration.loginRate = .init(burst: max(loginRate, 30), perMinute: loginRate)
+        configuration.signupRate = .init(burst: signupRate, perMinute: signupRate)
         configuration.headerReadTimeout = .seconds(headerReadTimeout)
         configuration.bodyReadTimeout = .seconds(bodyReadTimeout)
         configuration.idleTimeout = .seconds(idleTimeout)

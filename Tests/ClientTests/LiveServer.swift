@@ -22,6 +22,9 @@ struct LiveServer: Sendable {
         configuration.bcryptCost = testBcryptCost
         configuration.port = 0
         configuration.changesPingInterval = .seconds(1)
+        // HummingbirdTesting's client connects as the test starts and may first use its connection much later on a
+        // loaded machine: past the server's first-head timeout the server closes it (seen: "I/O on closed channel").
+        configuration.headerReadTimeout = .seconds(300)
         let database = configuration.database
         var logger = Logger(label: "client-tests")
         logger.logLevel = .warning

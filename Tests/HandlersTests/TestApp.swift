@@ -13,6 +13,9 @@ enum TestApp {
         configuration.database = try await backend.freshDatabaseURL()
         configuration.bcryptCost = testBcryptCost
         configuration.port = 0
+        // Live tests: HummingbirdTesting's client connects as the test starts and may first use its connection much
+        // later on a loaded machine; the server must not close it for a late first head.
+        configuration.headerReadTimeout = .seconds(300)
         return configuration
     }
 

@@ -26,6 +26,7 @@ struct ChangesRoutes {
         let ping = configuration.changesPingInterval
         let maxDuration = configuration.changesMaxDuration
         let recheck = configuration.changesRecheckInterval
+        let startLimit = configuration.requestTimeLimit
         group.resource(
             "changes", headFromGet: false,
             [
@@ -47,9 +48,12 @@ struct ChangesRoutes {
                     let generation = slot.generation
                     let start: (since: Int64?, now: (date: String, version: Int64))
                     do {
-                        guard try await accounts.authenticate(token: token) == session else { throw SyncError.unauthorized }
-                        // Checked before answering, so that an unreachable database is a 503, not a dead stream.
-                        start = try await engine.changesSince(date, session)
+                        // Checked before answering, so that an unreachable database is a 503, not a dead stream; bounded
+                        // like any request (the stream itself is exempt from the request time limit, its start is not).
+                        start = try await Deadline.run(within: startLimit) {
+                            guard try await accounts.authenticate(token: token) == session else { throw SyncError.unauthorized }
+                            return try await engine.changesSince(date, session)
+                        }
                     } catch {
                         slot.release()
                         throw error

@@ -31,7 +31,7 @@ public struct PostgresChangeListener: Service {
     let instance = DatabaseIdentity.uuid()
 
     public init(
-        client: PostgresClient, hub: ChangeHub, logger: Logger, heartbeat: Duration = .seconds(2), deafAfter: Duration = .seconds(5)
+        client: PostgresClient, hub: ChangeHub, logger: Logger, heartbeat: Duration = .seconds(2), deafAfter: Duration = .seconds(3)
     ) {
         self.client = client
         self.hub = hub
@@ -94,15 +94,14 @@ public struct PostgresChangeListener: Service {
             let sent = ContinuousClock.now
             while heard.last < n {
                 if ContinuousClock.now >= sent + deafAfter {
-                    // Unheard: revocations may be missed, so the cache goes off. A connection that still answers a
-                    // query of its own is slow, not deaf (a loaded machine): it keeps listening.
-                    hub.sessions.setLive(false)
+                    // Unheard. A connection that still answers a query of its own is slow, not deaf (a loaded
+                    // machine): it keeps listening. One that does not is deaf: the cache goes off at once.
                     do {
                         _ = try await Deadline.run(within: deafAfter) { try await conn.query("SELECT 1", logger: logger) }
                     } catch {
+                        hub.sessions.setLive(false)
                         throw Deaf()
                     }
-                    hub.sessions.setLive(true)
                     break
                 }
                 try await Task.sleep(for: .milliseconds(20))

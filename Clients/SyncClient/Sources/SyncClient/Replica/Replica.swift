@@ -20,7 +20,7 @@ public final class Replica: Sendable {
         // Created 0600 from the start (SQLite gives the -wal and -shm files the database file's mode): no moment where
         // another user could open it, and no process-wide umask change.
         if !FileManager.default.fileExists(atPath: path) {
-            FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+            _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         for file in [path, path + "-wal", path + "-shm"] { chmod(file, 0o600) }
