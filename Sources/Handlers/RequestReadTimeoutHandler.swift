@@ -64,8 +64,9 @@ final class RequestReadTimeoutHandler: ChannelInboundHandler, RemovableChannelHa
         context.fireChannelInactive()
     }
 
+    /// (Re)arms the stall timer; the whole-body timer runs on.
     private func arm(_ timeout: TimeAmount, context: ChannelHandlerContext) {
-        disarm()
+        timer?.cancel()
         let channel = context.channel
         timer = context.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
     }

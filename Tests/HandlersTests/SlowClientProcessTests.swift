@@ -1,0 +1,70 @@
+import Foundation
+import NIOPosix
+import SyncAPI
+import TestSupport
+import Testing
+
+/// Issue 16, §6 (security audit H4) against the real binary: a body trickled a byte at a time is cut at its
+/// whole-body deadline, and one address cannot hold more than its share of connections.
+@Suite("Slow and greedy clients")
+struct SlowClientProcessTests {
+    @Test("a body trickled a byte every 2 s is cut at its whole-body deadline (10 s for 100 bytes), not held forever")
+    func trickle() async throws {
+        let folder = try ProcessTests.temporaryFolder()
+        let server = try await ServerProcess.start(["--database", "sqlite:\(folder)/db.sqlite", "--body-read-timeout", "30"])
+        defer { server.killAndReap() }
+        let fd = try await RawSocket.connect(port: server.port)
+        defer { close(fd) }
+        let start = ContinuousClock.now
+        try await RawSocket.send(fd, "POST /api/v1/login HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        // Each byte comes well within the 30 s stall timeout: only the whole-body deadline can end this.
+        var closed = false
+        for _ in 0..<20 where !closed {
+            try await Task.sleep(for: .seconds(2))
+            let sent = (try? await RawSocket.send(fd, " ")) != nil
+            if !sent {
+                closed = true
+            } else {
+                closed = try await RawSocket.isClosed(fd)
+            }
+        }
+        let seconds = (ContinuousClock.now - start) / .seconds(1)
+        print("trickled body: cut after \(seconds) s (whole-body deadline 10 s, stall timeout 30 s)")
+        #expect(closed && seconds < 20, "a trickled body held the connection \(seconds) s")
+    }
+
+    @Test("past --max-connections-per-address a new connection of that address is closed at once")
+    func perAddressCap() async throws {
+        let folder = try ProcessTests.temporaryFolder()
+        let server = try await ServerProcess.start(["--database", "sqlite:\(folder)/db.sqlite", "--max-connections-per-address", "3"])
+        defer { server.killAndReap() }
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        for _ in 0..<3 { held.append(try await RawSocket.connect(port: server.port)) }
+        try await Task.sleep(for: .milliseconds(300))
+        let fourth = try await RawSocket.connect(port: server.port)
+        defer { close(fourth) }
+        try? await RawSocket.send(fourth, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        let refused = try await RawSocket.isClosed(fourth, waiting: .seconds(3))
+        #expect(refused, "a fourth connection of the address was served")
+        close(held.removeLast())
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await Curl.call(["-m", "10", "http://127.0.0.1:\(server.port)/health"]).status == 200)
+    }
+}
+
+extension RawSocket {
+    /// True when the peer closed the connection (EOF or reset) within `waiting`, reading whatever arrives.
+    static func isClosed(_ fd: Int32, waiting: Duration = .milliseconds(100)) async throws -> Bool {
+        try await NIOThreadPool.singleton.runIfActive {
+            var timeout = timeval(tv_sec: Int(waiting.components.seconds), tv_usec: Int(waiting.components.attoseconds / 1_000_000_000_000))
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = recv(fd, &buffer, buffer.count, 0)
+                if n == 0 { return true }
+                if n < 0 { return errno == ECONNRESET }
+            }
+        }
+    }
+}
