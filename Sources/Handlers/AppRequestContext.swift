@@ -18,6 +18,8 @@ public struct AppRequestContext: RequestContext {
     public let socketEventLoop: (any EventLoop)?
     /// Completes when the request's channel closes (the client went away); nil in router-level tests.
     public let closeFuture: EventLoopFuture<Void>?
+    /// Closes the request's connection (a stream whose writes no longer move); nil in router-level tests.
+    public let closeConnection: (@Sendable () -> Void)?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
@@ -25,6 +27,12 @@ public struct AppRequestContext: RequestContext {
         self.peerAddress = source.channel.remoteAddress?.ipAddress
         self.socketEventLoop = source.channel.remoteAddress == nil ? nil : source.channel.eventLoop
         self.closeFuture = source.channel.remoteAddress == nil ? nil : source.channel.closeFuture
+        let channel = source.channel
+        if channel.remoteAddress == nil {
+            self.closeConnection = nil
+        } else {
+            self.closeConnection = { @Sendable in channel.close(promise: nil) }
+        }
     }
 
     /// A path parameter, percent-decoded (`/contacts/a%3Ab` names the id `a:b`, as clients that encode `:` send it);

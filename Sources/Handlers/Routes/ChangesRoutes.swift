@@ -27,6 +27,7 @@ struct ChangesRoutes {
         let maxDuration = configuration.changesMaxDuration
         let recheck = configuration.changesRecheckInterval
         let startLimit = configuration.requestTimeLimit
+        let writeLimit = Duration.seconds(10)
         group.resource(
             "changes", headFromGet: false,
             [
@@ -63,19 +64,37 @@ struct ChangesRoutes {
                         slot.release()
                         hub?.notify(family: family)
                     }
+                    // A write that does not complete within `writeLimit` (a peer that vanished while the connection looks
+                    // open, so the write waits for room that never comes) gives the slot back and closes the connection.
+                    let eventLoop = context.socketEventLoop
+                    let closeConnection = context.closeConnection
+                    let watch: @Sendable () -> @Sendable () -> Void = {
+                        guard let eventLoop else { return {} }
+                        let timer = eventLoop.scheduleTask(in: .nanoseconds(writeLimit.wholeNanoseconds)) {
+                            slot.release()
+                            closeConnection?()
+                        }
+                        return { timer.cancel() }
+                    }
                     let body = ResponseBody { writer in
                         defer { slot.release() }
                         // Too late: the slot was given back already (the stream would be uncounted).
                         guard slot.start() else { return }
+                        let opened = watch()
                         try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
+                        opened()
                         let wakeup = Wakeup(hub: hub, family: family, generation: generation, poll: poll, recheck: recheck)
                         try await Self.stream(
-                            to: &writer, from: start, wakeup: wakeup, ping: ping, for: maxDuration,
-                            position: { try await engine.currentPosition(session) },
-                            date: { version in try await engine.date(atVersion: version, session) },
+                            to: &writer, from: start, wakeup: wakeup, ping: ping, for: maxDuration, watch: watch,
+                            // Every database call of the stream is bounded like a request: a stream never waits without
+                            // end, its slot with it (it ends with the 503, and the client reconnects).
+                            position: { try await Deadline.run(within: startLimit) { try await engine.currentPosition(session) } },
+                            date: { version in try await Deadline.run(within: startLimit) { try await engine.date(atVersion: version, session) } },
                             stillValid: {
                                 guard !slot.isReleased else { return false }
-                                return try await accounts.authenticate(token: token) == session
+                                return try await Deadline.run(within: startLimit) {
+                                    try await accounts.authenticate(token: token) == session
+                                }
                             })
                         try await writer.finish(nil)
                     }
@@ -104,7 +123,8 @@ struct ChangesRoutes {
     /// stream reads no change from the database at all; every `recheck` it checks its token (from the session cache).
     static func stream(
         to writer: inout any ResponseBodyWriter, from start: (since: Int64?, now: (date: String, version: Int64)), wakeup: Wakeup,
-        ping: Duration, for maxDuration: Duration, position: () async throws -> (date: String, version: Int64, horizon: Int64),
+        ping: Duration, for maxDuration: Duration, watch: @Sendable () -> @Sendable () -> Void = { {} },
+        position: () async throws -> (date: String, version: Int64, horizon: Int64),
         date: (Int64) async throws -> String, stillValid: () async throws -> Bool
     ) async throws {
         let clock = ContinuousClock()
@@ -122,11 +142,15 @@ struct ChangesRoutes {
         var generation = wakeup.generation
         while true {
             if since.map({ current.version > $0 }) ?? true {
+                let written = watch()
                 try await writer.write(ByteBuffer(string: "id: \(current.date)\nevent: change\ndata: {\"date\":\"\(current.date)\"}\n\n"))
+                written()
                 since = current.version
                 lastWrite = clock.now
             } else if clock.now - lastWrite >= pingDue {
+                let written = watch()
                 try await writer.write(ByteBuffer(string: ": ping\n\n"))
+                written()
                 pings += 1
                 lastWrite = clock.now
             }

@@ -11,31 +11,8 @@ extension PostgresStore {
     ) async throws {
         do {
             try await transaction(readOnlySnapshot: true) { conn in
-                var version: Int64?
-                for try await v in try await conn.query("SELECT version FROM families WHERE id = \(familyID)", logger: logger).decode(
-                    Int64.self)
-                {
-                    version = v
-                }
-                guard let version else { throw SyncError.unauthorized }
-                try await start(version)
-                // PostgresNIO reads rows from the socket as they are consumed: the cursor moves at the client's pace.
-                let rows = try await conn.query(
-                    """
-                    SELECT \(unescaped: PostgresItemStatements.columns) FROM items
-                    WHERE family_id = \(familyID) AND collection = \(collection) AND parent_id = '' AND NOT deleted
-                    ORDER BY version, id
-                    """, logger: logger)
-                var batch: [StoredItem] = []
-                batch.reserveCapacity(StreamPaging.pageSize)
-                for try await columns in rows.decode(PostgresItemStatements.ItemColumns.self) {
-                    batch.append(PostgresItemStatements.storedItem(columns))
-                    if batch.count == StreamPaging.pageSize {
-                        try await page(batch)
-                        batch.removeAll(keepingCapacity: true)
-                    }
-                }
-                if !batch.isEmpty { try await page(batch) }
+                try await start(try await version(on: conn, familyID: familyID))
+                try await forEachLivePage(on: conn, familyID: familyID, collection: collection, page)
             }
         } catch {
             throw PostgresFailure(error).domainError(for: error, logger: logger)
@@ -44,38 +21,48 @@ extension PostgresStore {
 
     public func pinnedVersion(familyID: String) async throws -> Int64 {
         guard let pinned = Self.pinned else { throw SyncError.unavailable }
-        return try await guarded {
-            for try await version in try await pinned.query("SELECT version FROM families WHERE id = \(familyID)", logger: logger)
-                .decode(Int64.self)
-            {
-                return version
-            }
-            throw SyncError.unauthorized
-        }
+        return try await guarded { try await version(on: pinned, familyID: familyID) }
     }
 
     public func forEachPinnedLivePage(familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void) async throws {
         guard let pinned = Self.pinned else { throw SyncError.unavailable }
         do {
-            // PostgresNIO reads rows from the socket as they are consumed: the cursor moves at the client's pace.
-            let rows = try await pinned.query(
-                """
-                SELECT \(unescaped: PostgresItemStatements.columns) FROM items
-                WHERE family_id = \(familyID) AND collection = \(collection) AND parent_id = '' AND NOT deleted
-                ORDER BY version, id
-                """, logger: logger)
-            var batch: [StoredItem] = []
-            batch.reserveCapacity(StreamPaging.pageSize)
-            for try await columns in rows.decode(PostgresItemStatements.ItemColumns.self) {
-                batch.append(PostgresItemStatements.storedItem(columns))
-                if batch.count == StreamPaging.pageSize {
-                    try await page(batch)
-                    batch.removeAll(keepingCapacity: true)
-                }
-            }
-            if !batch.isEmpty { try await page(batch) }
+            try await forEachLivePage(on: pinned, familyID: familyID, collection: collection, page)
         } catch {
             throw PostgresFailure(error).domainError(for: error, logger: logger)
         }
+    }
+
+    /// The family's counter, read on `conn`.
+    func version(on conn: PostgresConnection, familyID: String) async throws -> Int64 {
+        for try await version in try await conn.query("SELECT version FROM families WHERE id = \(familyID)", logger: logger)
+            .decode(Int64.self)
+        {
+            return version
+        }
+        throw SyncError.unauthorized
+    }
+
+    /// Every live row of a full list, read on `conn` page by page, oldest change first. PostgresNIO reads rows from
+    /// the socket as they are consumed: the cursor moves at the client's pace.
+    func forEachLivePage(
+        on conn: PostgresConnection, familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void
+    ) async throws {
+        let rows = try await conn.query(
+            """
+            SELECT \(unescaped: PostgresItemStatements.columns) FROM items
+            WHERE family_id = \(familyID) AND collection = \(collection) AND parent_id = '' AND NOT deleted
+            ORDER BY version, id
+            """, logger: logger)
+        var batch: [StoredItem] = []
+        batch.reserveCapacity(StreamPaging.pageSize)
+        for try await columns in rows.decode(PostgresItemStatements.ItemColumns.self) {
+            batch.append(PostgresItemStatements.storedItem(columns))
+            if batch.count == StreamPaging.pageSize {
+                try await page(batch)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        if !batch.isEmpty { try await page(batch) }
     }
 }

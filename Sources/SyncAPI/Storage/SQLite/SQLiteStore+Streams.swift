@@ -10,35 +10,36 @@ extension SQLiteStore {
     ) async throws {
         // A snapshot of its own: every page comes from the same state of the database as the counter.
         let snapshot = try Self.mapped { try pool.makeSnapshot() }
-        let version = try await Self.read(snapshot) { db in
-            try Int64.fetchOne(cached: db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID])
-        }
-        guard let version else { throw SyncError.unauthorized }
-        try await start(version)
-        var after: (version: Int64, id: String) = (0, "")
-        while true {
-            let rows = try await Self.livePage(snapshot, familyID: familyID, collection: collection, after: after)
-            guard let last = rows.last else { return }
-            try await page(rows)
-            guard rows.count == StreamPaging.pageSize else { return }
-            after = (last.version, last.id)
-        }
+        try await start(try await Self.version(snapshot, familyID: familyID))
+        try await Self.forEachLivePage(snapshot, familyID: familyID, collection: collection, page)
     }
 
     public func pinnedVersion(familyID: String) async throws -> Int64 {
         guard let pinned = Self.pinned else { throw SyncError.unavailable }
-        let version = try await Self.read(pinned) { db in
+        return try await Self.version(pinned, familyID: familyID)
+    }
+
+    public func forEachPinnedLivePage(familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void) async throws {
+        guard let pinned = Self.pinned else { throw SyncError.unavailable }
+        try await Self.forEachLivePage(pinned, familyID: familyID, collection: collection, page)
+    }
+
+    /// The family's counter in `snapshot`.
+    static func version(_ snapshot: DatabaseSnapshot, familyID: String) async throws -> Int64 {
+        let version = try await read(snapshot) { db in
             try Int64.fetchOne(cached: db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID])
         }
         guard let version else { throw SyncError.unauthorized }
         return version
     }
 
-    public func forEachPinnedLivePage(familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void) async throws {
-        guard let pinned = Self.pinned else { throw SyncError.unavailable }
+    /// Every live row of a full list in `snapshot`, page by page; the next page is read once `page` returned.
+    static func forEachLivePage(
+        _ snapshot: DatabaseSnapshot, familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void
+    ) async throws {
         var after: (version: Int64, id: String) = (0, "")
         while true {
-            let rows = try await Self.livePage(pinned, familyID: familyID, collection: collection, after: after)
+            let rows = try await livePage(snapshot, familyID: familyID, collection: collection, after: after)
             guard let last = rows.last else { return }
             try await page(rows)
             guard rows.count == StreamPaging.pageSize else { return }
