@@ -66,7 +66,7 @@ struct SessionCacheHTTPTests {
         }
     }
 
-    @Test("a listener gone deaf without failing is noticed: a revocation elsewhere stops the token within 10 s")
+    @Test("a listener gone deaf without failing is noticed: a revocation elsewhere stops the token within 15 s")
     func deafListener() async throws {
         let url = try await TestPostgres.shared.newDatabaseURL()
         let database = try DatabaseURL(parsing: url)
@@ -92,14 +92,14 @@ struct SessionCacheHTTPTests {
                 #expect(try await here.call(.post, "/api/v1/logout").status == .noContent)
                 let revoked = ContinuousClock.now
                 var status = HTTPResponse.Status.ok
-                while status != .unauthorized, ContinuousClock.now - revoked < .seconds(15) {
+                while status != .unauthorized, ContinuousClock.now - revoked < .seconds(20) {
                     status = try await elsewhere.call(.get, "/api/v1/ctcsync").status
                     if status != .unauthorized { try await Task.sleep(for: .milliseconds(100)) }
                 }
                 let seconds = (ContinuousClock.now - revoked) / .seconds(1)
                 print("deaf listener: the revoked token stopped on the other instance after \(seconds) s")
-                // Pings every 2 s, deaf after 5 s unheard: at most about 7 s, then a lookup in the database.
-                #expect(status == .unauthorized && seconds < 10, "still accepted \(seconds) s later")
+                // Pings every 2 s, unheard for 5 s, then 5 s for the connection's own query: at most about 12 s.
+                #expect(status == .unauthorized && seconds < 15, "still accepted \(seconds) s later")
                 #expect(try await alice.call(.get, "/api/v1/ctcsync").status == .ok)
             }
         }

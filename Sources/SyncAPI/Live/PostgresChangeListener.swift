@@ -31,7 +31,7 @@ public struct PostgresChangeListener: Service {
     let instance = DatabaseIdentity.uuid()
 
     public init(
-        client: PostgresClient, hub: ChangeHub, logger: Logger, heartbeat: Duration = .seconds(2), deafAfter: Duration = .seconds(3)
+        client: PostgresClient, hub: ChangeHub, logger: Logger, heartbeat: Duration = .seconds(2), deafAfter: Duration = .seconds(5)
     ) {
         self.client = client
         self.hub = hub
