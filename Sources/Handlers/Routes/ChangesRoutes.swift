@@ -86,15 +86,11 @@ struct ChangesRoutes {
                         let wakeup = Wakeup(hub: hub, family: family, generation: generation, poll: poll, recheck: recheck)
                         try await Self.stream(
                             to: &writer, from: start, wakeup: wakeup, ping: ping, for: maxDuration, watch: watch,
-                            // Every database call of the stream is bounded like a request: a stream never waits without
-                            // end, its slot with it (it ends with the 503, and the client reconnects).
-                            position: { try await Deadline.run(within: startLimit) { try await engine.currentPosition(session) } },
-                            date: { version in try await Deadline.run(within: startLimit) { try await engine.date(atVersion: version, session) } },
+                            position: { try await engine.currentPosition(session) },
+                            date: { version in try await engine.date(atVersion: version, session) },
                             stillValid: {
                                 guard !slot.isReleased else { return false }
-                                return try await Deadline.run(within: startLimit) {
-                                    try await accounts.authenticate(token: token) == session
-                                }
+                                return try await accounts.authenticate(token: token) == session
                             })
                         try await writer.finish(nil)
                     }
