@@ -41,7 +41,7 @@ struct ProcessTests {
         #expect((try? await Curl.call(["http://localhost:\(server.port)/health"]))?.status != 200)
     }
 
-    @Test("SIGTERM with live streams open: the streams end and the process exits within 5 s", arguments: Backend.allCases)
+    @Test("SIGTERM with live streams open: the streams end and the process exits within 8 s", arguments: Backend.allCases)
     func sigterm(backend: Backend) async throws {
         let folder = try Self.temporaryFolder()
         let database: String
@@ -61,10 +61,11 @@ struct ProcessTests {
         try await Task.sleep(for: .seconds(1))
         let start = ContinuousClock.now
         kill(server.pid, SIGTERM)
-        let exited = await server.waitForExit(within: .seconds(5))
+        // Alone it exits in well under a second; under the full suite's load up to 5.5 s was seen.
+        let exited = await server.waitForExit(within: .seconds(8))
         let took = ContinuousClock.now - start
         if !exited { kill(server.pid, SIGKILL) }
-        #expect(exited, "still running 5 s after SIGTERM")
+        #expect(exited, "still running 8 s after SIGTERM")
         for pid in streams {
             let ended = await ServerProcess(pid: pid, port: 0, log: "").waitForExit(within: .seconds(2))
             if !ended { kill(pid, SIGKILL) }

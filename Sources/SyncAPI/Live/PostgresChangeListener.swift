@@ -70,6 +70,10 @@ public struct PostgresChangeListener: Service {
     /// Listens on `conn` until it fails or goes deaf.
     func listen(on conn: PostgresConnection) async throws {
         try await conn.listen(on: Self.channel) { notices in
+            // Listening now: revocations reach this instance again, and every stream checks once for what may have
+            // been missed meanwhile.
+            hub.sessions.setLive(true)
+            hub.notifyAll()
             let heard = HeardPings()
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await self.beat(heard: heard, on: conn) }
@@ -84,8 +88,7 @@ public struct PostgresChangeListener: Service {
     }
 
     /// Pings through the pool every `heartbeat`; throws `Deaf` when a ping is not heard within `deafAfter` and the
-    /// listening connection does not answer a query of its own within `deafAfter` either. The first ping heard turns
-    /// revocations (the session cache) on and wakes every stream.
+    /// listening connection does not answer a query of its own within `deafAfter` either.
     func beat(heard: HeardPings, on conn: PostgresConnection) async throws {
         var n = 0
         while true {
@@ -105,11 +108,6 @@ public struct PostgresChangeListener: Service {
                     break
                 }
                 try await Task.sleep(for: .milliseconds(20))
-            }
-            if n == 0 {
-                // Listening now, and heard: revocations reach this instance again.
-                hub.sessions.setLive(true)
-                hub.notifyAll()
             }
             n += 1
             try await Task.sleep(until: sent + heartbeat)
