@@ -68,7 +68,7 @@ struct LiveHubTests {
                     let after = try await probe.transactions()
                     // Polling once a second would be about 50 streams × 3 s = 150, a counter read at each recheck 500; the
                     // probe's own queries count a few, the listener's heartbeat one every 2 s.
-                    #expect(after - before < 20, "\(after - before) transactions in 3 s with 50 idle streams")
+                    #expect(after - before < 25, "\(after - before) transactions in 3 s with 50 idle streams")
                     print("idle streams: \(after - before) transactions in 3 s with 50 open streams")
                     try await streams.waitForAll()
                 }
