@@ -68,8 +68,9 @@ struct LiveHubTests {
                     let after = try await probe.transactions()
                     // Polling once a second would be about 50 streams × 3 s = 150, a counter read at each recheck 500; the
                     // probe's own queries count a few, the listener's heartbeat one every 2 s. Alone it measures 2 to 4;
-                    // under the full suite up to 35 was seen (streams still opening after the count settled).
-                    #expect(after - before < 50, "\(after - before) transactions in 3 s with 50 idle streams")
+                    // under the full suite up to 55 was seen (streams still opening after the count settled, or one
+                    // read each when the listener starts listening): below 100 rules out polling and recheck reads.
+                    #expect(after - before < 100, "\(after - before) transactions in 3 s with 50 idle streams")
                     print("idle streams: \(after - before) transactions in 3 s with 50 open streams")
                     try await streams.waitForAll()
                 }
