@@ -98,8 +98,10 @@ struct LiveHubTests {
                     try await Task.sleep(for: .milliseconds(1500))
                     let spent = try await probe.transactions() - before
                     print("woken streams: 10 writes with 50 streams open cost \(spent) transactions")
-                    // 10 writes and the probe's own queries; a read per woken stream would be 500 more.
-                    #expect(spent < 60, "\(spent) transactions")
+                    // 10 writes and the probe's own queries; a read per woken stream would be 500 more. A listener that
+                    // reconnects meanwhile (a loaded machine can delay its heartbeat past the deaf bound; seen once in a
+                    // clean-clone CI run) wakes each stream once more: 64 was seen then.
+                    #expect(spent < 120, "\(spent) transactions")
                     let events = try await streams.reduce(into: [Int]()) { $0.append($1) }
                     #expect(events.allSatisfy { $0 >= 1 }, "every stream heard the writes: \(events)")
                 }
