@@ -26,7 +26,7 @@ struct ChangesRoutes {
         let ping = configuration.changesPingInterval
         let maxDuration = configuration.changesMaxDuration
         let recheck = configuration.changesRecheckInterval
-        let startLimit = configuration.requestTimeLimit
+        let requestLimit = configuration.requestTimeLimit
         let writeLimit = Duration.seconds(10)
         group.resource(
             "changes", headFromGet: false,
@@ -37,7 +37,7 @@ struct ChangesRoutes {
                     let query = try SyncQuery(request, allowed: ["date"])
                     let date = query.values["date"] ?? request.headers[.lastEventID]
                     // The lease and the hub subscription are given back at the end of the body, when the answer is
-                    // dropped unwritten, or when the body has not started within `startLimit`: a client reset before
+                    // dropped unwritten, or when the body has not started 5 s after the handler answered: a client reset before
                     // the head was written can leave the head's write suspended in the HTTP server for good, with the
                     // answer and its slot. Nothing a client does keeps them (security audit H2).
                     let family = session.familyID
@@ -51,7 +51,7 @@ struct ChangesRoutes {
                     do {
                         // Checked before answering, so that an unreachable database is a 503, not a dead stream; bounded
                         // like any request (the stream itself is exempt from the request time limit, its start is not).
-                        start = try await Deadline.run(within: startLimit) {
+                        start = try await Deadline.run(within: requestLimit) {
                             guard try await accounts.authenticate(token: token) == session else { throw SyncError.unauthorized }
                             return try await engine.changesSince(date, session)
                         }
