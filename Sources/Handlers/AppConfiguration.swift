@@ -16,6 +16,8 @@ public struct AppConfiguration: Sendable {
     /// How long tombstones are kept before a purge (protocol §8).
     public var tombstoneRetentionSeconds = 30 * 86_400
     public var accounts = AccountService.Settings()
+    /// What one family may keep (protocol §8): items, stored bytes, media bytes (accounts: `accounts`).
+    public var quotas = FamilyQuotas()
     /// `GET /changes` without a change hub (a bare router): how often a stream reads the family's counter.
     public var changesPollInterval = Duration.seconds(1)
     /// `GET /changes` with a hub: how often an idle stream re-checks its token and counter anyway (token expiry, a

@@ -77,7 +77,7 @@ public func buildRouter(
 ) -> Router<
     AppRequestContext
 > {
-    let engine = SyncEngine(store: store, streamStartDeadline: configuration.databaseDeadline)
+    let engine = SyncEngine(store: store, streamStartDeadline: configuration.databaseDeadline, quotas: configuration.quotas)
     let streams = LiveStreams(perAccount: configuration.maxStreamsPerAccount, perInstance: configuration.maxStreamsPerInstance)
     let metrics = PrometheusCollectorRegistry()
     let lockedUsernames = metrics.makeCounter(
@@ -110,7 +110,8 @@ public func buildRouter(
     SyncRoutes(engine: engine).add(to: authenticated)
     ChangesRoutes(engine: engine, accounts: accounts, configuration: configuration, streams: streams, hub: hub).add(to: authenticated)
     if let media = media ?? (store as? any MediaStore) {
-        MediaRoutes(media: MediaService(store: media, maxBytes: Int64(configuration.mediaMaxBytes))).add(to: authenticated)
+        MediaRoutes(media: MediaService(store: media, maxBytes: Int64(configuration.mediaMaxBytes), familyQuota: configuration.quotas.mediaBytes))
+            .add(to: authenticated)
     }
     let responder = ResponderBox()
     GroupRoutes(

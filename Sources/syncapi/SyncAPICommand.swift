@@ -75,6 +75,10 @@ struct Serve: AsyncParsableCommand {
     var signupRate = 10
     @Option(help: "Most open /changes streams per account.") var maxStreamsPerAccount = 8
     @Option(help: "Most open /changes streams on this instance.") var maxStreamsPerInstance = 10_000
+    @Option(help: "Most accounts of one family.") var maxAccountsPerFamily = 20
+    @Option(help: "Most live items of one family.") var maxItemsPerFamily: Int64 = FamilyQuotas().items
+    @Option(help: "Most bytes of item content one family stores.") var maxStoredBytesPerFamily: Int64 = FamilyQuotas().storedBytes
+    @Option(help: "Most bytes of media one family stores.") var maxMediaBytesPerFamily: Int64 = FamilyQuotas().mediaBytes
     @Option(help: "Most password hashes queued at once (default 4 per core); past it, account calls answer 503.")
     var maxPendingHashes: Int?
 
@@ -108,6 +112,12 @@ struct Serve: AsyncParsableCommand {
         configuration.maxStreamsPerAccount = maxStreamsPerAccount
         configuration.maxStreamsPerInstance = maxStreamsPerInstance
         configuration.maxPendingHashes = maxPendingHashes
+        guard maxAccountsPerFamily >= 1, maxItemsPerFamily >= 1, maxStoredBytesPerFamily >= 1024, maxMediaBytesPerFamily >= 0 else {
+            throw ValidationError("family quotas: at least 1 account, 1 item and 1024 stored bytes; media bytes may be 0")
+        }
+        configuration.accounts.maxAccountsPerFamily = maxAccountsPerFamily
+        configuration.quotas = FamilyQuotas(
+            items: maxItemsPerFamily, storedBytes: maxStoredBytesPerFamily, mediaBytes: maxMediaBytesPerFamily)
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         guard requestTimeLimit >= 2 else { throw ValidationError("--request-time-limit must be at least 2 seconds") }
         guard (4...31).contains(bcryptCost) else { throw ValidationError("--bcrypt-cost must be 4 to 31") }

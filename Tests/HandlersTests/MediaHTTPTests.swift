@@ -185,6 +185,30 @@ struct MediaHTTPTests {
         }
     }
 
+    @Test("media named in any collection (a message, a contact's notes) survives the purge (code review D8)", arguments: Backend.allCases)
+    func purgeKeepsMediaNamedAnywhere(backend: Backend) async throws {
+        try await Self.withPurgeSetUp(backend) { setUp in
+            let inMessage = try await setUp.upload(70_000, seed: 11)
+            let inNotes = try await setUp.upload(70_000, seed: 12)
+            let unnamed = try await setUp.upload(70_000, seed: 13)
+            #expect(try await setUp.api.call(.put, "/api/v1/threads/t1", body: #"{"title":"T"}"#).status == .ok)
+            let message = try await setUp.api.call(.put, "/api/v1/threads/t1/messages/m1", body: #"{"text":"look \#(inMessage)"}"#)
+            #expect(message.status == .ok)
+            let contact = try await setUp.api.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"A","notes":"\#(inNotes)"}"#)
+            #expect(contact.status == .ok)
+            // Past the retention of every upload and write: only what a live item names stays.
+            let now = WallClock.nowMs()
+            #expect(try await setUp.opened.media.purgeMedia(cutoffMs: now + 1000, nowMs: now + 2000) == 1)
+            #expect(try await setUp.get(inMessage).status == .ok)
+            #expect(try await setUp.get(inNotes).status == .ok)
+            #expect(try await setUp.get(unnamed).status == .notFound)
+            // The same bytes uploaded again after the purge are stored anew and served whole.
+            let again = try await setUp.upload(70_000, seed: 13)
+            let served = try await setUp.get(again)
+            #expect(served.status == .ok && served.body.readableBytes == 70_000)
+        }
+    }
+
     @Test("a deleted post's file lasts as long as its tombstone: kept within the retention of the deletion, then gone", arguments: Backend.allCases)
     func deletedPostKeepsItsFile(backend: Backend) async throws {
         try await Self.withPurgeSetUp(backend) { setUp in

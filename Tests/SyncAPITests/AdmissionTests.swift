@@ -1,3 +1,6 @@
+import Foundation
+import NIOCore
+import NIOPosix
 import SyncAPI
 import Synchronization
 import TestSupport
@@ -127,4 +130,30 @@ final class CheapHasher: PasswordHasher {
     }
 
     func verify(_ password: String, hash: String) async throws -> Bool { hash == "h:" + password }
+}
+
+/// Hashes run on a thread pool of their own (security audit M6): media file I/O and other blocking work on the shared
+/// pool do not delay a login, and a flood of hashes does not delay them.
+@Suite("Password hashing threads")
+struct HashingPoolTests {
+    @Test("a hash completes while every thread of the shared blocking pool is busy")
+    func hashWhileSharedPoolBusy() async throws {
+        let hasher = BcryptPasswordHasher(cost: 4)
+        _ = try await hasher.hash("warm-up1")  // the pool's threads exist before the clock starts
+        let busy = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<System.coreCount {
+                    group.addTask { try await NIOThreadPool.singleton.runIfActive { Thread.sleep(forTimeInterval: 1.5) } }
+                }
+                try await group.waitForAll()
+            }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        let start = ContinuousClock.now
+        let hash = try await hasher.hash("password1")
+        let elapsed = ContinuousClock.now - start
+        #expect(try await hasher.verify("password1", hash: hash))
+        #expect(elapsed < .milliseconds(1000), "a hash waited \(elapsed) behind the shared pool")
+        try await busy.value
+    }
 }

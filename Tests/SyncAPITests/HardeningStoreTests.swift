@@ -1,7 +1,9 @@
 import Foundation
+import GRDB
 import Logging
 import PostgresNIO
 import SyncAPI
+import Synchronization
 import TestSupport
 import Testing
 
@@ -82,6 +84,42 @@ struct HardeningStoreTests {
         }
     }
 
+    /// What the family holds, as a write's plan sees it under the family's lock (quota counters).
+    static func usage(_ store: any SyncStore, _ familyID: String) async throws -> FamilyUsage {
+        let seen = Mutex(FamilyUsage())
+        _ = try await store.write(familyID: familyID, key: ItemKey(collection: "contacts", id: "probe"), parent: nil, nowMs: 0) { context in
+            seen.withLock { $0 = context.usage }
+            return .unchanged
+        }
+        return seen.withLock { $0 }
+    }
+
+    /// Takes the quota migration back: its triggers, its columns and its record.
+    static func undoQuotaMigration(_ url: DatabaseURL, _ opened: OpenedStore) async throws {
+        switch url {
+        case .sqlite(let path):
+            let queue = try DatabaseQueue(path: path)
+            try await queue.write { db in
+                try db.execute(
+                    sql: """
+                        DROP TRIGGER items_usage_insert; DROP TRIGGER items_usage_update; DROP TRIGGER items_usage_delete;
+                        ALTER TABLE families DROP COLUMN live_items; ALTER TABLE families DROP COLUMN stored_bytes;
+                        DELETE FROM grdb_migrations WHERE identifier = '005_quotas.sql';
+                        """)
+            }
+            try queue.close()
+        case .postgres:
+            let client = try #require(opened.postgresClient)
+            for statement: PostgresQuery in [
+                "DROP TRIGGER items_usage ON items", "DROP FUNCTION syncapi_items_usage()",
+                "ALTER TABLE families DROP COLUMN live_items, DROP COLUMN stored_bytes",
+                "DELETE FROM syncapi_migrations WHERE name = '006_quotas.sql'",
+            ] {
+                try await client.query(statement)
+            }
+        }
+    }
+
     @Test("migrating a database that already holds data keeps every item and date of sync", arguments: Backend.allCases)
     func migrateWithData(backend: Backend) async throws {
         let url = try await backend.freshDatabaseURL()
@@ -90,16 +128,23 @@ struct HardeningStoreTests {
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }
             let store = opened.store
-            // The schema as the previous release left it (migrations 001 and 002), holding a family and its data.
-            try await store.migrate(upTo: 2)
+            // A family and its data under the schema as the previous release left it: the quota migration (the
+            // last) taken back by hand, so that it fills the counters from rows already there.
+            try await store.migrate()
             let engine = SyncEngine(store: store)
-            let session = try await ConcurrencyTests.newFamily(store)
-            for n in 0..<5 {
-                _ = try await engine.put(
-                    session, ItemAddress(Collections.contacts, id: "c\(n)"), body: .object([("firstName", .string("n\(n)"))]),
-                    preconditions: .init())
+            /// A family with four contacts and a tombstone.
+            func fill() async throws -> Session {
+                let session = try await ConcurrencyTests.newFamily(store)
+                for n in 0..<5 {
+                    _ = try await engine.put(
+                        session, ItemAddress(Collections.contacts, id: "c\(n)"), body: .object([("firstName", .string("n\(n)"))]),
+                        preconditions: .init())
+                }
+                try await engine.delete(session, ItemAddress(Collections.contacts, id: "c4"), preconditions: .init())
+                return session
             }
-            try await engine.delete(session, ItemAddress(Collections.contacts, id: "c4"), preconditions: .init())
+            let session = try await fill()
+            try await Self.undoQuotaMigration(url, opened)
             let before = try await engine.fullListSync(session, Collections.contacts, date: nil, ifNoneMatch: nil)
             try await store.migrate()
             try await store.migrate()
@@ -107,6 +152,11 @@ struct HardeningStoreTests {
             #expect(try await after.wholeBody() == before.wholeBody(), "same items, same date of sync")
             let delta = try Self.json(try await engine.fullListSync(session, Collections.contacts, date: before.date, ifNoneMatch: nil).wholeBody())
             #expect(delta["sync"] == .bool(true))
+            // The quota counters were filled from the rows already there: the same as a family written after the
+            // migration, whose counters the triggers kept.
+            let migrated = try await Self.usage(store, session.familyID)
+            let written = try await Self.usage(store, try await fill().familyID)
+            #expect(migrated == written && migrated.items == 7, "\(migrated) \(written)")
             // The new tables work on the migrated database.
             let counted = try await store.countLoginAttempt(keys: ["u:x"], nowMs: 1, windowMs: 10)
             #expect(counted["u:x"]?.attempts == 1)

@@ -60,7 +60,15 @@ struct OperationsRoutes {
                 ("signup", .bool(configuration.accounts.signupEnabled)),
                 ("mediaMaxBytes", .number(Double(configuration.mediaMaxBytes))),
                 ("mediaTypes", .array(MediaType.allCases.map { .string($0.rawValue) })),
-                ("quotas", .object([("accountsPerFamily", .number(Double(configuration.accounts.maxAccountsPerFamily)))])),
+                (
+                    "quotas",
+                    .object([
+                        ("accountsPerFamily", .number(Double(configuration.accounts.maxAccountsPerFamily))),
+                        ("itemsPerFamily", .number(Double(configuration.quotas.items))),
+                        ("storedBytesPerFamily", .number(Double(configuration.quotas.storedBytes))),
+                        ("mediaBytesPerFamily", .number(Double(configuration.quotas.mediaBytes))),
+                    ])
+                ),
             ]))
         api.resource("", [.get: { _, _ in HTTPBodies.response(json: description) }])
     }

@@ -37,6 +37,15 @@ public struct BcryptPasswordHasher: PasswordHasher {
         self.gate = WorkGate(limit: maxPending)
     }
 
+    /// The threads hashes run on, of their own: a flood of logins never delays media file I/O (which runs on
+    /// `NIOThreadPool.singleton`), and a slow disk never delays a login (security audit M6). One thread per core;
+    /// the gate bounds what waits for them.
+    static let pool: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: System.coreCount)
+        pool.start()
+        return pool
+    }()
+
     static func prehash(_ password: String) -> String {
         Data(SHA256.hash(data: Data(password.utf8))).base64EncodedString()
     }
@@ -44,17 +53,17 @@ public struct BcryptPasswordHasher: PasswordHasher {
     public func hash(_ password: String) async throws -> String {
         let cost = self.cost
         return try await gate.run(keeping: gate.limit / 4) {
-            try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(Self.prehash(password), cost: cost) }
+            try await Self.pool.runIfActive { Bcrypt.hash(Self.prehash(password), cost: cost) }
         }
     }
 
     public func verify(_ password: String, hash: String) async throws -> Bool {
-        try await gate.run { try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(Self.prehash(password), hash: hash) } }
+        try await gate.run { try await Self.pool.runIfActive { Bcrypt.verify(Self.prehash(password), hash: hash) } }
     }
 
     public func verifyNothing(_ password: String) async throws {
         let cost = self.cost
-        _ = try await gate.run { try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(Self.prehash(password), cost: cost) } }
+        _ = try await gate.run { try await Self.pool.runIfActive { Bcrypt.hash(Self.prehash(password), cost: cost) } }
     }
 }
 

@@ -9,10 +9,13 @@ import NIOCore
 public struct MediaService: Sendable {
     public let store: any MediaStore
     public let maxBytes: Int64
+    /// Bytes of media a family may store (403 `quota_exceeded` past it).
+    public let familyQuota: Int64
 
-    public init(store: any MediaStore, maxBytes: Int64) {
+    public init(store: any MediaStore, maxBytes: Int64, familyQuota: Int64 = FamilyQuotas().mediaBytes) {
         self.store = store
         self.maxBytes = maxBytes
+        self.familyQuota = familyQuota
     }
 
     /// What an upload answers, and whether it stored new bytes.
@@ -32,6 +35,9 @@ public struct MediaService: Sendable {
 
     /// Stores `body` for the family as `contentType`: 415 for a type not accepted or not what the bytes are, 413
     /// past `maxBytes` (declared or counted). Nothing is visible unless the whole upload succeeds.
+    ///
+    /// The family's media quota is checked when the upload commits, under the family's lock: bytes the family already
+    /// has are never refused, and what a refused upload costs is bounded by `maxBytes`.
     public func upload(
         _ session: Session, contentType: String?, declaredLength: Int64?, body: some AsyncSequence<ByteBuffer, any Error>
     ) async throws -> Uploaded {
@@ -57,10 +63,17 @@ public struct MediaService: Sendable {
             }
             if head.count < MediaType.signatureLength { try Self.check(head, is: type) }
             let info = MediaInfo(sha256: Hex.lowercase(hasher.finalize()), contentType: type.rawValue, size: size)
-            return Uploaded(info: info, created: try await upload.commit(info, nowMs: WallClock.nowMs()))
+            return Uploaded(info: info, created: try await upload.commit(info, nowMs: WallClock.nowMs(), familyQuota: familyQuota))
         } catch {
             await upload.abort()
             throw error
+        }
+    }
+
+    /// 403 `quota_exceeded` when `adding` bytes to the family's `used` would pass its media quota.
+    static func checkQuota(used: Int64, adding: Int64, quota: Int64) throws {
+        guard used + adding <= quota else {
+            throw SyncError.quotaExceeded("A family stores at most \(quota) bytes of media.")
         }
     }
 

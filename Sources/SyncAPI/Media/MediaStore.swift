@@ -13,6 +13,8 @@ public protocol MediaStore: Sendable {
     func readMedia(
         familyID: String, sha256: String, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void
     ) async throws
+    /// The bytes of every medium the family stores (its media quota counts them).
+    func mediaBytes(familyID: String) async throws -> Int64
     /// Deletes media that no item has named since `cutoffMs`, and uploads a crash left unfinished; returns how many
     /// media went. A live item names its media now; an item write marks what the item named before and names after
     /// (`ItemStatements.touchMedia`), so a deleted post's file outlives its tombstone, never the other way round.
@@ -23,8 +25,10 @@ public protocol MediaStore: Sendable {
 public protocol MediaUpload: Sendable {
     /// Appends bytes.
     func write(_ bytes: ByteBuffer) async throws
-    /// Makes the bytes visible as `info` in the family; false when the family already had them (stored once).
-    func commit(_ info: MediaInfo, nowMs: Int64) async throws -> Bool
+    /// Makes the bytes visible as `info` in the family; false when the family already had them (stored once). Throws
+    /// 403 `quota_exceeded` when new bytes would take the family's media past `familyQuota` (checked in the
+    /// transaction that records them).
+    func commit(_ info: MediaInfo, nowMs: Int64, familyQuota: Int64) async throws -> Bool
     /// Drops what was written (refused or failed upload).
     func abort() async
 }

@@ -12,11 +12,11 @@ extension ItemExecutor {
     ) async throws -> WriteOutcome {
         try await inWriteTransaction { statements in
             // Lock the family row first: it orders this write against every other write of the family.
-            guard try await statements.family(familyID, lock: true) != nil else { throw SyncError.unauthorized }
+            guard let family = try await statements.family(familyID, lock: true) else { throw SyncError.unauthorized }
             let existing = try await statements.item(familyID: familyID, key: key)
             var parentRow: StoredItem?
             if let parent { parentRow = try await statements.item(familyID: familyID, key: parent) }
-            switch try plan(WriteContext(existing: existing, parent: parentRow)) {
+            switch try plan(WriteContext(existing: existing, parent: parentRow, usage: family.usage)) {
             case .unchanged:
                 return WriteOutcome(item: existing, changed: false)
             case .write(let rows):

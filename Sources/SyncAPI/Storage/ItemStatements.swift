@@ -5,7 +5,7 @@
 /// bump, write; read the counter and the rows in one snapshot) is written once, in `ItemExecutor+Orchestration.swift`.
 protocol ItemStatements {
     /// The family's change counter and purge horizon (nil for an unknown family). With `lock`, the family row is first
-    /// locked for the rest of the transaction: that lock orders every write of the family.
+    /// locked for the rest of the transaction (that lock orders every write of the family), and its usage is read.
     func family(_ familyID: String, lock: Bool) async throws -> FamilyCounter?
     /// One item row, live or tombstone.
     func item(familyID: String, key: ItemKey) async throws -> StoredItem?
@@ -35,6 +35,8 @@ protocol ItemStatements {
 struct FamilyCounter: Sendable {
     let version: Int64
     let horizon: Int64
+    /// Read only with the family's lock (a write's quotas); zero otherwise.
+    var usage = FamilyUsage()
 }
 
 /// Where items sit relative to a page's anchor, in the list's sort order (sort key desc, id desc).

@@ -80,6 +80,26 @@ public struct WriteContext: Sendable {
     public let existing: StoredItem?
     /// The parent row of a child item (live or tombstone), if any.
     public let parent: StoredItem?
+    /// What the family holds before this write (for its quotas).
+    public let usage: FamilyUsage
+
+    public init(existing: StoredItem?, parent: StoredItem?, usage: FamilyUsage = FamilyUsage()) {
+        self.existing = existing
+        self.parent = parent
+        self.usage = usage
+    }
+}
+
+/// What a family holds, counted by the database in the transaction of every item write (a trigger on `items`): its
+/// live items and their stored bytes (canonical JSON, tombstones not counted). Quotas are checked against it.
+public struct FamilyUsage: Sendable, Equatable {
+    public var items: Int64
+    public var bytes: Int64
+
+    public init(items: Int64 = 0, bytes: Int64 = 0) {
+        self.items = items
+        self.bytes = bytes
+    }
 }
 
 /// The result of a write: the row as it now stands, and whether the family's data moved.

@@ -49,8 +49,7 @@ extension SyncEngine {
         let content = try spec.schema.canonicalContent(of: body, pathID: address.id)
         let nowMs = now()
         let accountID = session.accountID
-        let outcome = try await store.write(familyID: session.familyID, key: address.key, parent: address.touched(session), nowMs: nowMs) {
-            context in
+        let outcome = try await write(session, address, nowMs: nowMs) { context in
             let parent = try Self.liveParent(address, context)
             let live = context.existing?.live
             try preconditions.check(live: live)
@@ -90,7 +89,7 @@ extension SyncEngine {
     public func delete(_ session: Session, _ address: ItemAddress, preconditions: WritePreconditions) async throws {
         try address.validate()
         let nowMs = now()
-        _ = try await store.write(familyID: session.familyID, key: address.key, parent: address.touched(session), nowMs: nowMs) { context in
+        _ = try await write(session, address, nowMs: nowMs) { context in
             let parent = try Self.liveParent(address, context)
             let live = context.existing?.live
             try preconditions.check(live: live)
@@ -102,6 +101,20 @@ extension SyncEngine {
             ]
             if let parent { rows.append(Self.touch(parent, address, newChildCreated: nil, nowMs: nowMs)) }
             return .write(rows)
+        }
+    }
+
+    /// Runs a write of `address` (and the row it touches) whose `plan` is then held to the family's quotas.
+    private func write(
+        _ session: Session, _ address: ItemAddress, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
+    ) async throws -> WriteOutcome {
+        let (key, quotas) = (address.key, quotas)
+        return try await store.write(familyID: session.familyID, key: key, parent: address.touched(session), nowMs: nowMs) { context in
+            let decided = try plan(context)
+            if case .write(let rows) = decided {
+                try quotas.check(rows, replacing: { $0 == key ? context.existing : context.parent }, usage: context.usage)
+            }
+            return decided
         }
     }
 

@@ -9,11 +9,15 @@ public struct SyncEngine: Sendable {
     /// How long a streamed answer may wait for its database: for its snapshot (a 503 past it), then for each chunk
     /// (the answer ends, broken, past it).
     let streamDeadline: Duration
+    /// What a family may keep; a write past it answers 403 `quota_exceeded`.
+    public let quotas: FamilyQuotas
 
     public init(
-        store: any SyncStore, now: @escaping @Sendable () -> Int64 = WallClock.nowMs, streamStartDeadline: Duration = .seconds(10)
+        store: any SyncStore, now: @escaping @Sendable () -> Int64 = WallClock.nowMs, streamStartDeadline: Duration = .seconds(10),
+        quotas: FamilyQuotas = FamilyQuotas()
     ) {
         self.store = store
+        self.quotas = quotas
         self.identity = DatabaseIDCache()
         self.now = now
         self.streamDeadline = streamStartDeadline

@@ -17,8 +17,10 @@ struct PostgresItemStatements: ItemStatements {
     func family(_ familyID: String, lock: Bool) async throws -> FamilyCounter? {
         if lock {
             // Prepared: every write starts here.
-            for try await (version, horizon) in try await conn.execute(PreparedStatements.LockFamily(familyID: familyID), logger: logger) {
-                return FamilyCounter(version: version, horizon: horizon)
+            for try await (version, horizon, items, bytes) in try await conn.execute(
+                PreparedStatements.LockFamily(familyID: familyID), logger: logger)
+            {
+                return FamilyCounter(version: version, horizon: horizon, usage: FamilyUsage(items: items, bytes: bytes))
             }
             return nil
         }

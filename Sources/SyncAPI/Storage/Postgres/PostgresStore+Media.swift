@@ -59,10 +59,20 @@ extension PostgresStore: MediaStore {
         }
     }
 
-    /// Per family, in one transaction that first locks the family row as every item write does: media a live item
-    /// names is marked named now, then media named last before the cutoff goes. An item write naming a file (which
-    /// marks it in its own transaction, `touchMedia`) is therefore either before the purge and keeps the file, or after
-    /// it and finds the file already gone: never a file deleted under an item that names it.
+    public func mediaBytes(familyID: String) async throws -> Int64 {
+        try await guarded {
+            for try await bytes in try await client.query(
+                "SELECT COALESCE(sum(size), 0)::BIGINT FROM media WHERE family_id = \(familyID)", logger: logger
+            ).decode(Int64.self) { return bytes }
+            return 0
+        }
+    }
+
+    /// Per family: which media a live item names now (any collection: the write path marks media named anywhere,
+    /// code review D8) is read first, without a lock; then, in one transaction that locks the family row as every
+    /// item write does, media named last before the cutoff and not named in that read go. An item write naming a file
+    /// since that read marked it (`touchMedia`, under the same lock), so the delete's cutoff skips it; a write after
+    /// the purge finds the file already gone: never a file deleted under an item that names it.
     public func purgeMedia(cutoffMs: Int64, nowMs: Int64) async throws -> Int {
         try await guarded(within: .seconds(3600)) {
             var families: [String] = []
@@ -71,20 +81,20 @@ extension PostgresStore: MediaStore {
             ).decode(String.self) { families.append(id) }
             var purged = 0
             for family in families {
+                var named = Set<String>()
+                for try await body in try await client.query(
+                    "SELECT body FROM items WHERE family_id = \(family) AND NOT deleted AND strpos(body, \(MediaURL.prefix)) > 0",
+                    logger: logger
+                ).decode(String.self) { named.formUnion(MediaURL.hashes(in: [body])) }
+                let keep = Array(named)
                 purged += try await transaction { conn in
                     try await conn.query("SELECT 1 FROM families WHERE id = \(family) FOR UPDATE", logger: logger)
-                    try await conn.query(
-                        """
-                        UPDATE media SET referenced_ms = \(nowMs) WHERE family_id = \(family) AND referenced_ms < \(cutoffMs)
-                        AND EXISTS (
-                          SELECT 1 FROM items i WHERE i.family_id = media.family_id
-                          AND i.collection IN (\(Collections.wall.name), \(Collections.family.name))
-                          AND NOT i.deleted AND strpos(i.body, media.sha256) > 0)
-                        """, logger: logger)
                     var count = 0
                     for try await n in try await conn.query(
                         """
-                        WITH gone AS (DELETE FROM media WHERE family_id = \(family) AND referenced_ms < \(cutoffMs) RETURNING upload_id),
+                        WITH gone AS (
+                          DELETE FROM media WHERE family_id = \(family) AND referenced_ms < \(cutoffMs)
+                          AND NOT (sha256 = ANY(\(keep)::text[])) RETURNING upload_id),
                              bytes AS (DELETE FROM media_chunks WHERE upload_id IN (SELECT upload_id FROM gone))
                         SELECT count(*) FROM gone
                         """, logger: logger
@@ -146,7 +156,7 @@ final class PostgresMediaUpload: MediaUpload, Sendable {
         }
     }
 
-    func commit(_ info: MediaInfo, nowMs: Int64) async throws -> Bool {
+    func commit(_ info: MediaInfo, nowMs: Int64, familyQuota: Int64) async throws -> Bool {
         let last = state.withLock { state -> (ByteBuffer, Int32)? in
             guard state.pending.readableBytes > 0 else { return nil }
             defer { state.pending = ByteBuffer() }
@@ -165,6 +175,17 @@ final class PostgresMediaUpload: MediaUpload, Sendable {
                     "SELECT count(*) FROM media_chunks WHERE upload_id = \(uploadID)", logger: store.logger
                 ).decode(Int64.self) { chunks = n }
                 guard chunks == expected else { throw SyncError.unavailable }  // the caller aborts: its chunks go
+                // Under the family's lock, so that two uploads at once cannot both fit in the last of the quota.
+                try await conn.query("SELECT 1 FROM families WHERE id = \(familyID) FOR UPDATE", logger: store.logger)
+                var used: Int64 = 0
+                var existed = false
+                for try await (bytes, has) in try await conn.query(
+                    """
+                    SELECT COALESCE(sum(size), 0)::BIGINT, COALESCE(bool_or(sha256 = \(info.sha256)), false)
+                    FROM media WHERE family_id = \(familyID)
+                    """, logger: store.logger
+                ).decode((Int64, Bool).self) { (used, existed) = (bytes, has) }
+                if !existed { try MediaService.checkQuota(used: used, adding: info.size, quota: familyQuota) }
                 var stored: String?
                 for try await id in try await conn.query(
                     """

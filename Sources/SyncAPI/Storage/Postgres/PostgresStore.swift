@@ -65,7 +65,7 @@ public struct PostgresStore: SyncStore {
                 }
                 for migration in EmbeddedMigrations.postgres.prefix(count ?? .max) where !applied.contains(migration.name) {
                     // The extended protocol takes one statement at a time.
-                    for statement in Self.statements(of: migration.sql) {
+                    for statement in SQLScript.statements(of: migration.sql) {
                         try await conn.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                     }
                     let now = WallClock.nowMs()
@@ -78,12 +78,6 @@ public struct PostgresStore: SyncStore {
                     logger: logger)
             }
         }
-    }
-
-    /// The statements of a migration file: comment lines dropped, split at `;`.
-    static func statements(of sql: String) -> [String] {
-        let code = sql.split(separator: "\n").filter { !$0.trimmingPrefix(" ").hasPrefix("--") }.joined(separator: "\n")
-        return code.split(separator: ";").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
     }
 
     public func databaseID() async throws -> String {

@@ -56,8 +56,8 @@ enum PreparedStatements {
 
     /// Locks the family row: every write of the family is ordered by it.
     struct LockFamily: PostgresPreparedStatement {
-        static let sql = "SELECT version, horizon FROM families WHERE id = $1 FOR UPDATE"
-        typealias Row = (Int64, Int64)
+        static let sql = "SELECT version, horizon, live_items, stored_bytes FROM families WHERE id = $1 FOR UPDATE"
+        typealias Row = (Int64, Int64, Int64, Int64)
         let familyID: String
 
         func makeBindings() throws -> PostgresBindings {

@@ -17,9 +17,9 @@ struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
 
     /// SQLite has one writer at a time: inside a write transaction the family is already ordered, `lock` adds nothing.
     func family(_ familyID: String, lock: Bool) throws -> FamilyCounter? {
-        try Row.fetchOne(cached: db, sql: "SELECT version, horizon FROM families WHERE id = ?", arguments: [familyID]).map {
-            FamilyCounter(version: $0[0], horizon: $0[1])
-        }
+        try Row.fetchOne(
+            cached: db, sql: "SELECT version, horizon, live_items, stored_bytes FROM families WHERE id = ?", arguments: [familyID]
+        ).map { FamilyCounter(version: $0[0], horizon: $0[1], usage: FamilyUsage(items: $0[2], bytes: $0[3])) }
     }
 
     func item(familyID: String, key: ItemKey) throws -> StoredItem? {

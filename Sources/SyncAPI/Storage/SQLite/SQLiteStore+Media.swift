@@ -51,27 +51,36 @@ extension SQLiteStore: MediaStore {
     /// Bytes read or written at a time.
     static let mediaPiece = 64 * 1024
 
+    public func mediaBytes(familyID: String) async throws -> Int64 {
+        try await read { db in
+            try Int64.fetchOne(db, sql: "SELECT COALESCE(sum(size), 0) FROM media WHERE family_id = ?", arguments: [familyID]) ?? 0
+        }
+    }
+
+    /// Never holds the single writer for long (security audit M5): which media are named is read from a snapshot,
+    /// one family at a time, and the rows go in short write transactions of at most `mediaPurgeBatch`. A medium an item
+    /// wrote since that read was marked by the write (`touchMedia`), so the delete's `referenced_ms < cutoff` skips it.
+    /// A deleted medium's file is renamed aside inside the transaction (a new upload of the same bytes then writes a
+    /// new file) and unlinked after the commit, or put back if the commit fails (code review D8).
     public func purgeMedia(cutoffMs: Int64, nowMs: Int64) async throws -> Int {
-        let folder = mediaFolder
-        let purged = try await write { db -> Int in
-            // Media that a live wall post or family names now: named at `nowMs`.
-            try db.execute(
-                sql: """
-                    UPDATE media SET referenced_ms = ? WHERE EXISTS (
-                      SELECT 1 FROM items i WHERE i.family_id = media.family_id AND i.collection IN (?, ?) AND NOT i.deleted
-                      AND instr(i.body, media.sha256) > 0)
-                    """, arguments: [nowMs, Collections.wall.name, Collections.family.name])
-            let gone = try Row.fetchAll(db, sql: "SELECT family_id, sha256 FROM media WHERE referenced_ms < ?", arguments: [cutoffMs])
-            for row in gone {
-                let family: String = row[0]
-                let sha: String = row[1]
-                try db.execute(sql: "DELETE FROM media WHERE family_id = ? AND sha256 = ?", arguments: [family, sha])
-                try? FileManager.default.removeItem(atPath: "\(folder)/\(family)/\(sha)")
+        let candidates = try await read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT family_id, sha256 FROM media WHERE referenced_ms < ? ORDER BY family_id", arguments: [cutoffMs]
+            ).map { (family: $0[0] as String, sha256: $0[1] as String) }
+        }
+        var purged = 0
+        for (family, media) in Dictionary(grouping: candidates, by: \.family) {
+            let named = try await read { db in try Self.namedMedia(db, familyID: family) }
+            let unnamed = media.map(\.sha256).filter { !named.contains($0) }
+            var start = 0
+            while start < unnamed.count {
+                let batch = Array(unnamed[start..<min(start + Self.mediaPurgeBatch, unnamed.count)])
+                start += batch.count
+                purged += try await deleteMedia(familyID: family, batch, cutoffMs: cutoffMs)
             }
-            return gone.count
         }
         // Uploads a crash cut short: temporary files older than an hour.
-        let tmp = folder + "/tmp"
+        let tmp = mediaFolder + "/tmp"
         for name in (try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? [] {
             let path = tmp + "/" + name
             if let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date,
@@ -81,6 +90,47 @@ extension SQLiteStore: MediaStore {
             }
         }
         return purged
+    }
+
+    /// Media rows deleted per write transaction of the purge.
+    static let mediaPurgeBatch = 100
+
+    /// The media a live item of the family names now, in any collection (the write path marks media named anywhere).
+    static func namedMedia(_ db: Database, familyID: String) throws -> Set<String> {
+        var named = Set<String>()
+        let bodies = try String.fetchCursor(
+            db, sql: "SELECT body FROM items WHERE family_id = ? AND NOT deleted AND instr(body, ?) > 0",
+            arguments: [familyID, MediaURL.prefix])
+        while let body = try bodies.next() { named.formUnion(MediaURL.hashes(in: [body])) }
+        return named
+    }
+
+    private func deleteMedia(familyID: String, _ hashes: [String], cutoffMs: Int64) async throws -> Int {
+        let folder = mediaFolder
+        let moved = Mutex<[(final: String, aside: String)]>([])
+        do {
+            let count = try await write { db -> Int in
+                var count = 0
+                for sha in hashes {
+                    guard
+                        try Int64.fetchOne(
+                            db, sql: "DELETE FROM media WHERE family_id = ? AND sha256 = ? AND referenced_ms < ? RETURNING 1",
+                            arguments: [familyID, sha, cutoffMs]) != nil
+                    else { continue }
+                    count += 1
+                    let final = "\(folder)/\(familyID)/\(sha)"
+                    let aside = "\(folder)/tmp/purged-\(UUID().uuidString)"
+                    if rename(final, aside) == 0 { moved.withLock { $0.append((final, aside)) } }
+                }
+                return count
+            }
+            for file in moved.withLock({ $0 }) { unlink(file.aside) }
+            return count
+        } catch {
+            // Rolled back: the rows are there again, so are their files.
+            for file in moved.withLock({ $0 }) { rename(file.aside, file.final) }
+            throw error
+        }
     }
 }
 
@@ -120,7 +170,7 @@ final class FileMediaUpload: MediaUpload, Sendable {
         guard complete else { throw SyncError.unavailable }
     }
 
-    func commit(_ info: MediaInfo, nowMs: Int64) async throws -> Bool {
+    func commit(_ info: MediaInfo, nowMs: Int64, familyQuota: Int64) async throws -> Bool {
         let fd = self.fd
         let temporaryPath = self.temporaryPath
         let folder = store.mediaFolder + "/" + familyID
@@ -137,6 +187,10 @@ final class FileMediaUpload: MediaUpload, Sendable {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let existed =
                 try Int64.fetchOne(db, sql: "SELECT 1 FROM media WHERE family_id = ? AND sha256 = ?", arguments: [familyID, info.sha256]) != nil
+            if !existed {
+                let used = try Int64.fetchOne(db, sql: "SELECT COALESCE(sum(size), 0) FROM media WHERE family_id = ?", arguments: [familyID])
+                try MediaService.checkQuota(used: used ?? 0, adding: info.size, quota: familyQuota)
+            }
             try db.execute(
                 sql: """
                     INSERT INTO media (family_id, sha256, content_type, size, created_ms, referenced_ms) VALUES (?, ?, ?, ?, ?, ?)
@@ -147,9 +201,19 @@ final class FileMediaUpload: MediaUpload, Sendable {
                 try? FileManager.default.removeItem(atPath: temporaryPath)
             } else {
                 try FileManager.default.moveItem(atPath: temporaryPath, toPath: final)
+                // The new name is on disk before the row that makes it visible commits.
+                guard FileMediaUpload.syncDirectory(folder) else { throw SyncError.unavailable }
             }
             return !existed
         }
+    }
+
+    /// fsync(2) of a directory, so that a rename in it survives a crash.
+    static func syncDirectory(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return fsync(fd) == 0
     }
 
     /// Closes the file once: a descriptor closed twice could close another file that reused its number.
