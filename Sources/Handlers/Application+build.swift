@@ -57,9 +57,20 @@ func serverBuilder(_ configuration: AppConfiguration) throws -> HTTPServerBuilde
             certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
             privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
         tls.minimumTLSVersion = .tlsv12
-        return try .http2Upgrade(
-            tlsConfiguration: tls,
-            configuration: .init(idleTimeout: configuration.idleTimeout, gracefulCloseTimeout: .seconds(2), streamConfiguration: http1))
+        // TLS 1.2: forward secrecy (ECDHE) and AEAD only, no static RSA, no CBC (security audit M7). TLS 1.3 suites
+        // are all of that kind.
+        tls.cipherSuiteValues = [
+            .TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, .TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+            .TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, .TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+            .TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, .TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+        ]
+        let channel = HTTP2UpgradeChannel.Configuration(
+            idleTimeout: configuration.idleTimeout, gracefulCloseTimeout: .seconds(2), streamConfiguration: http1)
+        let (handshakeLimit, finalTLS) = (headerTimeout, tls)
+        return HTTPServerBuilder { responder in
+            HandshakeLimitedChannel(
+                base: try HTTP2UpgradeChannel(tlsConfiguration: finalTLS, configuration: channel, responder: responder), limit: handshakeLimit)
+        }
     default:
         throw TLSFilesError()
     }

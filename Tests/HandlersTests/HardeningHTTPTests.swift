@@ -190,6 +190,14 @@ struct HardeningHTTPTests {
             #expect(try await api.call(.get, "/api/v1/group").headers[.allow] == "POST")
             #expect(try await api.call(.delete, "/api/v1/contacts/c9", headers: [.ifMatch: ""]).status == .noContent)
             #expect(try await api.call(.delete, "/api/v1/contacts/c9", headers: [.ifMatch: #""nope""#]).status == .preconditionFailed)
+            // If-Match compares strongly (RFC 9110 §13.1.1; security audit L3): a weak tag of the same version never
+            // matches; the strong tag does; If-None-Match compares weakly.
+            let put = try await api.call(.put, "/api/v1/contacts/c8", body: #"{"firstName":"Tag"}"#)
+            let etag = try #require(put.headers[.eTag])
+            let weak = try await api.call(.put, "/api/v1/contacts/c8", body: #"{"firstName":"Weak"}"#, headers: [.ifMatch: "W/\(etag)"])
+            #expect(weak.status == .preconditionFailed)
+            #expect(try await api.call(.get, "/api/v1/contacts/c8", headers: [.ifNoneMatch: "W/\(etag)"]).status == .notModified)
+            #expect(try await api.call(.delete, "/api/v1/contacts/c8", headers: [.ifMatch: "W/\(etag), \(etag)"]).status == .noContent)
             // Methods no route knows: 405 with Allow on a known path, 404 elsewhere (schemathesis finding).
             let query = try await api.call(HTTPRequest.Method("QUERY")!, "/api/v1/ctcsync")
             #expect(query.status == .methodNotAllowed && query.headers[.allow] == "GET, HEAD")

@@ -22,7 +22,10 @@ struct ProcessTests {
         ])
         let tls = ["--cacert", "\(folder)/cert.pem"]
         let server = try await ServerProcess.start(
-            ["--database", "sqlite:\(folder)/db.sqlite", "--tls-cert", "\(folder)/cert.pem", "--tls-key", "\(folder)/key.pem"],
+            [
+                "--database", "sqlite:\(folder)/db.sqlite", "--tls-cert", "\(folder)/cert.pem", "--tls-key", "\(folder)/key.pem",
+                "--header-read-timeout", "2",
+            ],
             scheme: "https", curlOptions: tls)
         defer {
             server.killAndReap()
@@ -39,6 +42,35 @@ struct ProcessTests {
         #expect(h1.status == 200 && h1.version == "1.1" && h1.body == h2.body)
         // Plain HTTP on the TLS port is refused, not answered in clear.
         #expect((try? await Curl.call(["http://localhost:\(server.port)/health"]))?.status != 200)
+
+        // A handshake that never completes (the first bytes of a ClientHello, then nothing) is cut off after the
+        // header read timeout (2 s here), not held for good (security audit M7).
+        let held = try await TestPostgres.run([
+            "python3", "-c",
+            """
+            import socket, time
+            s = socket.create_connection(("127.0.0.1", \(server.port))); s.settimeout(30); s.sendall(b"\\x16\\x03\\x01")
+            t = time.time()
+            try:
+                s.recv(10)
+            except OSError:
+                pass
+            print(round(time.time() - t, 2))
+            """,
+        ])
+        let seconds = Double(held.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 99
+        #expect(seconds >= 1.5 && seconds < 6, "a stalled handshake was held \(held)")
+
+        // TLS 1.2 without forward secrecy or with CBC is refused; ECDHE with AES-GCM is served.
+        func handshake(_ cipher: String) async -> Bool {
+            (try? await TestPostgres.run([
+                "sh", "-c",
+                "openssl s_client -connect 127.0.0.1:\(server.port) -tls1_2 -cipher \(cipher) </dev/null 2>&1 | grep -q 'Cipher is \(cipher)'",
+            ])) != nil
+        }
+        #expect(await handshake("ECDHE-RSA-AES128-GCM-SHA256"))
+        #expect(await !handshake("AES128-SHA"))
+        #expect(await !handshake("ECDHE-RSA-AES128-SHA"))
     }
 
     @Test("SIGTERM with live streams open: the streams end and the process exits within 8 s", arguments: Backend.allCases)

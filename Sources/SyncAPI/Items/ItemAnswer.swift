@@ -29,7 +29,7 @@ public struct WritePreconditions: Sendable {
     func check(live: StoredItem?) throws {
         if let ifMatch {
             guard let live else { throw SyncError.preconditionFailed }
-            let tags = EntityTags.list(ifMatch)
+            let tags = EntityTags.list(ifMatch, strong: true)
             guard tags.contains("*") || tags.contains("\"\(live.version)\"") else { throw SyncError.preconditionFailed }
         }
         if let ifNoneMatch, live != nil {
@@ -39,12 +39,17 @@ public struct WritePreconditions: Sendable {
     }
 }
 
-/// Parsing of `If-Match` / `If-None-Match` lists (RFC 9110 §13.1): weak tags compare by their opaque part.
+/// Parsing of `If-Match` / `If-None-Match` lists (RFC 9110 §13.1).
 public enum EntityTags {
-    public static func list(_ header: String) -> [String] {
-        header.split(separator: ",").map { part in
+    /// The tags of the list. `If-None-Match` compares weakly: a weak tag counts by its opaque part. `If-Match`
+    /// (`strong`) compares strongly: a weak tag never matches, so it is dropped (security audit L3).
+    public static func list(_ header: String, strong: Bool = false) -> [String] {
+        header.split(separator: ",").compactMap { part in
             var tag = part.trimmingCharacters(in: .whitespaces)
-            if tag.hasPrefix("W/") { tag.removeFirst(2) }
+            if tag.hasPrefix("W/") {
+                if strong { return nil }
+                tag.removeFirst(2)
+            }
             return tag
         }
     }
