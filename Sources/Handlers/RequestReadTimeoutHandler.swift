@@ -9,9 +9,19 @@ import Synchronization
 /// `minimumBytesPerSecond` (protocol §8; security audit H4: a body trickled a byte at a time re-armed the stall timer
 /// forever). A large upload over a slow but live link goes on; a trickle does not.
 /// Between requests of a keep-alive connection the server's idle timeout applies.
-final class RequestReadTimeoutHandler: ChannelInboundHandler, RemovableChannelHandler {
+///
+/// A request answered before its body was read (401, 413, 415) is a lingering close, bounded (security audit L5):
+/// the rest of the body is read and dropped for at most `unreadBodyTime` and `unreadBodyBytes`, so that the client
+/// reads its answer rather than a reset; past either the connection is closed.
+final class RequestReadTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    /// How long, and how many bytes of, a body is still read after its request was answered.
+    static let unreadBodyTime = TimeAmount.seconds(2)
+    static let unreadBodyBytes = 256 * 1024
 
     let headTimeout: TimeAmount
     let bodyTimeout: TimeAmount
@@ -21,6 +31,10 @@ final class RequestReadTimeoutHandler: ChannelInboundHandler, RemovableChannelHa
     let maxBodyBytes: Int64
     private var timer: Scheduled<Void>?
     private var wholeBody: Scheduled<Void>?
+    /// A request head came and its end has not.
+    private var requestOpen = false
+    /// Bytes of body read since the request was answered; nil while it is not.
+    private var unreadBytes: Int?
 
     init(
         headTimeout: TimeAmount, bodyTimeout: TimeAmount, bodyBase: TimeAmount = .seconds(10), minimumBytesPerSecond: Int64 = 8192,
@@ -45,16 +59,43 @@ final class RequestReadTimeoutHandler: ChannelInboundHandler, RemovableChannelHa
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
+            requestOpen = true
+            unreadBytes = nil
             arm(bodyTimeout, context: context)
             let declared = head.headerFields[.contentLength].flatMap(Int64.init).map { min($0, maxBodyBytes) } ?? maxBodyBytes
             let limit = bodyBase + .seconds(declared / minimumBytesPerSecond)
             let channel = context.channel
             wholeBody?.cancel()
             wholeBody = context.eventLoop.scheduleTask(in: limit) { channel.close(promise: nil) }
-        case .body: arm(bodyTimeout, context: context)
-        case .end: disarm()
+        case .body(let bytes):
+            if let unread = unreadBytes {
+                unreadBytes = unread + bytes.readableBytes
+                if unread + bytes.readableBytes > Self.unreadBodyBytes {
+                    context.close(promise: nil)
+                    return
+                }
+            } else {
+                arm(bodyTimeout, context: context)
+            }
+        case .end:
+            requestOpen = false
+            unreadBytes = nil
+            disarm()
         }
         context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data), requestOpen, unreadBytes == nil {
+            // Answered before the body ended: what is left is read for a short while only.
+            unreadBytes = 0
+            timer?.cancel()
+            wholeBody?.cancel()
+            wholeBody = nil
+            let channel = context.channel
+            timer = context.eventLoop.scheduleTask(in: Self.unreadBodyTime) { channel.close(promise: nil) }
+        }
+        context.write(data, promise: promise)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) { disarm() }

@@ -33,6 +33,46 @@ struct SlowClientProcessTests {
         #expect(closed && seconds < 20, "a trickled body held the connection \(seconds) s")
     }
 
+    @Test("a body answered early (401 to an upload of 20 MB) is read for 2 s at most, then the connection is closed")
+    func unreadBody() async throws {
+        let folder = try ProcessTests.temporaryFolder()
+        let server = try await ServerProcess.start(["--database", "sqlite:\(folder)/db.sqlite"])
+        defer { server.killAndReap() }
+        // 160 KiB/s: fast enough for the whole-body deadline of 20 MB (over 40 minutes), and never done.
+        let output = try await TestPostgres.run([
+            "python3", "-c",
+            """
+            import socket, time
+            s = socket.create_connection(("127.0.0.1", \(server.port)))
+            s.sendall(b"POST /api/v1/media HTTP/1.1\\r\\nHost: x\\r\\nContent-Type: image/jpeg\\r\\nContent-Length: 20000000\\r\\n\\r\\n")
+            s.setblocking(False)
+            start, got, closed = time.time(), b"", False
+            while time.time() - start < 30 and not closed:
+                try:
+                    s.send(b"x" * 16384)
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    closed = True
+                try:
+                    data = s.recv(65536)
+                    got += data
+                    closed = closed or data == b""
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    closed = True
+                time.sleep(0.1)
+            print(round(time.time() - start, 2), got.split(b"\\r\\n")[0].decode())
+            """,
+        ])
+        print("unread body: \(output)")
+        let parts = output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ", maxSplits: 1)
+        let seconds = Double(parts.first ?? "") ?? 99
+        #expect(parts.last?.hasPrefix("HTTP/1.1 401") == true, "the client did not read its answer: \(output)")
+        #expect(seconds < 8, "an answered request's body was read for \(seconds) s")
+    }
+
     @Test("past --max-connections-per-address a new connection of that address is closed at once")
     func perAddressCap() async throws {
         let folder = try ProcessTests.temporaryFolder()
