@@ -1,7 +1,8 @@
+import Synchronization
 import CompressNIO
 import Foundation
 import HTTPTypes
-import Handlers
+@testable import Handlers
 import Hummingbird
 import HummingbirdTesting
 import SyncAPI
@@ -93,6 +94,26 @@ struct LimitsHTTPTests {
             let health = try await api.call(.get, "/health")
             let ready = try await api.call(.get, "/ready")
             #expect(health.status == .ok && ready.status == .ok)
+        }
+    }
+
+    @Test("a flood of /ready costs the database one check per second (security audit L2)", arguments: Backend.allCases)
+    func readinessShared(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let checks = Atomic(0)
+            let probe = ReadinessProbe {
+                checks.add(1, ordering: .relaxed)
+                try await store.ping()
+            }
+            let answers = await withTaskGroup(of: Bool.self) { group in
+                for _ in 0..<200 { group.addTask { await probe.ready() } }
+                return await group.reduce(into: [Bool]()) { $0.append($1) }
+            }
+            #expect(answers.allSatisfy { $0 } && answers.count == 200)
+            #expect(checks.load(ordering: .relaxed) == 1)
+            try await Task.sleep(for: .milliseconds(1100))
+            #expect(await probe.ready())
+            #expect(checks.load(ordering: .relaxed) == 2)
         }
     }
 

@@ -24,11 +24,12 @@ struct OperationsRoutes {
                 namespace: "syncapi", metricName: "streamed_answers", unitName: "",
                 helpText: "Answers streaming from a database snapshot."))
         router.resource("health", [.get: { _, _ in HTTPBodies.response(json: #"{"status":"ok"}"#) }])
+        let readiness = ReadinessProbe { try await store.ping() }
         router.resource(
             "ready",
             [
                 .get: { _, _ in
-                    try await store.ping()
+                    guard await readiness.ready() else { throw SyncError.unavailable }
                     return HTTPBodies.response(json: #"{"status":"ready"}"#)
                 }
             ])
