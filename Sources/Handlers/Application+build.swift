@@ -98,8 +98,8 @@ public func buildRouter(
     let hasher = BcryptPasswordHasher(cost: configuration.bcryptCost, maxPending: configuration.maxPendingHashes ?? 4 * System.coreCount)
     let accounts = AccountService(
         store: store, hasher: hasher, settings: configuration.accounts, sessions: hub?.sessions,
-        onUsernameLocked: { username in
-            logger.warning("login throttled for every address: many failures for one username", metadata: ["username": "\(username)"])
+        onUsernameLocked: { name in
+            logger.warning("login throttled for every address: many failures for one username", metadata: ["username_sha256": "\(name)"])
             lockedUsernames.increment()
         })
     let router = Router(context: AppRequestContext.self)

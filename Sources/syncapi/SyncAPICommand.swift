@@ -36,6 +36,11 @@ struct DatabaseOptions: ParsableArguments {
                 throw ValidationError("cannot read the database password file \(file)")
             }
             url = url.withPassword(password.trimmingCharacters(in: .newlines))
+            // Readable by others: said, not refused (container secrets are often mounted 0444).
+            if let mode = (try? FileManager.default.attributesOfItem(atPath: file))?[.posixPermissions] as? Int, mode & 0o077 != 0 {
+                FileHandle.standardError.write(
+                    Data("syncapi: warning: the database password file \(file) is readable by others (mode \(String(mode, radix: 8)))\n".utf8))
+            }
         }
         return url
     }

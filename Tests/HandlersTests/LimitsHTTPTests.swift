@@ -1,13 +1,14 @@
-import Synchronization
 import CompressNIO
 import Foundation
 import HTTPTypes
-@testable import Handlers
 import Hummingbird
 import HummingbirdTesting
 import SyncAPI
+import Synchronization
 import TestSupport
 import Testing
+
+@testable import Handlers
 
 /// Body limits, and the same endpoints over real sockets.
 @Suite("Limits and live HTTP")

@@ -104,6 +104,19 @@ struct AdmissionTests {
         }
     }
 
+    @Test("a username locked by failures from many addresses is reported once, by a hash, never by name (L6)")
+    func lockReportCarriesNoUsername() async throws {
+        try await Backend.sqlite.withStore { store in
+            let reported = Mutex<[String]>([])
+            let accounts = AccountService(store: store, hasher: CheapHasher(), onUsernameLocked: { name in reported.withLock { $0.append(name) } })
+            _ = try await accounts.signup(.object([("family", .string("F")), ("username", .string("Alice")), ("password", .string("password1"))]))
+            let guess = JSONValue.object([("username", .string("alice")), ("password", .string("wrong-guess"))])
+            for n in 0..<105 { _ = try? await accounts.login(guess, client: "10.0.\(n / 8).\(n % 8)") }
+            #expect(reported.withLock { $0 } == [AccountService.logName(of: "ALICE")])
+            #expect(AccountService.logName(of: "alice") == "2bd806c97f0e")  // printf %s alice | sha256sum | cut -c1-12
+        }
+    }
+
     @Test("a taken username costs a lookup, not a hash", arguments: Backend.allCases)
     func takenUsernameNotHashed(backend: Backend) async throws {
         try await backend.withStore { store in

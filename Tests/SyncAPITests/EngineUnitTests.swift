@@ -115,6 +115,16 @@ struct DatabaseURLTests {
             try DatabaseURL(parsing: "postgres://me:p%40ss@db.example:6543/sync?sslmode=require")
                 == .postgres(host: "db.example", port: 6543, username: "me", password: "p@ss", database: "sync", requireTLS: true))
         #expect(try DatabaseURL(parsing: "postgresql://me@localhost/sync").description == "postgres://me@localhost:5432/sync")
+        // TLS by default for another host; in clear only when asked, or on this machine (security audit L6).
+        #expect(
+            try DatabaseURL(parsing: "postgres://me@db.example/sync")
+                == .postgres(host: "db.example", port: 5432, username: "me", password: nil, database: "sync", requireTLS: true))
+        #expect(
+            try DatabaseURL(parsing: "postgres://me@db.example/sync?sslmode=disable")
+                == .postgres(host: "db.example", port: 5432, username: "me", password: nil, database: "sync", requireTLS: false))
+        #expect(
+            try DatabaseURL(parsing: "postgres://me@127.0.0.1:5433/sync")
+                == .postgres(host: "127.0.0.1", port: 5433, username: "me", password: nil, database: "sync", requireTLS: false))
     }
 
     @Test(

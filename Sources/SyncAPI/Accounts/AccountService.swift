@@ -1,3 +1,6 @@
+import Crypto
+import Foundation
+
 /// Signup, login, logout, password changes and extra accounts (protocol §1): the engine side of authentication.
 public struct AccountService: Sendable {
     /// Settings an operator may change.
@@ -35,11 +38,18 @@ public struct AccountService: Sendable {
         }
     }
 
+    /// How logs name a username: the first 12 hex digits of the SHA-256 of its lower-cased form. An operator asked
+    /// about a user computes the same (`printf %s alice | sha256sum | cut -c1-12`); a log reader learns no username.
+    public static func logName(of username: String) -> String {
+        String(Hex.lowercase(SHA256.hash(data: Data(username.lowercased().utf8))).prefix(12))
+    }
+
     let store: any SyncStore
     let hasher: any PasswordHasher
     public let settings: Settings
     let now: @Sendable () -> Int64
-    /// Called once when a username reaches its overall failure limit (a visible attack, for logs and metrics).
+    /// Called once when a username reaches its overall failure limit (a visible attack, for logs and metrics), with
+    /// `logName(of:)` of the username: logs carry no username (security audit L6).
     let onUsernameLocked: @Sendable (String) -> Void
     /// Sessions of recent tokens (nil: every request looks its token up).
     let sessions: SessionCache?
@@ -218,7 +228,7 @@ public struct AccountService: Sendable {
         ] {
             guard let window = counted[key], window.attempts > limit else { continue }
             if key == keys.username {
-                if window.attempts == limit + 1 { onUsernameLocked(user) }
+                if window.attempts == limit + 1 { onUsernameLocked(Self.logName(of: user)) }
                 // A stranger cannot lock a user out: the username-wide rule never refuses an address (IPv6: its /64)
                 // that logged in as this user within `knownForMs`; the pair and address rules still hold for it.
                 if let last = try await store.lastLogin(key: keys.known), nowMs - last < LoginThrottleKeys.knownForMs { continue }

@@ -25,7 +25,10 @@ public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
         guard !database.isEmpty else { throw DatabaseURLError("postgres URL needs a database name after the host: …/DATABASE") }
         guard let user = url.user, !user.isEmpty else { throw DatabaseURLError("postgres URL needs a user name: postgres://USER@…") }
-        let sslmode = url.queryItems?.first { $0.name == "sslmode" }?.value ?? "disable"
+        // Without `sslmode`, TLS is required for any host but this machine (security audit L6): a password and every
+        // family's data never cross a network in clear unless the URL says `sslmode=disable`.
+        let loopback = ["localhost", "127.0.0.1", "::1", "[::1]"].contains(host.lowercased()) || host.hasPrefix("127.")
+        let sslmode = url.queryItems?.first { $0.name == "sslmode" }?.value ?? (loopback ? "disable" : "require")
         guard ["disable", "require"].contains(sslmode) else {
             throw DatabaseURLError("sslmode must be disable or require, not \(sslmode)")
         }
