@@ -30,6 +30,10 @@ public struct AppConfiguration: Sendable {
     /// `GET /changes`: most open streams of one account, and of this instance (over it: 429).
     public var maxStreamsPerAccount = 8
     public var maxStreamsPerInstance = 10_000
+    /// Most answers holding a database snapshot while their client downloads them (streamed full lists, groups of
+    /// reads), per account and per instance; past either, 429. The instance's stays below PostgreSQL's pool of 20.
+    public var maxSnapshotAnswersPerAccount = 4
+    public var maxSnapshotAnswersPerInstance = 8
 
     /// TLS: PEM certificate chain and private key files; both or neither (then plain HTTP for a proxy in front).
     public var tlsCertificatePath: String?

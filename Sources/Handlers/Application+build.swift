@@ -88,7 +88,9 @@ public func buildRouter(
 ) -> Router<
     AppRequestContext
 > {
-    let engine = SyncEngine(store: store, streamStartDeadline: configuration.databaseDeadline, quotas: configuration.quotas)
+    let engine = SyncEngine(
+        store: store, streamStartDeadline: configuration.databaseDeadline, quotas: configuration.quotas,
+        snapshots: SnapshotBudget(perAccount: configuration.maxSnapshotAnswersPerAccount, perInstance: configuration.maxSnapshotAnswersPerInstance))
     let streams = LiveStreams(perAccount: configuration.maxStreamsPerAccount, perInstance: configuration.maxStreamsPerInstance)
     let metrics = PrometheusCollectorRegistry()
     let lockedUsernames = metrics.makeCounter(
@@ -127,7 +129,7 @@ public func buildRouter(
     let responder = ResponderBox()
     GroupRoutes(
         store: store, bodyMaxBytes: configuration.bodyMaxBytes, maxRequests: configuration.groupMaxRequests,
-        answerLimit: configuration.requestTimeLimit, responder: responder
+        answerLimit: configuration.requestTimeLimit, snapshots: engine.snapshots, responder: responder
     )
     .add(to: authenticated)
     // The routes a group's sub-request may reach (protocol §6): every route of the API but the group itself and the

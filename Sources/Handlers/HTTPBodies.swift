@@ -30,7 +30,11 @@ enum HTTPBodies {
     /// A client that goes away stops the read; a read that fails half-way ends the connection, so the client sees
     /// a broken answer, never a short one that parses.
     static func response(json stream: AnswerStream, etag: String? = nil) -> Response {
+        // A response dropped unwritten (answered 503 by the time limit instead, or its connection gone) cancels its
+        // stream at once, so the snapshot and the budget place it holds come back now, not after the stall limit.
+        let dropped = CancelOnRelease(stream)
         let body = ResponseBody { writer in
+            _ = dropped
             do {
                 while let chunk = try await stream.next() { try await writer.write(chunk) }
             } catch {
@@ -105,4 +109,11 @@ struct WritePacer {
         queued = 0
         try await eventLoop.submit {}.get()
     }
+}
+
+/// Cancels an answer stream when the last reference to it goes (its response body was written or dropped).
+final class CancelOnRelease: Sendable {
+    let stream: AnswerStream
+    init(_ stream: AnswerStream) { self.stream = stream }
+    deinit { stream.cancel() }
 }

@@ -68,7 +68,8 @@ struct StreamedAnswerTests {
     func flatMemory() async throws {
         try await HeavyTestGate.shared.run {
             let database = try await TestPostgres.shared.newDatabaseURL()
-            let server = try await ServerProcess.start(["--database", database])
+            // Eight downloads of one account at once: its snapshot budget raised from 4 to 8.
+            let server = try await ServerProcess.start(["--database", database, "--max-snapshot-answers-per-account", "8"])
             defer { server.killAndReap() }
             let base = "http://localhost:\(server.port)"
             let signup = try await Curl.call([

@@ -13,6 +13,7 @@ struct GroupRoutes {
     let maxRequests: Int
     /// How long the answer may wait for its first chunk, and then for each next one (the request time limit).
     let answerLimit: Duration
+    let snapshots: SnapshotBudget
     /// The router's own responder, set once every route is registered.
     let responder: ResponderBox
 
@@ -35,10 +36,16 @@ struct GroupRoutes {
                     // The answer streams sub-answer after sub-answer as they are computed (issue 16: memory per request
                     // stays flat), each run of reads from its snapshot; the head waits for the first chunk, so a
                     // database that is away still answers 503 before any byte.
+                    // A run of reads holds its snapshot while its answers are written: one place in the budget of
+                    // snapshot holders for the whole group (429 before anything starts when there is none).
+                    let pinsSnapshot = zip(subRequests, subRequests.dropFirst()).contains { $0.method == .get && $1.method == .get }
+                    let lease = pinsSnapshot ? try await snapshots.lease(try context.requireSession().accountID) : nil
                     let stream = AnswerStream(producerStallLimit: answerLimit)
+                    if let lease { stream.whenCancelled { lease.release() } }
                     let sink = GroupSink(stream: stream)
                     let subContext = context
                     stream.produce {
+                        defer { lease?.release() }
                         do {
                             stream.setDate("")
                             try await sink.raw("{\"responses\":[")

@@ -23,6 +23,8 @@ public final class AnswerStream: Sendable {
         var consumerWaits = 0
         /// The producer's task, cancelled with the stream (its pool wait or its read stops).
         var producerTask: Task<Void, Never>?
+        /// Run once when the stream is cancelled.
+        var onCancel: [@Sendable () -> Void] = []
     }
 
     private let state = Mutex(State())
@@ -212,13 +214,28 @@ public final class AnswerStream: Sendable {
 
     /// The consumer is gone (client disconnected, or a 304 needs no body): the producer stops at its next `send`.
     public func cancel() {
-        let (producer, task) = state.withLock { state in
+        let (producer, task, hooks) = state.withLock { state in
             state.cancelled = true
             state.chunks = []
-            defer { state.producer = nil }
-            return (state.producer, state.producerTask)
+            defer {
+                state.producer = nil
+                state.onCancel = []
+            }
+            return (state.producer, state.producerTask, state.onCancel)
         }
         producer?.resume(throwing: CancellationError())
         task?.cancel()
+        for hook in hooks { hook() }
+    }
+
+    /// Runs `body` when the stream is cancelled (at once when it already was): what the answer held for its client
+    /// is given back even while its producer is still stuck in a wait that its cancellation ends later.
+    public func whenCancelled(_ body: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state in
+            if state.cancelled { return true }
+            state.onCancel.append(body)
+            return false
+        }
+        if now { body() }
     }
 }

@@ -8,11 +8,15 @@ extension SyncEngine {
     /// reading (`AnswerStream`'s stall limit), so an answer dropped by the request deadline never holds the database.
     func streamedFullList(_ session: Session, _ collection: CollectionSpec, ifNoneMatch: String?) async throws -> SyncAnswer {
         let databaseID = try await databaseID()
+        // Its place in the budget of snapshot holders, given back when the producer ends, however it ends.
+        let lease = try await snapshots.lease(session.accountID)
         let stream = AnswerStream(producerStallLimit: streamDeadline)
+        stream.whenCancelled { lease.release() }
         let encoder = FullListEncoder(stream: stream)
         let store = self.store
         let familyID = session.familyID
         stream.produce {
+            defer { lease.release() }
             do {
                 try await store.streamLiveRows(
                     familyID: familyID, collection: collection.name,
@@ -50,16 +54,20 @@ struct FullListChunks {
         writer.raw(",\"sync\":false,\"updated\":[")
     }
 
-    /// Adds rows; returns a chunk once about `chunkBytes` are ready.
-    mutating func add(_ rows: [StoredItem]) -> [UInt8]? {
+    /// Adds rows; returns the chunks of about `chunkBytes` that are ready (a page of large rows makes several, so a
+    /// chunk never holds more than `chunkBytes` and one row).
+    mutating func add(_ rows: [StoredItem]) -> [[UInt8]] {
+        var ready: [[UInt8]] = []
         for row in rows {
             if !first { writer.raw(",") }
             first = false
             writer.raw(row.body ?? "null")
+            if writer.bytes.count >= Self.chunkBytes {
+                ready.append(writer.bytes)
+                writer = JSONWriter(capacity: Self.chunkBytes + 4096)
+            }
         }
-        guard writer.bytes.count >= Self.chunkBytes else { return nil }
-        defer { writer = JSONWriter(capacity: Self.chunkBytes + 4096) }
-        return writer.bytes
+        return ready
     }
 
     /// The last chunk.
@@ -83,7 +91,7 @@ final class FullListEncoder: Sendable {
     }
 
     func add(_ rows: [StoredItem]) async throws {
-        if let full = chunks.withLock({ $0?.add(rows) }) { try await stream.send(ByteBuffer(bytes: full)) }
+        for full in chunks.withLock({ $0?.add(rows) ?? [] }) { try await stream.send(ByteBuffer(bytes: full)) }
     }
 
     func end() async throws {
@@ -105,7 +113,7 @@ extension SyncEngine {
         answer.cursor = { emit in
             var chunks = FullListChunks(date: date)
             try await store.forEachPinnedLivePage(familyID: familyID, collection: name) { rows in
-                if let chunk = chunks.add(rows) { try await emit(ByteBuffer(bytes: chunk)) }
+                for chunk in chunks.add(rows) { try await emit(ByteBuffer(bytes: chunk)) }
             }
             try await emit(ByteBuffer(bytes: chunks.end()))
         }

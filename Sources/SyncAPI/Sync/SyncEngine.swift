@@ -11,13 +11,16 @@ public struct SyncEngine: Sendable {
     let streamDeadline: Duration
     /// What a family may keep; a write past it answers 403 `quota_exceeded`.
     public let quotas: FamilyQuotas
+    /// Answers that hold a snapshot while their client downloads them (429 past it).
+    public let snapshots: SnapshotBudget
 
     public init(
         store: any SyncStore, now: @escaping @Sendable () -> Int64 = WallClock.nowMs, streamStartDeadline: Duration = .seconds(10),
-        quotas: FamilyQuotas = FamilyQuotas()
+        quotas: FamilyQuotas = FamilyQuotas(), snapshots: SnapshotBudget = SnapshotBudget()
     ) {
         self.store = store
         self.quotas = quotas
+        self.snapshots = snapshots
         self.identity = DatabaseIDCache()
         self.now = now
         self.streamDeadline = streamStartDeadline

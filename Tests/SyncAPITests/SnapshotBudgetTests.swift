@@ -1,0 +1,66 @@
+import SyncAPI
+import TestSupport
+import Testing
+
+/// The budget of answers that hold a snapshot while their client downloads them (issue 16 §4; security audit H6,
+/// code review D4): per account at once, per instance after a short wait, a place given back when its answer ends
+/// however it ends (here: dropped unread), and a refused answer takes nothing.
+@Suite("Snapshot budget")
+struct SnapshotBudgetTests {
+    /// A family whose full list (about 360 KB) is more than an answer stream buffers, so an unread answer holds on.
+    static func bigFamily(_ engine: SyncEngine, _ store: any SyncStore) async throws -> Session {
+        let session = try await ConcurrencyTests.newFamily(store)
+        let notes = String(repeating: "n", count: 9_000)
+        for n in 0..<40 {
+            _ = try await engine.put(
+                session, ItemAddress(Collections.contacts, id: "c\(n)"),
+                body: .object([("firstName", .string("C\(n)")), ("notes", .string(notes))]), preconditions: .init())
+        }
+        return session
+    }
+
+    static func status(_ body: () async throws -> Void) async -> Int {
+        do {
+            try await body()
+            return 200
+        } catch let error as SyncError {
+            return error.status
+        } catch {
+            return 0
+        }
+    }
+
+    @Test("per account at once, per instance after a wait; places come back when unread answers are dropped", arguments: Backend.allCases)
+    func budget(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let budget = SnapshotBudget(perAccount: 2, perInstance: 3, wait: .milliseconds(300))
+            let engine = SyncEngine(store: store, snapshots: budget)
+            let a = try await Self.bigFamily(engine, store)
+            let b = try await Self.bigFamily(engine, store)
+            let c = try await Self.bigFamily(engine, store)
+            func list(_ session: Session) async throws -> SyncAnswer {
+                try await engine.fullListSync(session, Collections.contacts, date: nil, ifNoneMatch: nil)
+            }
+            let a1 = try await list(a)
+            let a2 = try await list(a)
+            #expect(a1.stream != nil && a2.stream != nil)
+            // A third of one account: refused at once.
+            let clock = ContinuousClock()
+            let started = clock.now
+            #expect(await Self.status { _ = try await list(a) } == 429)
+            #expect(clock.now - started < .milliseconds(250))
+            let b1 = try await list(b)
+            #expect(budget.count == 3)
+            // The instance is full: another family waits its 300 ms, then 429.
+            #expect(await Self.status { _ = try await list(c) } == 429)
+            // An answer dropped unread gives its place back (its producer ends), and the waiting family gets it.
+            a1.stream?.cancel()
+            let c1 = try await list(c)
+            #expect(try await c1.wholeBody().count > 360_000)
+            #expect(try await a2.wholeBody().count > 360_000)
+            _ = try await b1.wholeBody()
+            for _ in 0..<50 where budget.count > 0 { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(budget.count == 0)
+        }
+    }
+}
