@@ -150,8 +150,8 @@ struct GroupRoutes {
     /// The HTTP request a sub-request stands for; 400 `invalid_subrequest` when it may not be run.
     static func request(_ sub: SubRequest, authorization: String?) throws -> Request {
         func invalid(_ detail: String) -> SyncError { SyncError(code: "invalid_subrequest", status: 400, detail: detail) }
-        guard let method = sub.method, [.get, .put, .delete].contains(method) else {
-            throw invalid("A sub-request's method is GET, PUT or DELETE.")
+        guard let method = sub.method, [.get, .put, .patch, .delete].contains(method) else {
+            throw invalid("A sub-request's method is GET, PUT, PATCH or DELETE.")
         }
         // Dot segments are resolved first (RFC 3986 §5.2.4), so `/api/v1/../health` is `/health`, outside the API,
         // and `/api/v1/./group` is the group route; what the path may reach is then decided by
@@ -169,7 +169,7 @@ struct GroupRoutes {
             }
         }
         var buffer = ByteBuffer()
-        if method == .put, let body = sub.body {
+        if method == .put || method == .patch, let body = sub.body {
             fields[.contentType] = "application/json"
             buffer = ByteBuffer(bytes: JSONWriter.encode(body).utf8)
         }

@@ -1,8 +1,9 @@
+import Foundation
 import HTTPTypes
 import Hummingbird
 import SyncAPI
 
-/// `PUT`, `GET`, `DELETE /{collection}/{id}` for every writable collection of the registry (protocol §2), children
+/// `PUT`, `PATCH`, `GET`, `DELETE /{collection}/{id}` for every writable collection of the registry (protocol §2), children
 /// under their parent (`/threads/{parentId}/messages/{id}`).
 struct ItemRoutes {
     let engine: SyncEngine
@@ -31,6 +32,13 @@ struct ItemRoutes {
                             preconditions: Self.preconditions(request))
                         return HTTPBodies.response(json: answer.body, etag: answer.etag)
                     },
+                    .patch: { request, context in
+                        let patch = try await Self.mergePatch(request, limit: bodyMaxBytes)
+                        let answer = try await engine.patch(
+                            try context.requireSession(), try Self.address(collection, context), patch: patch,
+                            preconditions: Self.preconditions(request))
+                        return HTTPBodies.response(json: answer.body, etag: answer.etag)
+                    },
                     .get: { request, context in
                         let answer = try await engine.get(
                             try context.requireSession(), try Self.address(collection, context), ifNoneMatch: request.headers[.ifNoneMatch])
@@ -46,7 +54,7 @@ struct ItemRoutes {
         }
     }
 
-    /// `GET`/`PUT /family` (the caller's family) and `/settings` (the caller's own account).
+    /// `GET`/`PUT`/`PATCH /family` (the caller's family) and `/settings` (the caller's own account).
     func addSingleton(_ collection: CollectionSpec, perAccount: Bool, to group: RouterGroup<AppRequestContext>) {
         let address: @Sendable (Session) -> ItemAddress = { session in ItemAddress(collection, id: perAccount ? session.accountID : session.familyID)
         }
@@ -59,6 +67,12 @@ struct ItemRoutes {
                     let answer = try await engine.put(session, address(session), body: body, preconditions: Self.preconditions(request))
                     return HTTPBodies.response(json: answer.body, etag: answer.etag)
                 },
+                .patch: { request, context in
+                    let session = try context.requireSession()
+                    let patch = try await Self.mergePatch(request, limit: bodyMaxBytes)
+                    let answer = try await engine.patch(session, address(session), patch: patch, preconditions: Self.preconditions(request))
+                    return HTTPBodies.response(json: answer.body, etag: answer.etag)
+                },
                 .get: { request, context in
                     let session = try context.requireSession()
                     let answer = try await engine.get(session, address(session), ifNoneMatch: request.headers[.ifNoneMatch])
@@ -66,6 +80,17 @@ struct ItemRoutes {
                     return HTTPBodies.response(json: answer.body, etag: answer.etag)
                 },
             ])
+    }
+
+    /// A PATCH body: `application/merge-patch+json` or `application/json` (or no type), else 415 before it is read.
+    static func mergePatch(_ request: Request, limit: Int) async throws -> JSONValue {
+        if let type = request.headers[.contentType] {
+            let media = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+            guard media == "application/merge-patch+json" || media == "application/json" else {
+                throw SyncError.unsupportedMediaType("A PATCH body is application/merge-patch+json or application/json.")
+            }
+        }
+        return try await HTTPBodies.json(request, limit: limit)
     }
 
     static func address(_ collection: CollectionSpec, _ context: AppRequestContext) throws -> ItemAddress {

@@ -45,14 +45,54 @@ extension SyncEngine {
         -> ItemAnswer
     {
         try address.validate()
+        let content = try address.collection.schema.canonicalContent(of: body, pathID: address.id)
+        return try await store(session, address, preconditions: preconditions) { _ in content }
+    }
+
+    /// `PATCH` (protocol §2, JSON Merge Patch, RFC 7396): the patch applied to the stored item's content under the
+    /// family's lock, the result validated as a whole like a PUT body. Never creates: 404 for a missing or deleted
+    /// item, except a singleton, which always exists (with its defaults). Fields the patch does not name keep their
+    /// stored value: an app version that does not know a field never erases it.
+    public func patch(
+        _ session: Session, _ address: ItemAddress, patch: JSONValue, preconditions: WritePreconditions
+    ) async throws
+        -> ItemAnswer
+    {
+        try address.validate()
+        guard case .object(let changes) = patch else { throw SyncError.invalidJSON("A merge patch must be a JSON object.") }
         let spec = address.collection
-        let content = try spec.schema.canonicalContent(of: body, pathID: address.id)
+        let singleton = if case .singleton = spec.kind { true } else { false }
+        return try await store(session, address, preconditions: preconditions) { live in
+            guard live != nil || singleton else { throw SyncError.notFound("No \(spec.name) item with this id.") }
+            guard case .object(var merged) = ItemBody.content(of: ItemBody.members(of: live?.body)) else { return [] }
+            let declared = Set(spec.schema.fields.map(\.name))
+            for change in changes {
+                if change.key == "id" {
+                    guard change.value == .string(address.id) else { throw SyncError.invalidID("The body's id differs from the id in the path.") }
+                    continue
+                }
+                if ItemSchema.serverSetFields.contains(change.key) && !declared.contains(change.key) { continue }
+                merged.removeAll { $0.key == change.key }
+                if change.value != .null { merged.append(change) }
+            }
+            return try spec.schema.canonicalContent(of: .object(merged), pathID: address.id)
+        }
+    }
+
+    /// Creates, replaces or (identical content) keeps the item with the content `decide` gives from its live row,
+    /// under the family's lock. A child's write also changes its parent.
+    private func store(
+        _ session: Session, _ address: ItemAddress, preconditions: WritePreconditions,
+        content decide: @escaping @Sendable (StoredItem?) throws -> [(key: String, value: JSONValue)]
+    ) async throws -> ItemAnswer {
+        let spec = address.collection
         let nowMs = now()
         let accountID = session.accountID
         let outcome = try await write(session, address, nowMs: nowMs) { context in
             let parent = try Self.liveParent(address, context)
             let live = context.existing?.live
             try preconditions.check(live: live)
+            let content = try decide(live)
             let stored = ItemBody.members(of: live?.body)
             if live != nil, ItemBody.content(of: stored) == .object(content) { return .unchanged }
             let value = { (key: String) in stored.first { $0.key == key }?.value }
