@@ -10,7 +10,7 @@ import SyncAPI
 struct SyncAPICommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "syncapi", abstract: "Delta-sync API server for offline-first mobile apps.",
-        subcommands: [Serve.self, Migrate.self, Purge.self, RestoreEpoch.self, ClientCommand.self], defaultSubcommand: Serve.self)
+        subcommands: [Serve.self, Migrate.self, Purge.self, RestoreEpoch.self, ModelCommand.self, ClientCommand.self], defaultSubcommand: Serve.self)
 }
 
 /// Options shared by every command that opens the database.

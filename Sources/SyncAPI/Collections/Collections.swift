@@ -1,122 +1,38 @@
-/// The registry of every collection the server knows, declared once (protocol §2).
+/// The collections the server knows: those of the default model, `models/family.json` (protocol §2, §12), read from
+/// the copy the binary carries. The names below are the family app's; their fields, limits, rules, kinds and order
+/// all come from the model file.
 public enum Collections {
-    public static let contacts = CollectionSpec(
-        name: "contacts", kind: .fullList,
-        schema: ItemSchema(
-            fields: [
-                FieldSpec("firstName", .string(maxLength: Limits.nameLength)),
-                FieldSpec("lastName", .string(maxLength: Limits.nameLength)),
-                FieldSpec("emails", .stringList(maxLength: Limits.nameLength)),
-                FieldSpec("phones", .stringList(maxLength: Limits.nameLength)),
-                FieldSpec("birthdayEventId", .reference),
-                FieldSpec("notes", .string(maxLength: Limits.textLength)),
-            ],
-            rules: [
-                { values throws in
-                    if values["firstName"] == .null && values["lastName"] == .null {
-                        throw SyncError.invalidField("firstName", "firstName or lastName is required.")
-                    }
-                }
-            ]),
-        syncEndpoint: "ctcsync")
+    /// The default model, parsed and checked once (a test checks that the shipped file is valid and is this copy).
+    public static let model: DataModel = {
+        do {
+            return try DataModel(json: Array(DataModel.familyFile.utf8))
+        } catch {
+            fatalError("the default model shipped in the binary is invalid: \(error)")
+        }
+    }()
 
-    public static let events = CollectionSpec(
-        name: "events", kind: .fullList,
-        schema: ItemSchema(
-            fields: [
-                FieldSpec("title", .string(maxLength: Limits.nameLength), required: true),
-                FieldSpec("start", .dateTime, required: true),
-                FieldSpec("end", .dateTime),
-                FieldSpec("allDay", .bool, default: .bool(false)),
-                FieldSpec("location", .string(maxLength: Limits.nameLength)),
-                FieldSpec("contactIds", .referenceList),
-            ],
-            rules: [
-                { values throws in
-                    if case .string(let end)? = values["end"], case .string(let start)? = values["start"],
-                        let e = Timestamp.parseDateTime(end), let s = Timestamp.parseDateTime(start), e < s
-                    {
-                        throw SyncError.invalidField("end", "end must not be before start.")
-                    }
-                }
-            ]),
-        syncEndpoint: "evtsync")
-
-    public static let places = CollectionSpec(
-        name: "places", kind: .fullList,
-        schema: ItemSchema(fields: [
-            FieldSpec("name", .string(maxLength: Limits.nameLength), required: true),
-            FieldSpec("address", .string(maxLength: Limits.nameLength)),
-            FieldSpec("latitude", .number(-90...90)),
-            FieldSpec("longitude", .number(-180...180)),
-        ]),
-        syncEndpoint: "plcsync")
-
-    public static let threads = CollectionSpec(
-        name: "threads", kind: .paginated,
-        schema: ItemSchema(fields: [
-            FieldSpec("title", .string(maxLength: Limits.nameLength), required: true),
-            FieldSpec("participants", .referenceList),
-            FieldSpec("read", .bool, default: .bool(false)),
-        ]),
-        syncEndpoint: "msgsyncthread", sortKey: .lastChildCreated(field: "lastMessageAt"), childName: "messages")
-
-    public static let messages = CollectionSpec(
-        name: "messages", kind: .child(parent: "threads"),
-        schema: ItemSchema(fields: [FieldSpec("text", .string(maxLength: Limits.textLength), required: true)]),
-        syncEndpoint: nil, sortKey: .created, authored: true)
-
-    /// The types a wall post may have.
-    public static let wallTypes = ["text", "photo", "event", "link"]
-
-    public static let wall = CollectionSpec(
-        name: "wall", kind: .paginated,
-        schema: ItemSchema(fields: [
-            FieldSpec("type", .oneOf(wallTypes), required: true),
-            FieldSpec("text", .string(maxLength: Limits.textLength)),
-            FieldSpec("mediaUrl", .url),
-        ]),
-        syncEndpoint: "wallsync", sortKey: .created, childName: "comments", filterField: "type", authored: true)
-
-    public static let comments = CollectionSpec(
-        name: "comments", kind: .child(parent: "wall"),
-        schema: ItemSchema(fields: [FieldSpec("text", .string(maxLength: Limits.textLength), required: true)]),
-        syncEndpoint: nil, sortKey: .created, authored: true)
-
-    public static let family = CollectionSpec(
-        name: "family", kind: .singleton(perAccount: false),
-        schema: ItemSchema(fields: [
-            FieldSpec("name", .string(maxLength: Limits.nameLength), required: true),
-            FieldSpec("pictureUrl", .url),
-        ]),
-        syncEndpoint: "familysync")
-
-    public static let members = CollectionSpec(
-        name: "members", kind: .fullList,
-        schema: ItemSchema(fields: [
-            FieldSpec("name", .string(maxLength: Limits.nameLength), required: true),
-            FieldSpec("role", .oneOf(["parent", "child", "other"]), default: .string("other")),
-            FieldSpec("birthDate", .date),
-            FieldSpec("accountId", .reference),
-        ]),
-        syncEndpoint: nil, changesFamily: true)
-
-    public static let settings = CollectionSpec(
-        name: "settings", kind: .singleton(perAccount: true),
-        schema: ItemSchema(fields: [
-            FieldSpec("locale", .string(maxLength: 64)),
-            FieldSpec("timeZone", .string(maxLength: 64)),
-            FieldSpec("notifications", .bool, default: .bool(true)),
-        ]),
-        syncEndpoint: "familysync")
-
-    /// Every collection a client writes through `PUT/GET/DELETE /{name}/{id}` (children under their parent's path).
-    public static let writable: [CollectionSpec] = [
-        contacts, events, places, threads, messages, wall, comments, family, members, settings,
-    ]
+    /// Every collection a client writes through `PUT/PATCH/GET/DELETE /{name}/{id}` (children under their parent's
+    /// path), in the model file's order.
+    public static let writable: [CollectionSpec] = model.specs
 
     /// The collection named `name`, if declared.
     public static func named(_ name: String) -> CollectionSpec? { writable.first { $0.name == name } }
+
+    static func declared(_ name: String) -> CollectionSpec {
+        guard let spec = named(name) else { fatalError("the default model has no collection \(name)") }
+        return spec
+    }
+
+    public static let contacts = declared("contacts")
+    public static let events = declared("events")
+    public static let places = declared("places")
+    public static let threads = declared("threads")
+    public static let messages = declared("messages")
+    public static let wall = declared("wall")
+    public static let comments = declared("comments")
+    public static let family = declared("family")
+    public static let members = declared("members")
+    public static let settings = declared("settings")
 
     /// Storage key of the family's public account profiles (written by signup and `POST /accounts`).
     public static let accountsKey = "accounts"

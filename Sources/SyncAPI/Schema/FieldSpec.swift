@@ -4,10 +4,14 @@ public enum FieldType: Sendable {
     case string(maxLength: Int)
     /// An identifier naming another item (format of an item id; existence not checked).
     case reference
-    /// A list of strings, each 1 to `maxLength` characters, at most `Limits.maxListEntries` entries.
-    case stringList(maxLength: Int)
+    /// A list of strings, each 1 to `maxLength` characters, at most `maxItems` entries.
+    case stringList(maxLength: Int, maxItems: Int = Limits.maxListEntries)
     /// A list of identifiers.
-    case referenceList
+    case referenceList(maxItems: Int = Limits.maxListEntries)
+    /// A list of strings, each one of a closed set.
+    case choiceList([String], maxItems: Int = Limits.maxListEntries)
+    /// A whole number within the range (at most ±2^53, exact in JSON).
+    case integer(ClosedRange<Double>)
     case bool
     /// RFC 3339 date-time.
     case dateTime
@@ -35,7 +39,7 @@ public struct FieldSpec: Sendable {
         self.required = required
         switch (defaultValue, type) {
         case (let value?, _): self.defaultValue = value
-        case (nil, .stringList), (nil, .referenceList): self.defaultValue = .array([])
+        case (nil, .stringList), (nil, .referenceList), (nil, .choiceList): self.defaultValue = .array([])
         default: self.defaultValue = .null
         }
     }

@@ -63,11 +63,26 @@ public struct ItemSchema: Sendable {
             let s = try string(value, name, maxLength: 64)
             guard ItemID.isValid(s) else { throw SyncError.invalidField(name, "\(name) is not a valid id.") }
             return .string(s)
-        case .stringList(let maxLength):
-            return .array(try list(value, name).map { element throws in .string(try string(element, name, maxLength: maxLength)) })
-        case .referenceList:
+        case .stringList(let maxLength, let maxItems):
             return .array(
-                try list(value, name).map { element throws in
+                try list(value, name, maxItems: maxItems).map { element throws in .string(try string(element, name, maxLength: maxLength)) })
+        case .choiceList(let choices, let maxItems):
+            return .array(
+                try list(value, name, maxItems: maxItems).map { element throws in
+                    guard case .string(let s) = element, choices.contains(s) else {
+                        throw SyncError.invalidField(name, "\(name) holds a value not one of \(choices.joined(separator: ", ")).")
+                    }
+                    return element
+                })
+        case .integer(let range):
+            guard case .number(let n) = value, n == n.rounded(), range.contains(n) else {
+                throw SyncError.invalidField(
+                    name, "\(name) must be a whole number from \(Int64(range.lowerBound)) to \(Int64(range.upperBound)).")
+            }
+            return value
+        case .referenceList(let maxItems):
+            return .array(
+                try list(value, name, maxItems: maxItems).map { element throws in
                     let s = try string(element, name, maxLength: 64)
                     guard ItemID.isValid(s) else { throw SyncError.invalidField(name, "\(name) holds an invalid id.") }
                     return .string(s)
@@ -113,10 +128,10 @@ public struct ItemSchema: Sendable {
         return s
     }
 
-    private static func list(_ value: JSONValue, _ name: String) throws -> [JSONValue] {
+    private static func list(_ value: JSONValue, _ name: String, maxItems: Int) throws -> [JSONValue] {
         guard case .array(let elements) = value else { throw SyncError.invalidField(name, "\(name) must be a list.") }
-        guard elements.count <= Limits.maxListEntries else {
-            throw SyncError.invalidField(name, "\(name) holds more than \(Limits.maxListEntries) entries.")
+        guard elements.count <= maxItems else {
+            throw SyncError.invalidField(name, "\(name) holds more than \(maxItems) entries.")
         }
         return elements
     }

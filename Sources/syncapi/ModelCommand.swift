@@ -1,0 +1,41 @@
+import ArgumentParser
+import Foundation
+import SyncAPI
+
+/// `syncapi model`: the data model file's tools (protocol §12), with no database.
+struct ModelCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "model", abstract: "Check or print a data model file (protocol §12); no database needed.",
+        subcommands: [Check.self, Normalize.self])
+
+    /// `syncapi model check FILE`: exits 1 with one line naming the collection and the field when the server could
+    /// not serve the model.
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Check a model file; print its name, collections and digest.")
+        @Argument(help: "The model file (JSON); without it, the default model.") var file: String?
+
+        func run() throws {
+            let model = try ModelCommand.load(file)
+            print("ok: model \(model.name), \(model.collections.count) collections (\(model.collections.map(\.name).joined(separator: ", "))), digest \(model.digest)")
+        }
+    }
+
+    /// `syncapi model normalize FILE`: the normalized model, as `GET /api/v1/model` answers it.
+    struct Normalize: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print a model file normalized (implied values filled, keys sorted, digest).")
+        @Argument(help: "The model file (JSON); without it, the default model.") var file: String?
+
+        func run() throws {
+            print(JSONWriter.encode(try ModelCommand.load(file).normalized))
+        }
+    }
+
+    static func load(_ file: String?) throws -> DataModel {
+        guard let file else { return Collections.model }
+        do {
+            return try DataModel(contentsOf: file)
+        } catch {
+            fail("\(file): \(error.description)")
+        }
+    }
+}
