@@ -16,7 +16,9 @@ struct ModelCommand: ParsableCommand {
 
         func run() throws {
             let model = try ModelCommand.load(file)
-            print("ok: model \(model.name), \(model.collections.count) collections (\(model.collections.map(\.name).joined(separator: ", "))), digest \(model.digest)")
+            print(
+                "ok: model \(model.name), \(model.collections.count) collections (\(model.collections.map(\.name).joined(separator: ", "))), digest \(model.digest)"
+            )
         }
     }
 

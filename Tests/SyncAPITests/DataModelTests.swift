@@ -13,9 +13,10 @@ struct DataModelTests {
         let file = try String(contentsOf: Self.root.appendingPathComponent("models/family.json"), encoding: .utf8)
         #expect(file == DataModel.familyFile + "\n")
         #expect(Collections.model.name == "family")
-        #expect(Collections.writable.map(\.name) == [
-            "contacts", "events", "places", "threads", "messages", "wall", "comments", "family", "members", "settings",
-        ])
+        #expect(
+            Collections.writable.map(\.name) == [
+                "contacts", "events", "places", "threads", "messages", "wall", "comments", "family", "members", "settings",
+            ])
     }
 
     @Test("the default model declares what §2–§5 say: kinds, order, children, filter, members inside familysync")
@@ -60,17 +61,50 @@ struct DataModelTests {
     @Test(
         "a model the server cannot serve is refused, naming the collection and the field",
         arguments: [
-            (#"{"model":"m","collections":{"a":{"kind":"list","sync":"as","fields":{"x":{"type":"text"}}}}}"#, #"collection "a", field "x": unknown type "text""#),
-            (#"{"model":"m","collections":{"a":{"kind":"child","parent":"b","fields":{}}}}"#, #"collection "a": "parent" must name a paginated collection"#),
-            (#"{"model":"m","collections":{"group":{"kind":"list","sync":"gs"}}}"#, #"collection "group": the name is reserved for a path of the API"#),
-            (#"{"model":"m","collections":{"a":{"kind":"list","sync":"media"}}}"#, #"collection "a": sync endpoint "media" must be a name of [a-z][A-Za-z0-9]{0,31}, not a reserved path"#),
-            (#"{"model":"m","collections":{"a":{"kind":"list","sync":"as","fields":{"n":{"type":"integer","minimum":1,"default":0}}}}}"#, #"collection "a", field "n": the default is outside the field's own limits"#),
-            (#"{"model":"m","collections":{"a":{"kind":"list","sync":"as","fields":{"n":{"type":"string","required":true,"default":"x"}}}}}"#, #"collection "a", field "n": "required" and "default" cannot go together"#),
-            (#"{"model":"m","collections":{"a":{"kind":"list","sync":"as","fields":{"n":{"type":"string","maxLenght":5}}}}}"#, #"collection "a", field "n": unknown key "maxLenght" (known: default, enum, format, maxLength, required, type)"#),
-            (#"{"model":"m","collections":{"a":{"kind":"list","sync":"as","fields":{"author":{"type":"string"}}}}}"#, #"collection "a", field "author": the server sets this name"#),
-            (#"{"model":"m","collections":{"a":{"kind":"list","sync":"as"},"b":{"kind":"list","sync":"as"}}}"#, #"collection "b": sync endpoint "as" is shared: only singletons (with lists) share one"#),
-            (#"{"model":"m","collections":{"a":{"kind":"paginated","sync":"as","order":"created","filter":"t","fields":{"t":{"type":"string"}}}}}"#, #"collection "a", field "t": the filter must name a string field with an enum"#),
-            (#"{"model":"m","collections":{"a":{"kind":"list","sync":"as","fields":{"s":{"type":"string"}},"rules":[{"notBefore":["s","s"]}]}}}"#, #"collection "a", field "s": notBefore compares dates or date-times only"#),
+            (
+                #"{"model":"m","collections":{"a":{"kind":"list","sync":"as","fields":{"x":{"type":"text"}}}}}"#,
+                #"collection "a", field "x": unknown type "text""#
+            ),
+            (
+                #"{"model":"m","collections":{"a":{"kind":"child","parent":"b","fields":{}}}}"#,
+                #"collection "a": "parent" must name a paginated collection"#
+            ),
+            (
+                #"{"model":"m","collections":{"group":{"kind":"list","sync":"gs"}}}"#,
+                #"collection "group": the name is reserved for a path of the API"#
+            ),
+            (
+                #"{"model":"m","collections":{"a":{"kind":"list","sync":"media"}}}"#,
+                #"collection "a": sync endpoint "media" must be a name of [a-z][A-Za-z0-9]{0,31}, not a reserved path"#
+            ),
+            (
+                #"{"model":"m","collections":{"a":{"kind":"list","sync":"as","fields":{"n":{"type":"integer","minimum":1,"default":0}}}}}"#,
+                #"collection "a", field "n": the default is outside the field's own limits"#
+            ),
+            (
+                #"{"model":"m","collections":{"a":{"kind":"list","sync":"as","fields":{"n":{"type":"string","required":true,"default":"x"}}}}}"#,
+                #"collection "a", field "n": "required" and "default" cannot go together"#
+            ),
+            (
+                #"{"model":"m","collections":{"a":{"kind":"list","sync":"as","fields":{"n":{"type":"string","maxLenght":5}}}}}"#,
+                #"collection "a", field "n": unknown key "maxLenght" (known: default, enum, format, maxLength, required, type)"#
+            ),
+            (
+                #"{"model":"m","collections":{"a":{"kind":"list","sync":"as","fields":{"author":{"type":"string"}}}}}"#,
+                #"collection "a", field "author": the server sets this name"#
+            ),
+            (
+                #"{"model":"m","collections":{"a":{"kind":"list","sync":"as"},"b":{"kind":"list","sync":"as"}}}"#,
+                #"collection "b": sync endpoint "as" is shared: only singletons (with lists) share one"#
+            ),
+            (
+                #"{"model":"m","collections":{"a":{"kind":"paginated","sync":"as","order":"created","filter":"t","fields":{"t":{"type":"string"}}}}}"#,
+                #"collection "a", field "t": the filter must name a string field with an enum"#
+            ),
+            (
+                #"{"model":"m","collections":{"a":{"kind":"list","sync":"as","fields":{"s":{"type":"string"}},"rules":[{"notBefore":["s","s"]}]}}}"#,
+                #"collection "a", field "s": notBefore compares dates or date-times only"#
+            ),
             (#"{"model":"m","colections":{}}"#, #"the model file: unknown key "colections" (known: collections, digest, model)"#),
         ])
     func refused(model: String, message: String) {

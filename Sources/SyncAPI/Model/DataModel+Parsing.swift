@@ -64,7 +64,9 @@ extension DataModel {
         return text.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) }
     }
 
-    static func object(_ value: JSONValue, allowed: Set<String>, at place: @autoclosure () -> String) throws(ModelError)
+    static func object(
+        _ value: JSONValue, allowed: Set<String>, at place: @autoclosure () -> String
+    ) throws(ModelError)
         -> [String: JSONValue]
     {
         guard case .object(let members) = value else { throw ModelError("\(place()) must be a JSON object") }
@@ -194,7 +196,8 @@ extension DataModel {
         func count(_ key: String, default value: Int, range: ClosedRange<Int>) throws(ModelError) -> Int {
             guard let given = members[key] else { return value }
             guard case .number(let n) = given, n == n.rounded(), range.contains(Int(exactly: n) ?? -1) else {
-                throw ModelError(collection: collection, field: field, "\"\(key)\" must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+                throw ModelError(
+                    collection: collection, field: field, "\"\(key)\" must be a whole number from \(range.lowerBound) to \(range.upperBound)")
             }
             return Int(n)
         }
@@ -246,7 +249,8 @@ extension DataModel {
             guard case .string? = itemsValue["type"] else {
                 throw ModelError(collection: collection, field: field, "\"items\" must be a string field")
             }
-            let items = try object(itemsValue, allowed: ["type", "maxLength", "enum", "format"], at: "collection \"\(collection)\", field \"\(field)\", items")
+            let items = try object(
+                itemsValue, allowed: ["type", "maxLength", "enum", "format"], at: "collection \"\(collection)\", field \"\(field)\", items")
             guard items["type"] == .string("string") else {
                 throw ModelError(collection: collection, field: field, "arrays hold strings only")
             }
