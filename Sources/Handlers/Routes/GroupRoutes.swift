@@ -58,8 +58,10 @@ struct GroupRoutes {
                                 }
                                 let run = Array(subRequests[index..<end])
                                 if run.count > 1 {
-                                    try await store.withReadSnapshot {
-                                        for sub in run { try await self.answer(sub, authorization: authorization, context: subContext, into: sink) }
+                                    try await store.withReadSnapshot { pinned in
+                                        var runContext = subContext
+                                        runContext.snapshot = pinned
+                                        for sub in run { try await self.answer(sub, authorization: authorization, context: runContext, into: sink) }
                                     }
                                 } else {
                                     try await answer(run[0], authorization: authorization, context: subContext, into: sink)

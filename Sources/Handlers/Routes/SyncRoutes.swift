@@ -17,7 +17,7 @@ struct SyncRoutes {
                     [
                         .get: { request, context in
                             let query = try SyncQuery(request, allowed: ["date"])
-                            let answer = try await engine.fullListSync(
+                            let answer = try await engine.reading(context.snapshot).fullListSync(
                                 try context.requireSession(), collection, date: query.values["date"],
                                 ifNoneMatch: request.headers[.ifNoneMatch])
                             return Self.response(answer, to: request)
@@ -33,7 +33,7 @@ struct SyncRoutes {
                             .get: { request, context in
                                 let query = try SyncQuery(request, allowed: Set(["date", "lastId", "nb", childLimit, filter].compactMap { $0 }))
                                 let parameters = try query.pageParameters(collection, childLimit: childLimit, filter: filter)
-                                let answer = try await engine.pagedSync(
+                                let answer = try await engine.reading(context.snapshot).pagedSync(
                                     try context.requireSession(), collection, parameters, ifNoneMatch: request.headers[.ifNoneMatch])
                                 return Self.response(answer, to: request)
                             }
@@ -45,7 +45,8 @@ struct SyncRoutes {
                         .get: { request, context in
                             let query = try SyncQuery(request, allowed: Set(["lastId", "nb", childLimit, filter].compactMap { $0 }))
                             let parameters = try query.pageParameters(collection, childLimit: childLimit, filter: filter)
-                            let body = try await engine.page(try context.requireSession(), collection, parentID: nil, parameters)
+                            let body = try await engine.reading(context.snapshot).page(
+                                try context.requireSession(), collection, parentID: nil, parameters)
                             return HTTPBodies.response(json: body)
                         }
                     ])
@@ -56,7 +57,7 @@ struct SyncRoutes {
                         .get: { request, context in
                             let query = try SyncQuery(request, allowed: ["lastId", "nb"])
                             let parameters = try query.pageParameters(collection, childLimit: nil, filter: nil)
-                            let body = try await engine.page(
+                            let body = try await engine.reading(context.snapshot).page(
                                 try context.requireSession(), collection, parentID: context.pathID("id"), parameters)
                             return HTTPBodies.response(json: body)
                         }
@@ -69,7 +70,7 @@ struct SyncRoutes {
                     [
                         .get: { request, context in
                             let query = try SyncQuery(request, allowed: ["date"])
-                            let answer = try await engine.familySync(
+                            let answer = try await engine.reading(context.snapshot).familySync(
                                 try context.requireSession(), date: query.values["date"], ifNoneMatch: request.headers[.ifNoneMatch])
                             return Self.response(answer, to: request)
                         }
@@ -93,7 +94,7 @@ struct SyncRoutes {
                         if name == "threadsLastId" { parameters.threadsLastId = id } else { parameters.wallLastId = id }
                     }
                     parameters.types = try query.pageParameters(Collections.wall, childLimit: nil, filter: "types").types
-                    return HTTPBodies.response(json: try await engine.verify(try context.requireSession(), parameters))
+                    return HTTPBodies.response(json: try await engine.reading(context.snapshot).verify(try context.requireSession(), parameters))
                 }
             ])
     }

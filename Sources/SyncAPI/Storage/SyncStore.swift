@@ -66,14 +66,18 @@ public protocol SyncStore: Sendable {
     /// Deletes tombstones last changed before `cutoffMs` and raises each affected family's horizon to the newest
     /// version purged, so that an older date of sync answers `sync: false` (protocol §8). Returns how many went.
     func purgeTombstones(cutoffMs: Int64) async throws -> Int
-    /// Runs `body` with every read of this store (in this task and its child tasks) answered from one snapshot of
-    /// the database, so that several answers are consistent with each other (protocol §6). Writes are not affected.
-    func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T
-    /// True inside `withReadSnapshot` (there, full lists come from `pinnedVersion` and `forEachPinnedLivePage`).
+    /// Runs `body` with this store pinned to one snapshot of the database: every read of the store `body` is given
+    /// answers from that snapshot, so that several answers are consistent with each other (protocol §6); writes
+    /// through it are not affected. The pin is a value passed to what reads it, never ambient state: a call made
+    /// through any other store (a token lookup, the accounts service) reads the database as it is (code review D1).
+    /// A pinned store's own `withReadSnapshot` passes itself: the same snapshot, no second connection (D3).
+    func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SyncStore) async throws -> T) async throws -> T
+    /// True for a store pinned by `withReadSnapshot` (there, full lists come from `pinnedVersion` and
+    /// `forEachPinnedLivePage`).
     var isInReadSnapshot: Bool { get }
-    /// Inside `withReadSnapshot`: the family's counter in the pinned snapshot.
+    /// On a pinned store: the family's counter in its snapshot.
     func pinnedVersion(familyID: String) async throws -> Int64
-    /// Inside `withReadSnapshot`: every live row of a full list in the pinned snapshot, page by page, oldest change
+    /// On a pinned store: every live row of a full list in the pinned snapshot, page by page, oldest change
     /// first, read in the calling task (a group's answer streams sub-answer after sub-answer from its snapshot).
     func forEachPinnedLivePage(familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void) async throws
     /// Every live row of a full list, from one snapshot of its own, page by page, oldest change first (then by id):

@@ -25,7 +25,7 @@ extension SyncEngine {
         ]
         let store = self.store
         let family = session.familyID
-        let (delta, anchors) = try await store.withReadSnapshot {
+        let (delta, anchors) = try await store.withReadSnapshot { store in
             let delta = try await store.delta(familyID: family, collections: (full + paged.map(\.0)).map(\.name), since: nil)
             var anchors: [String: StoredItem] = [:]
             for (spec, lastId, _) in paged {

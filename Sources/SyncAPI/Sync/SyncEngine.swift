@@ -3,7 +3,7 @@ import Synchronization
 /// Computes every answer of the item and sync endpoints from the store: the one place that knows the
 /// protocol's delta rules. Handlers call one engine method per endpoint; the engine never sees HTTP.
 public struct SyncEngine: Sendable {
-    public let store: any SyncStore
+    public private(set) var store: any SyncStore
     let identity: DatabaseIDCache
     let now: @Sendable () -> Int64
     /// How long a streamed answer may wait for its database: for its snapshot (a 503 past it), then for each chunk
@@ -24,6 +24,14 @@ public struct SyncEngine: Sendable {
         self.identity = DatabaseIDCache()
         self.now = now
         self.streamDeadline = streamStartDeadline
+    }
+
+    /// The same engine reading through `store` (a store pinned by `withReadSnapshot`: a group's run of reads).
+    public func reading(_ store: (any SyncStore)?) -> SyncEngine {
+        guard let store else { return self }
+        var engine = self
+        engine.store = store
+        return engine
     }
 
     /// This database's id, put in every date of sync (read once, after migrations created it).

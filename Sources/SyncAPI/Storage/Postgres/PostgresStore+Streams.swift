@@ -3,7 +3,7 @@ import PostgresNIO
 
 /// Full lists read from a cursor, page by page, so that an answer of 100,000 items never sits whole in memory.
 extension PostgresStore {
-    public var isInReadSnapshot: Bool { Self.pinned != nil }
+    public var isInReadSnapshot: Bool { pinned != nil }
 
     public func streamLiveRows(
         familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
@@ -20,12 +20,12 @@ extension PostgresStore {
     }
 
     public func pinnedVersion(familyID: String) async throws -> Int64 {
-        guard let pinned = Self.pinned else { throw SyncError.unavailable }
+        guard let pinned else { throw SyncError.unavailable }
         return try await guarded { try await version(on: pinned, familyID: familyID) }
     }
 
     public func forEachPinnedLivePage(familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void) async throws {
-        guard let pinned = Self.pinned else { throw SyncError.unavailable }
+        guard let pinned else { throw SyncError.unavailable }
         do {
             try await forEachLivePage(on: pinned, familyID: familyID, collection: collection, page)
         } catch {

@@ -20,29 +20,31 @@ public struct PostgresStore: SyncStore {
         self.deadline = deadline
     }
 
-    /// The connection, inside a REPEATABLE READ transaction, that `withReadSnapshot` pinned for the current task.
-    @TaskLocal static var pinned: PostgresConnection?
+    /// The connection, inside a REPEATABLE READ transaction, this copy of the store is pinned to (`withReadSnapshot`).
+    var pinned: PostgresConnection?
 
-    public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SyncStore) async throws -> T) async throws -> T {
         // Nested (`/verify` inside a group): the snapshot already pinned, never a second connection that a full pool
         // would never hand out (code review D3).
-        if Self.pinned != nil { return try await body() }
+        if pinned != nil { return try await body(self) }
         return try await guarded {
             try await transaction(readOnlySnapshot: true) { conn in
-                try await Self.$pinned.withValue(conn) { try await body() }
+                var store = self
+                store.pinned = conn
+                return try await body(store)
             }
         }
     }
 
     /// Runs reads on the pinned snapshot's connection, else on a pooled connection.
     func read<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        if let pinned = Self.pinned { return try await body(pinned) }
+        if let pinned { return try await body(pinned) }
         return try await client.withConnection { conn in try await body(conn) }
     }
 
     /// Runs several reads in one snapshot: the pinned one, else a new REPEATABLE READ transaction.
     func snapshotRead<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        if let pinned = Self.pinned { return try await body(pinned) }
+        if let pinned { return try await body(pinned) }
         return try await transaction(readOnlySnapshot: true, body)
     }
 

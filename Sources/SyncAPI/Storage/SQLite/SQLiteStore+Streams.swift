@@ -2,7 +2,7 @@ import GRDB
 
 /// Full lists read page by page from one WAL snapshot, so that an answer of 100,000 items never sits whole in memory.
 extension SQLiteStore {
-    public var isInReadSnapshot: Bool { Self.pinned != nil }
+    public var isInReadSnapshot: Bool { pinned != nil }
 
     public func streamLiveRows(
         familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
@@ -15,12 +15,12 @@ extension SQLiteStore {
     }
 
     public func pinnedVersion(familyID: String) async throws -> Int64 {
-        guard let pinned = Self.pinned else { throw SyncError.unavailable }
+        guard let pinned else { throw SyncError.unavailable }
         return try await Self.version(pinned, familyID: familyID)
     }
 
     public func forEachPinnedLivePage(familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void) async throws {
-        guard let pinned = Self.pinned else { throw SyncError.unavailable }
+        guard let pinned else { throw SyncError.unavailable }
         try await Self.forEachLivePage(pinned, familyID: familyID, collection: collection, page)
     }
 

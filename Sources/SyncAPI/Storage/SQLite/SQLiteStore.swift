@@ -40,17 +40,18 @@ public struct SQLiteStore: SyncStore {
         chmod(path, 0o600)
     }
 
-    /// The snapshot that `withReadSnapshot` pinned for the current task, if any.
-    @TaskLocal static var pinned: DatabaseSnapshot?
+    /// The snapshot this copy of the store is pinned to (`withReadSnapshot`), if any.
+    var pinned: DatabaseSnapshot?
 
     /// Where reads go: the pinned snapshot, else the pool (each read its own WAL snapshot).
-    var reader: any DatabaseReader { Self.pinned ?? pool }
+    var reader: any DatabaseReader { pinned ?? pool }
 
-    public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SyncStore) async throws -> T) async throws -> T {
         // Nested (`/verify` inside a group): the same snapshot as the rest of the group (code review D3).
-        if Self.pinned != nil { return try await body() }
-        let snapshot = try Self.mapped { try pool.makeSnapshot() }
-        return try await Self.$pinned.withValue(snapshot) { try await body() }
+        if pinned != nil { return try await body(self) }
+        var store = self
+        store.pinned = try Self.mapped { try pool.makeSnapshot() }
+        return try await body(store)
     }
 
     /// A write transaction of the single writer; operational failures become 503 `unavailable`.
