@@ -16,6 +16,10 @@ public struct AppConfiguration: Sendable {
     /// How long tombstones are kept before a purge (protocol §8).
     public var tombstoneRetentionSeconds = 30 * 86_400
     public var accounts = AccountService.Settings()
+    /// The data model served (protocol §12): the family app's by default (`models/family.json`).
+    public var model: DataModel = Collections.model
+    /// Serve a model whose changes from the one the database served are breaking (then every client reloads).
+    public var acceptBreakingModelChanges = false
     /// What one family may keep (protocol §8): items, stored bytes, media bytes (accounts: `accounts`).
     public var quotas = FamilyQuotas()
     /// `GET /changes` without a change hub (a bare router): how often a stream reads the family's counter.

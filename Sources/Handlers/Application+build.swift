@@ -32,7 +32,10 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
             store: opened.store, media: opened.media, retentionSeconds: configuration.tombstoneRetentionSeconds, logger: logger))
     app.beforeServerStarts {
         try await opened.store.migrate()
-        logger.info("database ready", metadata: ["database": "\(configuration.database)"])
+        // The model served is recorded; a breaking change stops the start, before anything changed (§12).
+        let changes = try await ModelRecord.apply(configuration.model, to: opened.store, acceptBreaking: configuration.acceptBreakingModelChanges)
+        for change in changes { logger.notice("model change applied", metadata: ["change": "\(change)"]) }
+        logger.info("database ready", metadata: ["database": "\(configuration.database)", "model": "\(configuration.model.name)"])
     }
     return app
 }
@@ -88,9 +91,11 @@ public func buildRouter(
 ) -> Router<
     AppRequestContext
 > {
+    let collections = configuration.model.digest == Collections.model.digest ? Collections.registry : CollectionRegistry(configuration.model)
     let engine = SyncEngine(
         store: store, streamStartDeadline: configuration.databaseDeadline, quotas: configuration.quotas,
-        snapshots: SnapshotBudget(perAccount: configuration.maxSnapshotAnswersPerAccount, perInstance: configuration.maxSnapshotAnswersPerInstance))
+        snapshots: SnapshotBudget(perAccount: configuration.maxSnapshotAnswersPerAccount, perInstance: configuration.maxSnapshotAnswersPerInstance),
+        collections: collections)
     let streams = LiveStreams(perAccount: configuration.maxStreamsPerAccount, perInstance: configuration.maxStreamsPerInstance)
     let metrics = PrometheusCollectorRegistry()
     let lockedUsernames = metrics.makeCounter(
@@ -103,7 +108,7 @@ public func buildRouter(
         onUsernameLocked: { name in
             logger.warning("login throttled for every address: many failures for one username", metadata: ["username_sha256": "\(name)"])
             lockedUsernames.increment()
-        })
+        }, collections: collections)
     let router = Router(context: AppRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(registry: metrics))
     router.add(middleware: CompressionMiddleware())

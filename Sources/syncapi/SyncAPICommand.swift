@@ -14,6 +14,22 @@ struct SyncAPICommand: AsyncParsableCommand {
 }
 
 /// Options shared by every command that opens the database.
+/// `--model FILE` (or `SYNCAPI_MODEL`): the data model to serve (protocol §12); the default model without it.
+struct ModelOption: ParsableArguments {
+    @Option(help: "Data model file (env SYNCAPI_MODEL); default: the family app (models/family.json).") var model: String?
+    @Flag(help: "Apply a model whose changes are breaking (every client then reloads its data).") var acceptBreakingChanges = false
+
+    /// The model, checked; a model the server cannot serve stops the command before anything changes.
+    func load() throws -> DataModel {
+        guard let file = model ?? ProcessInfo.processInfo.environment["SYNCAPI_MODEL"] else { return Collections.model }
+        do {
+            return try DataModel(contentsOf: file)
+        } catch {
+            fail("\(file): \(error.description)")
+        }
+    }
+}
+
 struct DatabaseOptions: ParsableArguments {
     @Option(help: "sqlite:PATH or postgres://USER@HOST:PORT/DATABASE (env SYNCAPI_DATABASE; keep passwords out of it).")
     var database: String?
@@ -59,6 +75,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Address to listen on.") var hostname = "127.0.0.1"
     @Option(help: "Port to listen on.") var port = 8080
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup var modelOption: ModelOption
     @Flag(help: "Turn off POST /signup.") var disableSignup = false
     @Option(help: "bcrypt cost of password hashes (4–31).") var bcryptCost: UInt8 = 12
     @Option(help: "Largest request body, in bytes (a group's whole body).") var bodyMaxBytes = 1 << 20
@@ -93,6 +110,8 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         var configuration = AppConfiguration()
+        configuration.model = try modelOption.load()
+        configuration.acceptBreakingModelChanges = modelOption.acceptBreakingChanges
         configuration.hostname = hostname
         configuration.port = port
         configuration.database = try database.url()
@@ -157,10 +176,21 @@ struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Create or upgrade the database schema, then exit.")
 
     @OptionGroup var database: DatabaseOptions
+    @OptionGroup var modelOption: ModelOption
 
     func run() async throws {
+        // A model the server could not serve stops here, before the database is touched.
+        let model = try modelOption.load()
+        let accept = modelOption.acceptBreakingChanges
         let url = try database.url()
-        try await database.withMigratedStore(doing: "migration") { _, _ in print("syncapi: \(url) is migrated") }
+        try await database.withMigratedStore(doing: "migration") { store, _ in
+            do {
+                for change in try await ModelRecord.apply(model, to: store, acceptBreaking: accept) { print("syncapi: model change: \(change)") }
+            } catch let error as ModelError {
+                fail(error.description)
+            }
+            print("syncapi: \(url) is migrated, serving model \(model.name)")
+        }
     }
 }
 

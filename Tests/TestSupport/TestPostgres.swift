@@ -67,7 +67,7 @@ public actor TestPostgres {
             let candidate = Int.random(in: 20_000..<60_000)
             let options =
                 "-c listen_addresses=127.0.0.1 -p \(candidate) -k \(folder) -c fsync=off -c synchronous_commit=off"
-                + " -c full_page_writes=off -c max_connections=300 -c shared_buffers=128MB"
+                + " -c full_page_writes=off -c max_connections=600 -c shared_buffers=128MB"
             do {
                 try await Self.run(prefix + ["pg_ctl", "-D", data, "-l", folder + "/server.log", "-o", options, "-w", "-t", "60", "start"])
                 port = candidate

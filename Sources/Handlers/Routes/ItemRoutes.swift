@@ -10,7 +10,7 @@ struct ItemRoutes {
     let bodyMaxBytes: Int
 
     func add(to group: RouterGroup<AppRequestContext>) {
-        for collection in Collections.writable {
+        for collection in engine.collections.writable {
             if case .singleton(let perAccount) = collection.kind {
                 addSingleton(collection, perAccount: perAccount, to: group)
                 continue

@@ -48,7 +48,7 @@ struct OperationsRoutes {
         let description = JSONWriter.encode(
             .object([
                 ("version", .string(SyncAPIVersion.string)),
-                ("modelDigest", .string(Collections.model.digest)),
+                ("modelDigest", .string(configuration.model.digest)),
                 (
                     "limits",
                     .object([
@@ -74,7 +74,7 @@ struct OperationsRoutes {
             ]))
         api.resource("", [.get: { _, _ in HTTPBodies.response(json: description) }])
         // The model this server serves, normalized, with its digest (protocol §12); public, like the description.
-        let model = JSONWriter.encode(Collections.model.normalized)
+        let model = JSONWriter.encode(configuration.model.normalized)
         api.resource("model", [.get: { _, _ in HTTPBodies.response(json: model) }])
     }
 }

@@ -7,7 +7,7 @@ struct SyncRoutes {
     let engine: SyncEngine
 
     func add(to group: RouterGroup<AppRequestContext>) {
-        for collection in Collections.writable {
+        for collection in engine.collections.writable {
             switch collection.kind {
             case .fullList:
                 // Full lists without an endpoint of their own (members) travel in familysync.
@@ -62,20 +62,23 @@ struct SyncRoutes {
                             return HTTPBodies.response(json: body)
                         }
                     ])
-            case .singleton(let perAccount):
-                // One endpoint carries every singleton and the family's lists (protocol §5).
-                guard !perAccount, let endpoint = collection.syncEndpoint else { continue }
-                group.resource(
-                    "\(endpoint)",
-                    [
-                        .get: { request, context in
-                            let query = try SyncQuery(request, allowed: ["date"])
-                            let answer = try await engine.reading(context.snapshot).familySync(
-                                try context.requireSession(), date: query.values["date"], ifNoneMatch: request.headers[.ifNoneMatch])
-                            return Self.response(answer, to: request)
-                        }
-                    ])
+            case .singleton:
+                continue
             }
+        }
+        // An endpoint carries singletons and lists together (protocol §5: `familysync`).
+        for (endpoint, _) in engine.collections.bundles {
+            group.resource(
+                "\(endpoint)",
+                [
+                    .get: { request, context in
+                        let query = try SyncQuery(request, allowed: ["date"])
+                        let answer = try await engine.reading(context.snapshot).bundleSync(
+                            try context.requireSession(), endpoint: endpoint, date: query.values["date"],
+                            ifNoneMatch: request.headers[.ifNoneMatch])
+                        return Self.response(answer, to: request)
+                    }
+                ])
         }
         addVerify(to: group)
     }
@@ -86,14 +89,20 @@ struct SyncRoutes {
             "verify",
             [
                 .get: { request, context in
-                    let query = try SyncQuery(request, allowed: ["threadsLastId", "wallLastId", "types"])
+                    // Per paginated list: `<name>LastId`, and its filter as on its sync endpoint (`types`).
+                    let paginated = engine.collections.paginated
+                    let filters = paginated.compactMap { spec in spec.filterField.map { (spec, "\($0)s") } }
+                    let query = try SyncQuery(request, allowed: Set(paginated.map { "\($0.name)LastId" } + filters.map(\.1)))
                     var parameters = VerifyParameters()
-                    for name in ["threadsLastId", "wallLastId"] {
+                    for spec in paginated {
+                        let name = "\(spec.name)LastId"
                         guard let id = query.values[name] else { continue }
                         guard ItemID.isValid(id) else { throw SyncError.invalidParameter(name, "\(name) is not a valid id.") }
-                        if name == "threadsLastId" { parameters.threadsLastId = id } else { parameters.wallLastId = id }
+                        parameters.lastIds[spec.name] = id
                     }
-                    parameters.types = try query.pageParameters(Collections.wall, childLimit: nil, filter: "types").types
+                    for (spec, filter) in filters {
+                        parameters.filters[spec.name] = try query.pageParameters(spec, childLimit: nil, filter: filter).types
+                    }
                     return HTTPBodies.response(json: try await engine.reading(context.snapshot).verify(try context.requireSession(), parameters))
                 }
             ])

@@ -53,11 +53,16 @@ public struct AccountService: Sendable {
     let onUsernameLocked: @Sendable (String) -> Void
     /// Sessions of recent tokens (nil: every request looks its token up).
     let sessions: SessionCache?
+    /// The model's collections: its family-scoped singleton (created at signup from the family's name) and its
+    /// account-scoped singleton (created with its defaults for each account).
+    let collections: CollectionRegistry
 
     public init(
         store: any SyncStore, hasher: any PasswordHasher, settings: Settings = Settings(), sessions: SessionCache? = nil,
-        now: @escaping @Sendable () -> Int64 = WallClock.nowMs, onUsernameLocked: @escaping @Sendable (String) -> Void = { _ in }
+        now: @escaping @Sendable () -> Int64 = WallClock.nowMs, onUsernameLocked: @escaping @Sendable (String) -> Void = { _ in },
+        collections: CollectionRegistry = Collections.registry
     ) {
+        self.collections = collections
         self.store = store
         self.hasher = hasher
         self.settings = settings
@@ -119,9 +124,17 @@ public struct AccountService: Sendable {
         let familyID = DatabaseIdentity.uuid()
         let account = try await newAccount(username: v["username"]!, password: v["password"]!, displayName: nil)
         let nowMs = now()
-        let family = try Collections.family.schema.canonicalContent(of: .object([("name", .string(v["family"]!))]), pathID: familyID)
-        let familyBody = ItemBody.make(id: familyID, content: family, serverFields: [], modifiedMs: nowMs)
-        try await store.createFamily(id: familyID, name: v["family"]!, familyBody: familyBody, account: account, nowMs: nowMs)
+        // The family-scoped singleton, if the model has one, named as the family (when it has a `name`).
+        var familyItem: RowWrite?
+        if let singleton = collections.familySingleton {
+            let named = singleton.schema.fields.contains { $0.name == "name" }
+            let content = try singleton.schema.canonicalContent(
+                of: .object(named ? [("name", .string(v["family"]!))] : []), pathID: familyID)
+            familyItem = RowWrite(
+                key: ItemKey(collection: singleton.name, id: familyID),
+                body: ItemBody.make(id: familyID, content: content, serverFields: [], modifiedMs: nowMs))
+        }
+        try await store.createFamily(id: familyID, name: v["family"]!, familyItem: familyItem, account: account, nowMs: nowMs)
         return try await grant(Session(accountID: account.id, familyID: familyID))
     }
 
@@ -167,7 +180,10 @@ public struct AccountService: Sendable {
             throw SyncError.forbidden(
                 isSelf ? "The family's owner cannot delete its own account." : "Only the family's owner deletes another account.")
         }
-        guard try await store.deleteAccount(accountID: accountID, familyID: session.familyID, nowMs: now()) else {
+        guard
+            try await store.deleteAccount(
+                accountID: accountID, familyID: session.familyID, itemCollections: collections.accountItemCollections, nowMs: now())
+        else {
             throw SyncError.notFound("No account \(accountID) in this family.")
         }
         // This instance drops them before it answers; others on the revocation notice.
@@ -179,12 +195,13 @@ public struct AccountService: Sendable {
         let profile = ItemBody.make(
             id: id, content: [("username", .string(username)), ("displayName", .string(displayName ?? username))],
             serverFields: [], modifiedMs: now())
-        let settings = ItemBody.make(
-            id: id, content: try Collections.settings.schema.canonicalContent(of: .object([]), pathID: id), serverFields: [],
-            modifiedMs: now())
+        let singleton = collections.accountSingleton
+        let settings = try singleton.map { spec in
+            ItemBody.make(id: id, content: try spec.schema.canonicalContent(of: .object([]), pathID: id), serverFields: [], modifiedMs: now())
+        }
         return NewAccount(
             id: id, username: username, displayName: displayName ?? username, passwordHash: try await hasher.hash(password),
-            profileBody: profile, settingsBody: settings)
+            profileBody: profile, settingsBody: settings ?? "", settingsCollection: singleton?.name)
     }
 
     /// `POST /login`, throttled per (username, address), per address and per username (protocol §1).

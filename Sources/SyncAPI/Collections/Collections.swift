@@ -11,9 +11,12 @@ public enum Collections {
         }
     }()
 
+    /// The default model's collections as the server uses them.
+    public static let registry = CollectionRegistry(model)
+
     /// Every collection a client writes through `PUT/PATCH/GET/DELETE /{name}/{id}` (children under their parent's
     /// path), in the model file's order.
-    public static let writable: [CollectionSpec] = model.specs
+    public static let writable: [CollectionSpec] = registry.writable
 
     /// The collection named `name`, if declared.
     public static func named(_ name: String) -> CollectionSpec? { writable.first { $0.name == name } }

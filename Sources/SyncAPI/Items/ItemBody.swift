@@ -16,15 +16,11 @@ public enum ItemBody {
         return members
     }
 
-    /// The client-controlled part of stored members (no `id`, no server-set fields), to compare with a new PUT.
-    static func content(of members: [(key: String, value: JSONValue)]) -> JSONValue {
-        .object(members.filter { $0.key != "id" && !ItemSchema.serverSetFields.contains($0.key) })
-    }
-
-    /// The client-controlled part of a stored body.
-    public static func content(of body: String) -> JSONValue? {
-        let members = members(of: body)
-        return members.isEmpty ? nil : content(of: members)
+    /// The client-controlled part of stored members: the schema's fields, in their stored (declaration) order, to
+    /// compare with a new PUT or to patch.
+    static func content(of members: [(key: String, value: JSONValue)], _ schema: ItemSchema) -> JSONValue {
+        let declared = Set(schema.fields.map(\.name))
+        return .object(members.filter { declared.contains($0.key) })
     }
 
     /// Writes `body` with extra members appended (a parent's children, its `nomore`).

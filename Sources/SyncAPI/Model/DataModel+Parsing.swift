@@ -312,6 +312,19 @@ extension DataModel {
                 break
             }
         }
+        // Singletons always exist: signup creates them, so they may require nothing it cannot give (the family's
+        // name, for a family-scoped one).
+        for collection in collections where collection.kind == .singleton {
+            let given: Set<String> = collection.scope == "family" ? ["name"] : []
+            if let field = collection.fields.first(where: { $0.required && !given.contains($0.name) }) {
+                throw ModelError(
+                    collection: collection.name, field: field.name,
+                    "a singleton exists from signup on, so it may require nothing\(given.isEmpty ? "" : " but name")")
+            }
+        }
+        guard collections.filter({ $0.kind == .singleton && $0.scope == "family" }).count <= 1,
+            collections.filter({ $0.kind == .singleton && $0.scope == "account" }).count <= 1
+        else { throw ModelError("a model has at most one singleton of each scope (family, account)") }
         for (sync, members) in syncs where members.count > 1 {
             // Shared endpoints answer as §5: singletons and lists together, never a paginated list.
             guard members.allSatisfy({ $0.kind == .singleton || $0.kind == .list }), members.contains(where: { $0.kind == .singleton }) else {

@@ -20,6 +20,7 @@ extension DataModel {
         }
         // A list answered in the same endpoint as a family-scoped singleton is part of it: its changes change it
         // (§2: a change to the list of members changes the family).
+        let serverSetFields = self.serverSetFields
         let changesFamily =
             collection.kind == .list
             && collections.contains { $0.kind == .singleton && $0.scope == "family" && $0.sync == collection.sync }
@@ -27,9 +28,16 @@ extension DataModel {
             name: collection.name, kind: kind,
             schema: ItemSchema(
                 fields: collection.fields.map { FieldSpec($0.name, Self.fieldType($0.type), required: $0.required, default: $0.defaultValue) },
-                rules: collection.rules.map(Self.check)),
+                rules: collection.rules.map(Self.check), serverSetFields: serverSetFields),
             syncEndpoint: collection.kind == .list && changesFamily ? nil : collection.sync, sortKey: sortKey,
             childName: collection.children, filterField: collection.filter, authored: collection.authored, changesFamily: changesFamily)
+    }
+
+    /// The names the server sets on some item of the model, ignored when any client sends them on any collection
+    /// (protocol §2: "on every collection", so an app can send back an object exactly as it received it): the base
+    /// ones, every order field and every children array.
+    var serverSetFields: Set<String> {
+        ItemSchema.baseServerSetFields.union(collections.flatMap { [$0.orderField, $0.children].compactMap { $0 } })
     }
 
     /// The validation type of a model field.

@@ -8,16 +8,18 @@ public struct ItemSchema: Sendable {
 
     public let fields: [FieldSpec]
     public let rules: [Rule]
+    /// Fields that the server sets; a client may send them back and they are ignored (protocol §2, §12): `modified`,
+    /// `author`, `created`, `nomore`, and the model's order fields and children arrays.
+    public let serverSetFields: Set<String>
 
-    public init(fields: [FieldSpec], rules: [Rule] = []) {
+    public init(fields: [FieldSpec], rules: [Rule] = [], serverSetFields: Set<String> = ItemSchema.baseServerSetFields) {
         self.fields = fields
         self.rules = rules
+        self.serverSetFields = serverSetFields
     }
 
-    /// Fields that the server sets; a client may send them back and they are ignored (protocol §2).
-    public static let serverSetFields: Set<String> = [
-        "modified", "author", "created", "lastMessageAt", "messages", "comments", "nomore",
-    ]
+    /// Server-set names of every model.
+    public static let baseServerSetFields: Set<String> = ["modified", "author", "created", "nomore"]
 
     /// Validates `body` for the item at `pathID` and returns its canonical content (without `id` and server fields).
     /// With no `pathID` (account bodies), an `id` member is an unknown field.
@@ -32,7 +34,7 @@ public struct ItemSchema: Sendable {
                 }
                 continue
             }
-            if Self.serverSetFields.contains(member.key) && !declared.contains(member.key) { continue }
+            if serverSetFields.contains(member.key) && !declared.contains(member.key) { continue }
             guard declared.contains(member.key) else { throw SyncError.unknownField(member.key) }
             given[member.key] = member.value
         }

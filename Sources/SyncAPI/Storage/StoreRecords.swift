@@ -132,26 +132,32 @@ public struct NewAccount: Sendable {
     public let passwordHash: String
     /// The account's public profile, as `familysync` sends it.
     public let profileBody: String
-    /// The account's settings until its first `PUT /settings`.
+    /// The account's singleton (the family app's settings) until its first write, in `settingsCollection` (nil: the
+    /// model has no account-scoped singleton).
     public let settingsBody: String
+    public let settingsCollection: String?
 
-    public init(id: String, username: String, displayName: String, passwordHash: String, profileBody: String, settingsBody: String) {
+    public init(
+        id: String, username: String, displayName: String, passwordHash: String, profileBody: String, settingsBody: String,
+        settingsCollection: String? = Collections.settings.name
+    ) {
         self.id = id
         self.username = username
         self.displayName = displayName
         self.passwordHash = passwordHash
         self.profileBody = profileBody
         self.settingsBody = settingsBody
+        self.settingsCollection = settingsCollection
     }
 }
 
 extension NewAccount {
-    /// The item rows an account adds to its family: its public profile and its default settings.
+    /// The item rows an account adds to its family: its public profile and its singleton (the family app's settings)
+    /// with its defaults, when the model has one.
     var rows: [RowWrite] {
-        [
-            RowWrite(key: ItemKey(collection: Collections.accountsKey, id: id), body: profileBody),
-            RowWrite(key: ItemKey(collection: Collections.settings.name, id: id), body: settingsBody),
-        ]
+        var rows = [RowWrite(key: ItemKey(collection: Collections.accountsKey, id: id), body: profileBody)]
+        if let settingsCollection { rows.append(RowWrite(key: ItemKey(collection: settingsCollection, id: id), body: settingsBody)) }
+        return rows
     }
 }
 
@@ -178,9 +184,9 @@ public struct AccountRecord: Sendable, Equatable {
         self.displayName = displayName
     }
 
-    /// The storage keys of the items an account owns: its public profile and its settings.
-    static func itemKeys(_ id: String) -> [ItemKey] {
-        [ItemKey(collection: Collections.accountsKey, id: id), ItemKey(collection: Collections.settings.name, id: id)]
+    /// The storage keys of the items an account owns: its public profile and its singleton, of `collections`.
+    static func itemKeys(_ id: String, _ collections: [String]) -> [ItemKey] {
+        collections.map { ItemKey(collection: $0, id: id) }
     }
 }
 

@@ -13,17 +13,24 @@ public protocol SyncStore: Sendable {
     func rotateDatabaseID() async throws -> String
     /// Succeeds when the database answers (readiness).
     func ping() async throws
+    /// The normalized model this database last served (protocol §12), nil before the first.
+    func servedModel() async throws -> String?
+    /// Records the model served from now on; with `newEpoch`, in the same transaction, the database takes a new id,
+    /// so that every date of sync issued before answers `sync: false`.
+    func recordModel(_ normalized: String, newEpoch: Bool) async throws
 
-    /// Creates a family (its change counter and its family item) and its first account; throws `username_taken`.
-    func createFamily(id: String, name: String, familyBody: String, account: NewAccount, nowMs: Int64) async throws
+    /// Creates a family (its change counter, its family-scoped singleton's item when the model has one) and its first
+    /// account; throws `username_taken`.
+    func createFamily(id: String, name: String, familyItem: RowWrite?, account: NewAccount, nowMs: Int64) async throws
     /// Adds an account to a family and publishes its profile as a change of the family; throws `username_taken`, and
     /// 403 `quota_exceeded` when the family holds `maxAccounts` already (counted under the family's lock).
     func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64, maxAccounts: Int) async throws
     /// The family's accounts, oldest first (the first is the family's owner).
     func accounts(familyID: String) async throws -> [AccountRecord]
     /// Deletes an account of the family in one transaction: its row (it can no longer log in), its tokens (revoked on
-    /// every instance) and its profile and settings (tombstones, so every replica drops them). False when none.
-    func deleteAccount(accountID: String, familyID: String, nowMs: Int64) async throws -> Bool
+    /// every instance) and its items of `itemCollections`, its profile and singleton (tombstones, so every replica
+    /// drops them). False when none.
+    func deleteAccount(accountID: String, familyID: String, itemCollections: [String], nowMs: Int64) async throws -> Bool
     /// The credentials for a lower-cased username, if such an account exists.
     func credentials(usernameKey: String) async throws -> AccountCredentials?
     /// Stores a bearer token by its hash.
@@ -102,5 +109,14 @@ extension SyncStore {
     /// `createAccount` with no account quota.
     public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64) async throws {
         try await createAccount(account, familyID: familyID, nowMs: nowMs, maxAccounts: .max)
+    }
+}
+
+extension SyncStore {
+    /// A family of the default model (tests and tools): its `family` item holds `familyBody`.
+    public func createFamily(id: String, name: String, familyBody: String, account: NewAccount, nowMs: Int64) async throws {
+        try await createFamily(
+            id: id, name: name, familyItem: RowWrite(key: ItemKey(collection: Collections.family.name, id: id), body: familyBody),
+            account: account, nowMs: nowMs)
     }
 }

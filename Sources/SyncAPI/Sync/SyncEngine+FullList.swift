@@ -7,20 +7,30 @@ extension SyncEngine {
         return (try await store.delta(familyID: session.familyID, collections: collections, since: nil), nil)
     }
 
-    /// `GET /familysync` (protocol §5): the family, its members, its accounts' public profiles and the caller's
-    /// settings, changed since the date, from one snapshot.
-    public func familySync(_ session: Session, date: String?, ifNoneMatch: String?) async throws -> SyncAnswer {
-        let names = [Collections.family.name, Collections.members.name, Collections.accountsKey, Collections.settings.name]
+    /// An endpoint that answers singletons and lists together (protocol §5, §12: the family app's `familysync`):
+    /// the family-scoped singleton, the lists, the accounts' public profiles (with a family-scoped singleton), then
+    /// the account-scoped singleton (the caller's own), changed since the date, from one snapshot. A singleton is
+    /// `null` when unchanged since the date.
+    public func bundleSync(_ session: Session, endpoint: String, date: String?, ifNoneMatch: String?) async throws -> SyncAnswer {
+        guard let bundle = collections.bundles.first(where: { $0.endpoint == endpoint })?.collections else { throw SyncError.notFound() }
+        let familyScoped = bundle.filter { $0.kind == .singleton(perAccount: false) }
+        let lists = bundle.filter { $0.kind == .fullList }
+        let accountScoped = bundle.filter { $0.kind == .singleton(perAccount: true) }
+        var listKeys = lists.map { ($0.name, $0.name) }
+        if !familyScoped.isEmpty { listKeys.append(("accounts", Collections.accountsKey)) }
+        let names = familyScoped.map(\.name) + listKeys.map(\.1) + accountScoped.map(\.name)
         let (delta, since) = try await answerableDelta(session, collections: names, since: try await position(date, session))
         let date = try await token(delta.version, session)
         if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, body: [], notModified: true) }
         var writer = JSONWriter(capacity: 1024)
         writer.raw("{\"date\":")
         writer.string(date)
-        writer.raw(since == nil ? ",\"sync\":false,\"family\":" : ",\"sync\":true,\"family\":")
-        let family = delta.rows[Collections.family.name]?.first { $0.id == session.familyID }?.live?.body
-        writer.raw(family ?? "null")
-        for (name, key) in [("members", Collections.members.name), ("accounts", Collections.accountsKey)] {
+        writer.raw(since == nil ? ",\"sync\":false" : ",\"sync\":true")
+        for singleton in familyScoped {
+            writer.raw(",\"\(singleton.name)\":")
+            writer.raw(delta.rows[singleton.name]?.first { $0.id == session.familyID }?.live?.body ?? "null")
+        }
+        for (name, key) in listKeys {
             let rows = delta.rows[key] ?? []
             writer.raw(",\"\(name)\":{\"updated\":[")
             for (index, row) in rows.filter({ !$0.deleted }).enumerated() {
@@ -31,8 +41,10 @@ extension SyncEngine {
             writer.value(.array(rows.filter(\.deleted).map { .string($0.id) }))
             writer.raw("}")
         }
-        writer.raw(",\"settings\":")
-        writer.raw(delta.rows[Collections.settings.name]?.first { $0.id == session.accountID }?.live?.body ?? "null")
+        for singleton in accountScoped {
+            writer.raw(",\"\(singleton.name)\":")
+            writer.raw(delta.rows[singleton.name]?.first { $0.id == session.accountID }?.live?.body ?? "null")
+        }
         writer.raw("}")
         return SyncAnswer(date: date, body: writer.bytes, notModified: false)
     }

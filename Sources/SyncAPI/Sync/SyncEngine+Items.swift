@@ -19,14 +19,13 @@ public struct ItemAddress: Sendable {
         return ItemKey(collection: parentName, id: parentID)
     }
 
-    /// The row a write also changes: the parent of a child, the family item for a collection that changes the family.
-    func touched(_ session: Session) -> ItemKey? {
+    /// The row a write also changes: the parent of a child, the family singleton's item for a collection that changes
+    /// the family.
+    func touched(_ session: Session, family: CollectionSpec?) -> ItemKey? {
         if let parentKey { return parentKey }
-        return collection.changesFamily ? ItemKey(collection: Collections.family.name, id: session.familyID) : nil
+        guard collection.changesFamily, let family else { return nil }
+        return ItemKey(collection: family.name, id: session.familyID)
     }
-
-    /// The parent's declaration, for a child collection.
-    var parentSpec: CollectionSpec? { collection.parentName.flatMap(Collections.named) }
 
     func validate() throws {
         try SyncEngine.checkID(id)
@@ -64,14 +63,14 @@ extension SyncEngine {
         let singleton = if case .singleton = spec.kind { true } else { false }
         return try await store(session, address, preconditions: preconditions) { live in
             guard live != nil || singleton else { throw SyncError.notFound("No \(spec.name) item with this id.") }
-            guard case .object(var merged) = ItemBody.content(of: ItemBody.members(of: live?.body)) else { return [] }
+            guard case .object(var merged) = ItemBody.content(of: ItemBody.members(of: live?.body), spec.schema) else { return [] }
             let declared = Set(spec.schema.fields.map(\.name))
             for change in changes {
                 if change.key == "id" {
                     guard change.value == .string(address.id) else { throw SyncError.invalidID("The body's id differs from the id in the path.") }
                     continue
                 }
-                if ItemSchema.serverSetFields.contains(change.key) && !declared.contains(change.key) { continue }
+                if spec.schema.serverSetFields.contains(change.key) && !declared.contains(change.key) { continue }
                 merged.removeAll { $0.key == change.key }
                 if change.value != .null { merged.append(change) }
             }
@@ -94,7 +93,7 @@ extension SyncEngine {
             try preconditions.check(live: live)
             let content = try decide(live)
             let stored = ItemBody.members(of: live?.body)
-            if live != nil, ItemBody.content(of: stored) == .object(content) { return .unchanged }
+            if live != nil, ItemBody.content(of: stored, spec.schema) == .object(content) { return .unchanged }
             let value = { (key: String) in stored.first { $0.key == key }?.value }
             if live != nil, let field = spec.filterField, value(field) != content.first(where: { $0.key == field })?.value {
                 throw SyncError.typeImmutable
@@ -116,7 +115,7 @@ extension SyncEngine {
                     tag: spec.filterField.flatMap { field in content.first { $0.key == field }?.value.stringValue })
             ]
             if let parent {
-                rows.append(Self.touch(parent, address, newChildCreated: live == nil ? sortMs : nil, nowMs: nowMs))
+                rows.append(touch(parent, address, newChildCreated: live == nil ? sortMs : nil, nowMs: nowMs))
             }
             return .write(rows)
         }
@@ -139,7 +138,7 @@ extension SyncEngine {
                     key: address.key, body: nil, sortMs: live.sortMs, sortMoved: false, tag: live.tag,
                     deleteChildren: address.collection.childName)
             ]
-            if let parent { rows.append(Self.touch(parent, address, newChildCreated: nil, nowMs: nowMs)) }
+            if let parent { rows.append(touch(parent, address, newChildCreated: nil, nowMs: nowMs)) }
             return .write(rows)
         }
     }
@@ -149,7 +148,10 @@ extension SyncEngine {
         _ session: Session, _ address: ItemAddress, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
     ) async throws -> WriteOutcome {
         let (key, quotas) = (address.key, quotas)
-        return try await store.write(familyID: session.familyID, key: key, parent: address.touched(session), nowMs: nowMs) { context in
+        return try await store.write(
+            familyID: session.familyID, key: key, parent: address.touched(session, family: collections.familySingleton), nowMs: nowMs
+        ) {
+            context in
             let decided = try plan(context)
             if case .write(let rows) = decided {
                 try quotas.check(rows, replacing: { $0 == key ? context.existing : context.parent }, usage: context.usage)
@@ -188,11 +190,12 @@ extension SyncEngine {
 
     /// The parent rewritten after a change of one of its children: new `modified` (so it syncs again), and for a
     /// parent sorted by its children's activity, a sort key moved up to a new child's creation time.
-    static func touch(_ parent: StoredItem, _ child: ItemAddress, newChildCreated: Int64?, nowMs: Int64) -> RowWrite {
-        let parentSpec = child.parentSpec ?? Collections.family
+    func touch(_ parent: StoredItem, _ child: ItemAddress, newChildCreated: Int64?, nowMs: Int64) -> RowWrite {
+        let familyName = collections.familySingleton?.name ?? ""
+        let parentSpec = child.collection.parentName.flatMap(collections.named) ?? collections.familySingleton
         var sortMs = parent.sortMs
         var sortField: String?
-        if case .lastChildCreated(let field)? = parentSpec.sortKey, let created = newChildCreated {
+        if case .lastChildCreated(let field)? = parentSpec?.sortKey, let created = newChildCreated {
             sortMs = max(parent.sortMs ?? created, created)
             sortField = field
         }
@@ -202,7 +205,7 @@ extension SyncEngine {
             return member
         }
         return RowWrite(
-            key: child.parentKey ?? ItemKey(collection: Collections.family.name, id: parent.id), body: JSONWriter.encode(.object(members)),
+            key: child.parentKey ?? ItemKey(collection: familyName, id: parent.id), body: JSONWriter.encode(.object(members)),
             sortMs: sortMs, sortMoved: sortMs != parent.sortMs,
             tag: parent.tag)
     }

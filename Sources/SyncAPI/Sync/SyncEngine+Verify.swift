@@ -2,27 +2,22 @@ import Crypto
 
 /// `GET /verify` (protocol §11): a count and a digest per list, so a client can prove its replica exact.
 public struct VerifyParameters: Sendable {
-    /// The last thread / wall post the client holds; without one, that list is left out.
-    public var threadsLastId: String?
-    public var wallLastId: String?
-    /// The wall types the client follows (nil: all).
-    public var types: [String]?
+    /// By paginated list: the last item the client holds (`threadsLastId`); a list without one is left out.
+    public var lastIds: [String: String] = [:]
+    /// By paginated list: the filter values the client follows (`types` of the wall; nil or absent: all).
+    public var filters: [String: [String]?] = [:]
 
-    public init(threadsLastId: String? = nil, wallLastId: String? = nil, types: [String]? = nil) {
-        self.threadsLastId = threadsLastId
-        self.wallLastId = wallLastId
-        self.types = types
-    }
+    public init() {}
 }
 
 extension SyncEngine {
     /// The family's lists now, with the date of sync of that state, read in one snapshot:
     /// `{"date", "lists": {name: {"count", "digest"}}}`. 404 for a `lastId` the server never knew.
     public func verify(_ session: Session, _ parameters: VerifyParameters) async throws -> [UInt8] {
-        let full = [Collections.contacts, Collections.events, Collections.places, Collections.members]
-        let paged: [(CollectionSpec, String?, [String]?)] = [
-            (Collections.threads, parameters.threadsLastId, nil), (Collections.wall, parameters.wallLastId, parameters.types),
-        ]
+        let full = collections.lists
+        let paged: [(CollectionSpec, String?, [String]?)] = collections.paginated.map { spec in
+            (spec, parameters.lastIds[spec.name], parameters.filters[spec.name] ?? nil)
+        }
         let store = self.store
         let family = session.familyID
         let (delta, anchors) = try await store.withReadSnapshot { store in

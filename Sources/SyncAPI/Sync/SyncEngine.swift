@@ -13,12 +13,16 @@ public struct SyncEngine: Sendable {
     public let quotas: FamilyQuotas
     /// Answers that hold a snapshot while their client downloads them (429 past it).
     public let snapshots: SnapshotBudget
+    /// The collections of the model this engine serves.
+    public let collections: CollectionRegistry
 
     public init(
         store: any SyncStore, now: @escaping @Sendable () -> Int64 = WallClock.nowMs, streamStartDeadline: Duration = .seconds(10),
-        quotas: FamilyQuotas = FamilyQuotas(), snapshots: SnapshotBudget = SnapshotBudget()
+        quotas: FamilyQuotas = FamilyQuotas(), snapshots: SnapshotBudget = SnapshotBudget(),
+        collections: CollectionRegistry = Collections.registry
     ) {
         self.store = store
+        self.collections = collections
         self.quotas = quotas
         self.snapshots = snapshots
         self.identity = DatabaseIDCache()

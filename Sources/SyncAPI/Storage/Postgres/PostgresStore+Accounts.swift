@@ -5,14 +5,15 @@ import PostgresNIO
 /// Families, accounts, tokens and login throttling in PostgreSQL.
 extension PostgresStore {
 
-    public func createFamily(id: String, name: String, familyBody: String, account: NewAccount, nowMs: Int64) async throws {
+    public func createFamily(id: String, name: String, familyItem: RowWrite?, account: NewAccount, nowMs: Int64) async throws {
         try await guarded {
             try await transaction { conn in
                 try await conn.query(
                     "INSERT INTO families (id, name, version, created_ms) VALUES (\(id), \(name), 0, \(nowMs))", logger: logger)
                 let version = try await insertAccount(account, familyID: id, nowMs: nowMs, on: conn)
-                let family = RowWrite(key: ItemKey(collection: Collections.family.name, id: id), body: familyBody)
-                _ = try await PostgresItemStatements(conn: conn, logger: logger).store(family, familyID: id, version: version, nowMs: nowMs)
+                if let familyItem {
+                    _ = try await PostgresItemStatements(conn: conn, logger: logger).store(familyItem, familyID: id, version: version, nowMs: nowMs)
+                }
             }
         }
     }
@@ -45,7 +46,7 @@ extension PostgresStore {
         }
     }
 
-    public func deleteAccount(accountID: String, familyID: String, nowMs: Int64) async throws -> Bool {
+    public func deleteAccount(accountID: String, familyID: String, itemCollections: [String], nowMs: Int64) async throws -> Bool {
         try await guarded {
             try await transaction { conn in
                 let statements = PostgresItemStatements(conn: conn, logger: logger)
@@ -61,7 +62,7 @@ extension PostgresStore {
                 }
                 guard deleted else { return false }
                 var version: Int64?
-                for key in AccountRecord.itemKeys(accountID) {
+                for key in AccountRecord.itemKeys(accountID, itemCollections) {
                     version = try await statements.store(RowWrite(key: key, body: nil), familyID: familyID, version: version, nowMs: nowMs)
                         .version
                 }

@@ -90,6 +90,33 @@ public struct PostgresStore: SyncStore {
         }
     }
 
+    public func servedModel() async throws -> String? {
+        try await guarded {
+            for try await value in try await client.query("SELECT value FROM syncapi_meta WHERE key = 'model'", logger: logger)
+                .decode(String.self)
+            {
+                return value
+            }
+            return nil
+        }
+    }
+
+    public func recordModel(_ normalized: String, newEpoch: Bool) async throws {
+        let id = DatabaseIdentity.random()
+        try await guarded {
+            try await transaction { conn in
+                try await conn.query(
+                    """
+                    INSERT INTO syncapi_meta (key, value) VALUES ('model', \(normalized))
+                    ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
+                    """, logger: logger)
+                if newEpoch {
+                    try await conn.query("UPDATE syncapi_meta SET value = \(id) WHERE key = 'database_id'", logger: logger)
+                }
+            }
+        }
+    }
+
     public func rotateDatabaseID() async throws -> String {
         let id = DatabaseIdentity.random()
         try await guarded { try await client.query("UPDATE syncapi_meta SET value = \(id) WHERE key = 'database_id'", logger: logger) }

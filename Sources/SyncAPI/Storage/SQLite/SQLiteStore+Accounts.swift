@@ -4,14 +4,12 @@ import GRDB
 /// Families, accounts, tokens and login throttling in SQLite.
 extension SQLiteStore {
 
-    public func createFamily(id: String, name: String, familyBody: String, account: NewAccount, nowMs: Int64) async throws {
+    public func createFamily(id: String, name: String, familyItem: RowWrite?, account: NewAccount, nowMs: Int64) async throws {
         try await write { db in
             try db.executeCached(
                 sql: "INSERT INTO families (id, name, version, created_ms) VALUES (?, ?, 0, ?)", arguments: [id, name, nowMs])
             let version = try Self.insertAccount(account, familyID: id, nowMs: nowMs, db: db)
-            try SQLiteItemStatements(db: db).store(
-                RowWrite(key: ItemKey(collection: Collections.family.name, id: id), body: familyBody), familyID: id, version: version,
-                nowMs: nowMs)
+            if let familyItem { try SQLiteItemStatements(db: db).store(familyItem, familyID: id, version: version, nowMs: nowMs) }
         }
     }
 
@@ -36,7 +34,7 @@ extension SQLiteStore {
         }
     }
 
-    public func deleteAccount(accountID: String, familyID: String, nowMs: Int64) async throws -> Bool {
+    public func deleteAccount(accountID: String, familyID: String, itemCollections: [String], nowMs: Int64) async throws -> Bool {
         let deleted = try await write { db -> Bool in
             // Its tokens first: they reference the account.
             try db.executeCached(sql: "DELETE FROM tokens WHERE account_id = ? AND family_id = ?", arguments: [accountID, familyID])
@@ -44,7 +42,7 @@ extension SQLiteStore {
             guard db.changesCount > 0 else { return false }
             let statements = SQLiteItemStatements(db: db)
             let version = try statements.bump(familyID: familyID)
-            for key in AccountRecord.itemKeys(accountID) {
+            for key in AccountRecord.itemKeys(accountID, itemCollections) {
                 _ = try statements.store(RowWrite(key: key, body: nil), familyID: familyID, version: version, nowMs: nowMs)
             }
             return true

@@ -114,6 +114,20 @@ public struct SQLiteStore: SyncStore {
         }
     }
 
+    public func servedModel() async throws -> String? {
+        try await read { db in try String.fetchOne(db, sql: "SELECT value FROM syncapi_meta WHERE key = 'model'") }
+    }
+
+    public func recordModel(_ normalized: String, newEpoch: Bool) async throws {
+        let id = DatabaseIdentity.random()
+        try await write { db in
+            try db.execute(
+                sql: "INSERT INTO syncapi_meta (key, value) VALUES ('model', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                arguments: [normalized])
+            if newEpoch { try db.execute(sql: "UPDATE syncapi_meta SET value = ? WHERE key = 'database_id'", arguments: [id]) }
+        }
+    }
+
     public func rotateDatabaseID() async throws -> String {
         let id = DatabaseIdentity.random()
         try await write { db in

@@ -1,0 +1,142 @@
+/// What changes between the model a database last served and the one it is asked to serve (protocol §12).
+///
+/// Additive changes (a new collection, an optional field without a default, a new `enum` value, a wider limit, a
+/// rule taken away) change nothing that stored items read as or that a client already holds: they apply live.
+/// Anything else is breaking: the server refuses it unless the operator accepts it.
+extension DataModel {
+    /// One difference, named by collection and field.
+    public struct Change: Sendable, CustomStringConvertible, Equatable {
+        public let collection: String
+        public let field: String?
+        public let what: String
+        public let breaking: Bool
+
+        public var description: String {
+            var place = "collection \"\(collection)\""
+            if let field { place += ", field \"\(field)\"" }
+            return "\(place): \(what)"
+        }
+    }
+
+    /// The changes from `old` to this model, additive and breaking, in file order.
+    public func changes(from old: DataModel) -> [Change] {
+        var out: [Change] = []
+        for gone in old.collections where collection(gone.name) == nil {
+            out.append(Change(collection: gone.name, field: nil, what: "removed", breaking: true))
+        }
+        for new in collections {
+            guard let before = old.collection(new.name) else {
+                out.append(Change(collection: new.name, field: nil, what: "added", breaking: false))
+                continue
+            }
+            let shape: [(String, String?, String?)] = [
+                ("kind", before.kind.rawValue, new.kind.rawValue), ("sync", before.sync, new.sync), ("order", before.order, new.order),
+                ("orderField", before.orderField, new.orderField), ("children", before.children, new.children),
+                ("parent", before.parent, new.parent), ("scope", before.scope, new.scope), ("filter", before.filter, new.filter),
+                ("authored", "\(before.authored)", "\(new.authored)"),
+            ]
+            for (key, a, b) in shape where a != b {
+                out.append(Change(collection: new.name, field: nil, what: "\(key) changed from \(a ?? "none") to \(b ?? "none")", breaking: true))
+            }
+            for gone in before.fields where !new.fields.contains(where: { $0.name == gone.name }) {
+                out.append(Change(collection: new.name, field: gone.name, what: "removed (its stored values are dropped)", breaking: true))
+            }
+            for field in new.fields {
+                guard let was = before.fields.first(where: { $0.name == field.name }) else {
+                    let optional = !field.required && field.defaultValue == nil
+                    out.append(
+                        Change(
+                            collection: new.name, field: field.name,
+                            what: optional ? "added" : "added \(field.required ? "as required" : "with a default")", breaking: !optional))
+                    continue
+                }
+                out += Self.fieldChanges(from: was, to: field, in: new.name)
+            }
+            let oldRules = before.rules.map { Self.json($0) }
+            let newRules = new.rules.map { Self.json($0) }
+            for rule in newRules where !oldRules.contains(rule) {
+                out.append(Change(collection: new.name, field: nil, what: "rule \(JSONWriter.encode(rule)) added", breaking: true))
+            }
+            for rule in oldRules where !newRules.contains(rule) {
+                out.append(Change(collection: new.name, field: nil, what: "rule \(JSONWriter.encode(rule)) removed", breaking: false))
+            }
+        }
+        return out
+    }
+
+    static func json(_ rule: Rule) -> JSONValue {
+        switch rule {
+        case .requireOneOf(let fields): .object([("requireOneOf", .array(fields.map { .string($0) }))])
+        case .notBefore(let later, let earlier): .object([("notBefore", .array([.string(later), .string(earlier)]))])
+        }
+    }
+
+    static func fieldChanges(from was: Field, to now: Field, in collection: String) -> [Change] {
+        var out: [Change] = []
+        func change(_ what: String, breaking: Bool) { out.append(Change(collection: collection, field: now.name, what: what, breaking: breaking)) }
+        if was.required != now.required { change(now.required ? "now required" : "no longer required", breaking: now.required) }
+        if was.defaultValue != now.defaultValue { change("default changed", breaking: true) }
+        kindChanges(from: was.type, to: now.type, change)
+        return out
+    }
+
+    static func kindChanges(from was: FieldKind, to now: FieldKind, _ change: (String, Bool) -> Void) {
+        switch (was, now) {
+        case (.string(let l0, let c0, let f0), .string(let l1, let c1, let f1)):
+            if l1 != l0 { change("maxLength \(l0) → \(l1)", l1 < l0) }
+            if f1 != f0 { change("format \(f0 ?? "none") → \(f1 ?? "none")", true) }
+            switch (c0, c1) {
+            case (nil, nil): break
+            case (let a?, let b?):
+                if !a.allSatisfy(b.contains) { change("enum values removed", true) }
+                if !b.allSatisfy(a.contains) { change("enum values added", false) }
+            default: change(c1 == nil ? "enum removed" : "enum added", c1 != nil)
+            }
+        case (.integer(let min0, let max0), .integer(let min1, let max1)), (.number(let min0, let max0), .number(let min1, let max1)):
+            if min1 != min0 { change("minimum \(min0) → \(min1)", min1 > min0) }
+            if max1 != max0 { change("maximum \(max0) → \(max1)", max1 < max0) }
+        case (.integer, .number):
+            change("integer → number", false)
+        case (.boolean, .boolean):
+            break
+        case (.array(let items0, let max0), .array(let items1, let max1)):
+            if max1 != max0 { change("maxItems \(max0) → \(max1)", max1 < max0) }
+            kindChanges(from: items0, to: items1) { what, breaking in change("items: \(what)", breaking) }
+        default:
+            change("type changed", true)
+        }
+    }
+}
+
+/// The model a database serves, recorded by `migrate` and `serve` (protocol §12, evolution).
+public enum ModelRecord {
+    /// Checks `model` against the one `store` last served and records it. The first model, the same model, or
+    /// additive changes are recorded at once; breaking changes are refused (a `ModelError` listing them) unless
+    /// `acceptBreaking`, and then every date of sync issued before answers `sync: false` (the database takes a new
+    /// id): every client reloads what it holds under the new model. Returns the changes applied.
+    @discardableResult
+    public static func apply(_ model: DataModel, to store: any SyncStore, acceptBreaking: Bool) async throws -> [DataModel.Change] {
+        let normalized = JSONWriter.encode(model.normalized)
+        guard let recorded = try await store.servedModel() else {
+            try await store.recordModel(normalized, newEpoch: false)
+            return []
+        }
+        let old: DataModel
+        do {
+            old = try DataModel(json: Array(recorded.utf8))
+        } catch {
+            throw ModelError("the model this database served before cannot be read back: \(error.description)")
+        }
+        guard old.digest != model.digest else { return [] }
+        let changes = model.changes(from: old)
+        let breaking = changes.filter(\.breaking)
+        if !breaking.isEmpty && !acceptBreaking {
+            throw ModelError(
+                "the model changes what stored items read as or may refuse; nothing was changed. Breaking changes:\n  "
+                    + breaking.map(\.description).joined(separator: "\n  ")
+                    + "\nPass --accept-breaking-changes to apply them (every client then reloads its data).")
+        }
+        try await store.recordModel(normalized, newEpoch: !breaking.isEmpty)
+        return changes
+    }
+}
