@@ -6,7 +6,7 @@ import SyncAPI
 struct ModelCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "model", abstract: "Check or print a data model file (protocol §12); no database needed.",
-        subcommands: [Check.self, Normalize.self])
+        subcommands: [Check.self, Normalize.self, OpenAPI.self])
 
     /// `syncapi model check FILE`: exits 1 with one line naming the collection and the field when the server could
     /// not serve the model.
@@ -29,6 +29,16 @@ struct ModelCommand: ParsableCommand {
 
         func run() throws {
             print(JSONWriter.encode(try ModelCommand.load(file).normalized))
+        }
+    }
+
+    /// `syncapi model openapi FILE`: the OpenAPI document of a model, as `GET /api/v1/openapi.json` answers it.
+    struct OpenAPI: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "openapi", abstract: "Print the OpenAPI document of a model (JSON).")
+        @Argument(help: "The model file (JSON); without it, the default model.") var file: String?
+
+        func run() throws {
+            print(JSONWriter.encode(try ModelCommand.load(file).openAPI(version: SyncAPIVersion.string)))
         }
     }
 

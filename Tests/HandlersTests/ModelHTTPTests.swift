@@ -25,6 +25,24 @@ struct ModelHTTPTests {
         }
     }
 
+    @Test("GET /api/v1/openapi.json is generated from the served model: its paths are the model's")
+    func openAPI() async throws {
+        let recipes = try DataModel(contentsOf: DataModelPaths.recipes)
+        try await TestApp.run(.sqlite, configure: { $0.model = recipes }) { client in
+            let answer = try await APIClient(client: client).call(.get, "/api/v1/openapi.json")
+            #expect(answer.status == .ok && answer.json?["openapi"] == .string("3.1.0"))
+            guard case .object(let paths)? = answer.json?["paths"] else { throw TestFailure("no paths: \(answer.body)") }
+            #expect(
+                paths.map(\.key) == [
+                    "/api/v1/recipes/{id}", "/api/v1/rcpsync", "/api/v1/boards/{id}", "/api/v1/brdsync", "/api/v1/boards",
+                    "/api/v1/boards/{id}/pins", "/api/v1/boards/{id}/pins/{childId}", "/api/v1/preferences", "/api/v1/prefsync",
+                    "/api/v1/model",
+                ])
+            let servings = answer.json?["components"]?["schemas"]?["Recipes"]?["properties"]?["servings"]
+            #expect(servings?["minimum"] == .number(1) && servings?["maximum"] == .number(100))
+        }
+    }
+
     @Test("syncapi model check: ok with the digest for a valid file, one line and exit 1 for a bad one")
     func checkCommand() async throws {
         let folder = try ProcessTests.temporaryFolder()

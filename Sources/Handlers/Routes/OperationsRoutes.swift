@@ -76,5 +76,8 @@ struct OperationsRoutes {
         // The model this server serves, normalized, with its digest (protocol §12); public, like the description.
         let model = JSONWriter.encode(configuration.model.normalized)
         api.resource("model", [.get: { _, _ in HTTPBodies.response(json: model) }])
+        // Its OpenAPI document, generated from it (§12).
+        let openAPI = JSONWriter.encode(configuration.model.openAPI(version: SyncAPIVersion.string))
+        api.resource("openapi.json", [.get: { _, _ in HTTPBodies.response(json: openAPI) }])
     }
 }
