@@ -6,7 +6,7 @@ import SyncAPI
 struct ModelCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "model", abstract: "Check or print a data model file (protocol §12); no database needed.",
-        subcommands: [Check.self, Normalize.self, OpenAPI.self])
+        subcommands: [Check.self, Normalize.self, OpenAPI.self, Swift.self])
 
     /// `syncapi model check FILE`: exits 1 with one line naming the collection and the field when the server could
     /// not serve the model.
@@ -39,6 +39,25 @@ struct ModelCommand: ParsableCommand {
 
         func run() throws {
             print(JSONWriter.encode(try ModelCommand.load(file).openAPI(version: SyncAPIVersion.string)))
+        }
+    }
+
+    /// `syncapi model swift FILE`: Codable Swift types of a model's collections, for an app (commit the output).
+    struct Swift: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "swift", abstract: "Print Swift types (Codable, Identifiable, Sendable) for a model's collections.")
+        @Argument(help: "The model file (JSON); without it, the default model.") var file: String?
+        @Option(help: "A collection's type name, as collection=Type (repeatable); default: its name, capitalized, without a final s.")
+        var type: [String] = []
+
+        func run() throws {
+            var names: [String: String] = [:]
+            for pair in type {
+                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2 else { throw ValidationError("--type takes collection=Type, not \(pair)") }
+                names[parts[0]] = parts[1]
+            }
+            print(try ModelCommand.load(file).swiftSource(typeNames: names), terminator: "")
         }
     }
 

@@ -43,6 +43,34 @@ struct ModelHTTPTests {
         }
     }
 
+    @Test("syncapi model swift: the types compile in Swift 6 and keep members the app does not know")
+    func swiftTypes() async throws {
+        let folder = try ProcessTests.temporaryFolder()
+        let binary = try BuiltBinary.path()
+        let types = try await TestPostgres.run([binary, "model", "swift", DataModelPaths.recipes])
+        #expect(types.contains("public struct Board: Codable, Identifiable, Hashable, Sendable"))
+        try types.write(toFile: folder + "/Recipes.swift", atomically: true, encoding: .utf8)
+        try #"""
+        import Foundation
+        let json = #"{"id":"b1","name":"Dinner","lastPinAt":"2026-11-23T20:02:42.600Z","modified":"2026-11-23T20:02:42.600Z","pins":[],"color":"red"}"#
+        var board = try JSONDecoder().decode(Board.self, from: Data(json.utf8))
+        board.name = "Supper"
+        let out = String(decoding: try JSONEncoder().encode(board), as: UTF8.self)
+        let soup = Recipe(id: "r1", title: "Soup")
+        print(board.lastPinAt != nil, board.unknownFields.keys.sorted(), out.contains(#""color":"red""#), out.contains("Supper"), soup.servings)
+        """#.write(toFile: folder + "/main.swift", atomically: true, encoding: .utf8)
+        _ = try await TestPostgres.run([
+            "swiftc", "-swift-version", "6", "-warnings-as-errors", "-o", folder + "/prog", folder + "/Recipes.swift", folder + "/main.swift",
+        ])
+        let output = try await TestPostgres.run([folder + "/prog"])
+        #expect(output.trimmingCharacters(in: .whitespacesAndNewlines) == #"true ["color"] true true 2"#)
+        // The inspections model (every field type) compiles too.
+        let inspections = DataModelPaths.root.appendingPathComponent("models/examples/inspections.json").path
+        try await TestPostgres.run([binary, "model", "swift", inspections]).write(
+            toFile: folder + "/Inspections.swift", atomically: true, encoding: .utf8)
+        _ = try await TestPostgres.run(["swiftc", "-swift-version", "6", "-warnings-as-errors", "-typecheck", folder + "/Inspections.swift"])
+    }
+
     @Test("syncapi model check: ok with the digest for a valid file, one line and exit 1 for a bad one")
     func checkCommand() async throws {
         let folder = try ProcessTests.temporaryFolder()
