@@ -57,11 +57,12 @@ struct AccountHTTPTests {
 
     @Test("expired tokens stop working")
     func expiry() async throws {
-        try await TestApp.run(.sqlite, configure: { $0.accounts.tokenLifetimeSeconds = 3 }) { client in
+        // 10 s: under the full suite a signup and a first call took over 3 s once.
+        try await TestApp.run(.sqlite, configure: { $0.accounts.tokenLifetimeSeconds = 10 }) { client in
             let api = try await APIClient.signedUp(client)
             let before = try await api.call(.get, "/api/v1/ctcsync")
             #expect(before.status == .ok)
-            try await Task.sleep(for: .milliseconds(3100))
+            try await Task.sleep(for: .milliseconds(10_100))
             let after = try await api.call(.get, "/api/v1/ctcsync")
             #expect(after.status == .unauthorized)
         }

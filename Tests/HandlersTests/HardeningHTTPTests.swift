@@ -222,7 +222,8 @@ struct HardeningHTTPTests {
             let api = try await APIClient.signedUp(client)
             let start = ContinuousClock.now
             let answer = try await api.call(.post, "/api/v1/group", body: #"{"requests":[{"id":"x","method":"GET","url":"\#(url)"}]}"#)
-            #expect(ContinuousClock.now - start < .seconds(5))
+            // At once: a refused sub-request does no work. 10.8 s was seen once with the whole test process stalled.
+            #expect(ContinuousClock.now - start < .seconds(15))
             #expect(answer.status == .ok)
             guard case .array(let responses)? = answer.json?["responses"], let first = responses.first else {
                 Issue.record("no responses: \(answer.body)")
@@ -271,8 +272,9 @@ struct HardeningHTTPTests {
             #expect(try await api.call(.post, "/api/v1/logout").status == .noContent)
             let first = try await stream
             #expect(first.status == .ok)
-            // 10 s: the full suite loads two cores; alone it ends in well under a second.
-            #expect(ContinuousClock.now - start < .seconds(10), "the stream ended with its token, not after 20 s")
+            // Alone it ends in well under a second. Under the full suite on two cores 10.6 and 11.9 s were seen (in 2 of
+            // 5 runs, with other tests stalled as long at the same time); 15 s still tells it from the 20 s end.
+            #expect(ContinuousClock.now - start < .seconds(15), "the stream ended with its token, not after 20 s")
             // A password change made with another token ends the streams of the account's other tokens too.
             let login = #"{"username":"alice","password":"password1"}"#
             let streaming = APIClient(client: client, token: try await api.call(.post, "/api/v1/login", body: login).json?["token"]?.stringValue)

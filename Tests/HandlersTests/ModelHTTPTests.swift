@@ -45,6 +45,11 @@ struct ModelHTTPTests {
 
     @Test("syncapi model swift: the types compile in Swift 6 and keep members the app does not know")
     func swiftTypes() async throws {
+        // Two compilations: CPU-heavy on 2 cores, so one heavy test at a time.
+        try await HeavyTestGate.shared.run { try await Self.compileTypes() }
+    }
+
+    static func compileTypes() async throws {
         let folder = try ProcessTests.temporaryFolder()
         let binary = try BuiltBinary.path()
         let types = try await TestPostgres.run([binary, "model", "swift", DataModelPaths.recipes])
