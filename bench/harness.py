@@ -145,7 +145,9 @@ class Server:
         self.proc = subprocess.Popen(
             [BIN, "serve", "--port", str(self.port), "--database", database, "--bcrypt-cost", "4", "--max-connections", cap,
              "--max-streams-per-instance", cap, "--max-streams-per-account", "1000", "--max-connections-per-address", cap,
-             "--signup-rate", "1000000", "--login-rate", "1000000"],
+             "--signup-rate", "1000000", "--login-rate", "1000000",
+             # One account drives every connection of a case: its snapshot budget raised (production: 4 per account).
+             "--max-snapshot-answers-per-account", "1000", "--max-snapshot-answers-per-instance", "16"],
             stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "LOG_LEVEL": os.environ.get("LOG_LEVEL", "warning")})
         for _ in range(300):
             if self.proc.poll() is not None:
