@@ -91,7 +91,7 @@ public func buildRouter(
 ) -> Router<
     AppRequestContext
 > {
-    let collections = configuration.model.digest == Collections.model.digest ? Collections.registry : CollectionRegistry(configuration.model)
+    let collections = CollectionRegistry(configuration.model)
     let engine = SyncEngine(
         store: store, streamStartDeadline: configuration.databaseDeadline, quotas: configuration.quotas,
         snapshots: SnapshotBudget(perAccount: configuration.maxSnapshotAnswersPerAccount, perInstance: configuration.maxSnapshotAnswersPerInstance),
@@ -116,7 +116,9 @@ public func buildRouter(
     let reach = GroupReach()
     router.add(middleware: GroupReachMiddleware(reach: reach))
     let api = router.group("api/v1")
-    OperationsRoutes(store: store, configuration: configuration, metrics: metrics, streams: streams, hub: hub).add(to: router, api: api)
+    OperationsRoutes(
+        store: store, configuration: configuration, metrics: metrics, streams: streams, hub: hub, snapshots: engine.snapshots
+    ).add(to: router, api: api)
     let accountRoutes = AccountRoutes(
         accounts: accounts, bodyMaxBytes: configuration.bodyMaxBytes,
         clientAddress: ClientAddressResolver(trustedProxies: configuration.trustedProxies),
