@@ -102,6 +102,72 @@ struct HostileClientTests {
         }
     }
 
+    @Test("40 full-list downloads reset at every point: every snapshot place comes back at once", arguments: Backend.allCases)
+    func droppedDownloads(backend: Backend) async throws {
+        try await HeavyTestGate.shared.run { try await Self.dropDownloads(backend) }
+    }
+
+    static func dropDownloads(_ backend: Backend) async throws {
+        try await TestApp.run(backend, mode: .live) { client in
+            let port = try #require(client.port)
+            let api = try await APIClient.signedUp(client)
+            let token = try #require(api.token)
+            // About 2.7 MB: more than an answer buffers with a 4 KiB receive window.
+            let notes = String(repeating: "n", count: 9_000)
+            for group in 0..<15 {
+                let puts = (0..<20).map { n in
+                    #"{"id":"p\#(n)","method":"PUT","url":"/api/v1/contacts/c\#(group * 20 + n)","body":{"firstName":"C","notes":"\#(notes)"}}"#
+                }
+                #expect(try await api.call(.post, "/api/v1/group", body: #"{"requests":[\#(puts.joined(separator: ","))]}"#).status == .ok)
+            }
+            let output = try await TestPostgres.run(["python3", "-c", Self.downloadDropper, String(port), token])
+            print("dropped downloads: \(output.trimmingCharacters(in: .whitespacesAndNewlines))")
+            let start = ContinuousClock.now
+            let settled = try await waitForGauges(api, zero: ["syncapi_snapshot_answers"])
+            // A place left to the 30 s stall limit would hold a pooled connection that long: a reset gives it back at
+            // once (seen: 0 at the first poll after the drops, or within 3 s). The dropped answers' small stream objects
+            // (`syncapi_streamed_answers`) live on until their 30 s stall timer, holding no snapshot.
+            #expect(settled && ContinuousClock.now - start < .seconds(10), "snapshot places left after the drops")
+            // The account downloads its 4 lists at once again, whole.
+            let sizes = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<4 { group.addTask { try await api.call(.get, "/api/v1/ctcsync").byteCount } }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(sizes.allSatisfy { $0 > 2_700_000 }, "\(sizes)")
+        }
+    }
+
+    /// Downloads the full list 40 times through a 4 KiB receive window, resetting each (SO_LINGER 0) right after
+    /// sending, after the head, or after 64 KiB of body, in turn; prints how many were refused 429.
+    static let downloadDropper = """
+        import socket, struct, sys, time
+        port, token = int(sys.argv[1]), sys.argv[2]
+        request = ("GET /api/v1/ctcsync HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer %s\\r\\n\\r\\n" % token).encode()
+        refused = 0
+        for n in range(40):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", port))
+            s.settimeout(15)
+            s.sendall(request)
+            got = b""
+            want = [0, 1, 65536][n % 3]
+            try:
+                while want and (b"\\r\\n\\r\\n" not in got or len(got) < want):
+                    piece = s.recv(4096)
+                    if not piece: break
+                    got += piece
+                    if got.startswith(b"HTTP/1.1 429") and b"\\r\\n\\r\\n" in got: break
+            except socket.timeout:
+                pass
+            if got.startswith(b"HTTP/1.1 429"):
+                refused += 1
+                time.sleep(0.05)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+        print("40 downloads reset, %d answered 429 while earlier drops were noticed" % refused)
+        """
+
     /// Opens 200 `/changes` streams and resets each (SO_LINGER 0) right after sending, after the head, or after the
     /// first bytes of the body, in turn; prints how many were refused 429 (the account at its cap while earlier drops
     /// were being noticed).

@@ -10,6 +10,7 @@ struct OperationsRoutes {
     let metrics: PrometheusCollectorRegistry
     let streams: LiveStreams
     let hub: ChangeHub?
+    let snapshots: SnapshotBudget
 
     func add(to router: Router<AppRequestContext>, api: RouterGroup<AppRequestContext>) {
         // Long-lived resources, read when scraped: each returns to zero when its clients are gone, whatever they did.
@@ -23,6 +24,10 @@ struct OperationsRoutes {
             descriptor: MetricNameDescriptor(
                 namespace: "syncapi", metricName: "streamed_answers", unitName: "",
                 helpText: "Answers streaming from a database snapshot."))
+        let snapshotPlaces = metrics.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "syncapi", metricName: "snapshot_answers", unitName: "",
+                helpText: "Places taken in the budget of answers that hold a snapshot while their client downloads."))
         router.resource("health", [.get: { _, _ in HTTPBodies.response(json: #"{"status":"ok"}"#) }])
         let readiness = ReadinessProbe { try await store.ping() }
         router.resource(
@@ -40,6 +45,7 @@ struct OperationsRoutes {
                     openStreams.set(Double(streams.count))
                     subscriptions.set(Double(hub?.subscriptions ?? 0))
                     answers.set(Double(AnswerStream.open))
+                    snapshotPlaces.set(Double(snapshots.count))
                     return Response(
                         status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.emitToBuffer())))
