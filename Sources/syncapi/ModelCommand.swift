@@ -34,11 +34,31 @@ struct ModelCommand: ParsableCommand {
 
     /// `syncapi model openapi FILE`: the OpenAPI document of a model, as `GET /api/v1/openapi.json` answers it.
     struct OpenAPI: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "openapi", abstract: "Print the OpenAPI document of a model (JSON).")
+        static let configuration = CommandConfiguration(
+            commandName: "openapi",
+            abstract: "Print the OpenAPI document of a model (JSON, or YAML with --yaml).",
+            discussion: "docs/api/openapi.yaml is `syncapi model openapi --yaml --examples docs/api/examples` of the default model.")
         @Argument(help: "The model file (JSON); without it, the default model.") var file: String?
+        @Flag(help: "Write YAML instead of JSON.") var yaml = false
+        @Option(help: "A folder of golden scenarios (*.json): listed as examples and linked from the answers they show.")
+        var examples: String?
 
         func run() throws {
-            print(JSONWriter.encode(try ModelCommand.load(file).openAPI(version: SyncAPIVersion.string)))
+            let model = try ModelCommand.load(file)
+            var scenarios: [(name: String, scenario: JSONValue)] = []
+            if let examples {
+                do {
+                    scenarios = try DataModel.scenarios(inFolder: examples)
+                } catch {
+                    fail("\(error)")
+                }
+            }
+            let document = model.openAPI(version: SyncAPIVersion.string, examples: scenarios)
+            if yaml {
+                print(YAMLWriter.encode(document), terminator: "")
+            } else {
+                print(JSONWriter.encode(document))
+            }
         }
     }
 

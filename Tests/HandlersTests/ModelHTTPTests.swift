@@ -32,12 +32,24 @@ struct ModelHTTPTests {
             let answer = try await APIClient(client: client).call(.get, "/api/v1/openapi.json")
             #expect(answer.status == .ok && answer.json?["openapi"] == .string("3.1.0"))
             guard case .object(let paths)? = answer.json?["paths"] else { throw TestFailure("no paths: \(answer.body)") }
+            // The model's paths, between the accounts' and the shared sync calls of every model.
             #expect(
                 paths.map(\.key) == [
+                    "/health", "/ready", "/metrics", "/api/v1/", "/api/v1/model", "/api/v1/signup", "/api/v1/login", "/api/v1/logout",
+                    "/api/v1/password", "/api/v1/accounts", "/api/v1/accounts/{accountId}",
                     "/api/v1/recipes/{id}", "/api/v1/rcpsync", "/api/v1/boards/{id}", "/api/v1/brdsync", "/api/v1/boards",
                     "/api/v1/boards/{id}/pins", "/api/v1/boards/{id}/pins/{childId}", "/api/v1/preferences", "/api/v1/prefsync",
-                    "/api/v1/model",
+                    "/api/v1/media", "/api/v1/media/{sha256}", "/api/v1/verify", "/api/v1/group", "/api/v1/changes",
                 ])
+            // Nothing of the family app: no schema, path or parameter names its collections.
+            for word in ["contacts", "ctcsync", "Contacts", "familysync", "wallsync", "maxmessages"] {
+                #expect(!answer.body.contains(word), "\(word) in the recipes document")
+            }
+            // `/verify` takes the model's paginated collection.
+            guard case .array(let verify)? = paths.first(where: { $0.key == "/api/v1/verify" })?.value["get"]?["parameters"] else {
+                throw TestFailure("no verify parameters")
+            }
+            #expect(verify.compactMap { $0["name"]?.stringValue } == ["boardsLastId"])
             let servings = answer.json?["components"]?["schemas"]?["Recipes"]?["properties"]?["servings"]
             #expect(servings?["minimum"] == .number(1) && servings?["maximum"] == .number(100))
         }

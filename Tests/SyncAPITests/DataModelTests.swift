@@ -19,6 +19,20 @@ struct DataModelTests {
             ])
     }
 
+    @Test("docs/api/openapi.yaml is the generated document of the default model (`syncapi model openapi --yaml --examples`)")
+    func openAPIFileIsGenerated() throws {
+        let file = try String(contentsOf: Self.root.appendingPathComponent("docs/api/openapi.yaml"), encoding: .utf8)
+        let scenarios = try DataModel.scenarios(inFolder: Self.root.appendingPathComponent("docs/api/examples").path)
+        let generated = YAMLWriter.encode(Collections.model.openAPI(version: SyncAPIVersion.string, examples: scenarios))
+        #expect(
+            file == generated,
+            "regenerate: swift run syncapi model openapi --yaml --examples docs/api/examples models/family.json > docs/api/openapi.yaml")
+        // What the server serves is the same document without the links to the golden files.
+        let served = Collections.model.openAPI(version: SyncAPIVersion.string)
+        #expect(served["paths"]?["/api/v1/ctcsync"] != nil && served["components"]?["examples"] == nil)
+        #expect(served["components"]?["schemas"]?["CtcsyncAnswer"] != nil && served["paths"]?["/api/v1/group"] != nil)
+    }
+
     @Test("the default model declares what §2–§5 say: kinds, order, children, filter, members inside familysync")
     func familyModel() throws {
         #expect(Collections.threads.sortKey == .lastChildCreated(field: "lastMessageAt") && Collections.threads.childName == "messages")
