@@ -69,6 +69,8 @@ struct ModelCommand: ParsableCommand {
         @Argument(help: "The model file (JSON); without it, the default model.") var file: String?
         @Option(help: "A collection's type name, as collection=Type (repeatable); default: its name, capitalized, without a final s.")
         var type: [String] = []
+        @Option(name: .customLong("protocol"), help: "A protocol every type also conforms to (repeatable), e.g. the SDK's SyncModel.")
+        var protocols: [String] = []
 
         func run() throws {
             var names: [String: String] = [:]
@@ -77,7 +79,7 @@ struct ModelCommand: ParsableCommand {
                 guard parts.count == 2 else { throw ValidationError("--type takes collection=Type, not \(pair)") }
                 names[parts[0]] = parts[1]
             }
-            print(try ModelCommand.load(file).swiftSource(typeNames: names), terminator: "")
+            print(try ModelCommand.load(file).swiftSource(typeNames: names, protocols: protocols), terminator: "")
         }
     }
 

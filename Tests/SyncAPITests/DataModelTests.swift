@@ -33,6 +33,14 @@ struct DataModelTests {
         #expect(served["components"]?["schemas"]?["CtcsyncAnswer"] != nil && served["paths"]?["/api/v1/group"] != nil)
     }
 
+    @Test("the SDK's typed models are the generated types of the default model (scripts/generate-sdk-models)")
+    func sdkModelsAreGenerated() throws {
+        let path = "Clients/SyncClient/Sources/SyncClient/Models/FamilyModels.swift"
+        let file = try String(contentsOf: Self.root.appendingPathComponent(path), encoding: .utf8)
+        let names = ["threads": "MessageThread", "wall": "WallPost", "settings": "Settings"]
+        #expect(file == Collections.model.swiftSource(typeNames: names, protocols: ["SyncModel"]), "run scripts/generate-sdk-models")
+    }
+
     @Test("the default model declares what §2–§5 say: kinds, order, children, filter, members inside familysync")
     func familyModel() throws {
         #expect(Collections.threads.sortKey == .lastChildCreated(field: "lastMessageAt") && Collections.threads.childName == "messages")

@@ -26,11 +26,11 @@ struct OfflineClientTests {
             #expect(client.isSignedIn)
             try await client.save(.contacts, id: "c1", json: ["firstName": "Ann"])
             try await client.save(Contact(id: "c2", firstName: "Bob", emails: ["bob@example.org"]))
-            try await client.save(Message(id: "m1", threadID: "t1", text: "hi"))
+            try await client.save(Message(id: "m1", parentID: "t1", text: "hi"))
             try await client.delete(.contacts, id: "c1")
             #expect(try client.items(.contacts).map { $0["id"] } == ["c2"])
             #expect(try client.all(Contact.self).first?.emails == ["bob@example.org"])
-            #expect(try client.all(Message.self, parent: "t1").map(\.threadID) == ["t1"])
+            #expect(try client.all(Message.self, parent: "t1").map(\.parentID) == ["t1"])
             await #expect(throws: SyncClientError.self) { try await client.sync() }
             #expect(client.status.state == .offline)
             #expect(client.status.pendingWrites == 2)

@@ -184,7 +184,7 @@ struct UnitTests {
 
     @Test("typed models: save encodes without the parent key, all() decodes with it")
     func models() throws {
-        let message = Message(id: "m", threadID: "t", text: "hi")
+        let message = Message(id: "m", parentID: "t", text: "hi")
         var object = try #require(try JSONValue(encoding: message).objectValue)
         #expect(object["_parent"] == "t")
         object[parentKey] = nil

@@ -17,7 +17,7 @@ extension SyncClient {
 
     /// The items of a model's collection, decoded (`all(Contact.self)`, `all(Message.self, parent: threadID)`).
     public func all<M: SyncModel>(_ type: M.Type, parent: String? = nil) throws -> [M] {
-        try items(M.collection, parent: parent).map { try Self.decode(M.self, $0, parent: parent) }
+        try items(try M.syncCollection(), parent: parent).map { try Self.decode(M.self, $0, parent: parent) }
     }
 
     /// Decodes a stored item into its model (a child learns its parent's id).
@@ -45,7 +45,7 @@ extension SyncClient {
 
     /// The items of a model's collection, decoded and observed.
     public func observeAll<M: SyncModel>(_ type: M.Type, parent: String? = nil) -> AsyncValueObservation<[M]> {
-        observe { db in try Replica.visibleItems(db, M.collection, parent: parent).map { try Self.decode(M.self, $0, parent: parent) } }
+        observe { db in try Replica.visibleItems(db, try M.syncCollection(), parent: parent).map { try Self.decode(M.self, $0, parent: parent) } }
     }
 
     /// The writes waiting to reach the server, in push order.

@@ -1,6 +1,6 @@
 /// The public profile of a login of the family (`accounts` in `familysync`): read-only, never secrets.
 public struct AccountProfile: SyncModel, Equatable {
-    public static let collection = SyncCollection.accounts
+    public static let collectionName = "accounts"
     public var id: String
     public var username: String
     public var displayName: String

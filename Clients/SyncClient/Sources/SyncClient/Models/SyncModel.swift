@@ -1,11 +1,14 @@
 /// A typed item of one collection (protocol §2), so apps read and write Swift values instead of JSON.
 ///
 /// The replica stores the server's JSON; `SyncClient.all(_:)` decodes it into these models and `save(_:)` encodes
-/// them back. Server-set fields (`modified`, `author`, `created`, `lastMessageAt`) are optional: an item created
+/// them back. Server-set fields (`modified`, `author`, `created`, `lastMessageAt`, dates as `Date`) are optional: an item created
 /// offline has none until the server answers, and the server ignores them when they are sent back.
+///
+/// The models of the default data model (`Contact`, `MessageThread`, …) are generated from the server's model file
+/// (`FamilyModels.swift`, by `syncapi model swift`); a type conforms by naming its collection.
 public protocol SyncModel: Codable, Sendable {
-    /// The collection the model's items live in.
-    static var collection: SyncCollection { get }
+    /// The name of the collection the model's items live in (`contacts`).
+    static var collectionName: String { get }
     /// The item's id (chosen by the client, e.g. a UUID).
     var id: String { get }
     /// The parent's id for messages (the thread) and comments (the post); nil elsewhere.
@@ -14,6 +17,14 @@ public protocol SyncModel: Codable, Sendable {
 
 extension SyncModel {
     public var parentID: String? { nil }
+
+    /// The collection, when the SDK syncs it.
+    static func syncCollection() throws -> SyncCollection {
+        guard let collection = SyncCollection(rawValue: collectionName) else {
+            throw SyncClientError.invalid("\(collectionName) is not a collection this SDK syncs")
+        }
+        return collection
+    }
 }
 
 /// The key under which the SDK hands a child model its parent's id while decoding (never sent to the server).

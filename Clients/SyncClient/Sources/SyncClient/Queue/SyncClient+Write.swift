@@ -22,7 +22,7 @@ extension SyncClient {
     public func save<M: SyncModel>(_ model: M) async throws {
         var object = try JSONValue(encoding: model).objectValue ?? [:]
         object[parentKey] = nil
-        try await save(M.collection, id: model.id, parent: model.parentID, json: object)
+        try await save(try M.syncCollection(), id: model.id, parent: model.parentID, json: object)
     }
 
     /// Deletes an item locally at once, and queues its DELETE (an item never pushed simply disappears).
