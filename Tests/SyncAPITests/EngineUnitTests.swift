@@ -60,7 +60,7 @@ struct EngineUnitTests {
         let db = "0123456789abcdef"
         let family = "00000000-0000-4000-8000-000000000001"
         let token = SyncToken(databaseID: db, familyID: family, version: 42).string
-        #expect(try SyncToken.parse(token, databaseID: db, familyID: family) == .position(42))
+        #expect(try SyncToken.parse(token, databaseID: db, familyID: family) == .position(42, generation: 0))
         #expect(try SyncToken.parse(nil, databaseID: db, familyID: family) == .absent)
         #expect(try SyncToken.parse(token, databaseID: "fedcba9876543210", familyID: family) == .unanswerable)
         #expect(try SyncToken.parse(token, databaseID: db, familyID: "00000000-0000-4000-8000-000000000002") == .unanswerable)

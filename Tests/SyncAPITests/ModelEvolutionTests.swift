@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// Evolution of the served model (protocol §12): additive changes apply live, breaking ones are refused with their
-/// list unless accepted, and then every earlier date of sync answers `sync: false`.
+/// list unless accepted, and then an earlier date of sync answers `sync: false` for the collections they touched.
 @Suite("Model evolution")
 struct ModelEvolutionTests {
     /// The default model with `edit` applied to its file text.
@@ -49,7 +49,72 @@ struct ModelEvolutionTests {
         #expect(swap.filter(\.breaking).count == 10 && swap.filter { !$0.breaking }.map(\.collection) == ["recipes"])
     }
 
-    @Test("the database records its model: additive changes live, breaking ones refused unless accepted (new epoch)", arguments: Backend.allCases)
+    /// The default model without `contacts.notes` (breaking: a removed field).
+    static func withoutNotes(_ text: String) -> String {
+        text.replacingOccurrences(of: ",\n        \"notes\":           {\"type\": \"string\", \"maxLength\": 10000}", with: "")
+    }
+
+    @Test(
+        "an accepted breaking change answers sync: false only for the collections it touched; stored bodies take the new shape",
+        arguments: Backend.allCases)
+    func touchedCollectionsOnly(backend: Backend) async throws {
+        try await backend.withStore { store in
+            try await ModelRecord.apply(Collections.model, to: store, acceptBreaking: false)
+            let session = try await ConcurrencyTests.newFamily(store)
+            let before = SyncEngine(store: store)
+            let note: JSONValue = ["firstName": "Ann", "notes": "call back"]
+            _ = try await before.put(session, ItemAddress(Collections.contacts, id: "c1"), body: note, preconditions: .init())
+            let event: JSONValue = ["title": "Party", "start": "2026-12-24T18:00:00Z"]
+            _ = try await before.put(session, ItemAddress(Collections.events, id: "e1"), body: event, preconditions: .init())
+            var contacts = ConcurrencyTests.Replica()
+            var events = ConcurrencyTests.Replica()
+            try await contacts.apply(try await before.fullListSync(session, Collections.contacts, date: nil, ifNoneMatch: nil))
+            try await events.apply(try await before.fullListSync(session, Collections.events, date: nil, ifNoneMatch: nil))
+            let oldDate = try #require(contacts.date)
+
+            // Removing `contacts.notes` is breaking: accepted, it starts generation 1 and touches `contacts` only.
+            let without = try Self.family(Self.withoutNotes)
+            let changes = try await ModelRecord.apply(without, to: store, acceptBreaking: true)
+            #expect(changes.map(\.description) == [#"collection "contacts", field "notes": removed (its stored values are dropped)"#])
+            let generations = try ModelGenerations(json: try #require(try await store.modelGenerations()))
+            #expect(generations == ModelGenerations(current: 1, touched: ["contacts": 1]))
+            let after = SyncEngine(store: store, collections: CollectionRegistry(without))
+            let newContacts = try #require(after.collections.named("contacts"))
+            let newEvents = try #require(after.collections.named("events"))
+            let contactAnswer = try JSONParser.parse(try await after.fullListSync(session, newContacts, date: oldDate, ifNoneMatch: nil).wholeBody())
+            #expect(contactAnswer["sync"] == .bool(false), "contacts were touched: a full answer")
+            // The stored value is gone from the body, which keeps its order (id first, modified last).
+            guard case .object(let c1)? = (contactAnswer["updated"].flatMap { if case .array(let a) = $0 { a.first } else { nil } }) else {
+                throw SyncError.invalidJSON("no c1: \(contactAnswer)")
+            }
+            #expect(c1.map(\.key) == ["id", "firstName", "lastName", "emails", "phones", "birthdayEventId", "modified"])
+            let eventAnswer = try JSONParser.parse(try await after.fullListSync(session, newEvents, date: events.date, ifNoneMatch: nil).wholeBody())
+            #expect(eventAnswer["sync"] == .bool(true), "events were not touched: the old date still answers")
+            #expect(eventAnswer["updated"] == .array([]) && eventAnswer["deleted"] == .array([]))
+            let newDate = try #require(eventAnswer["date"]?.stringValue)
+            #expect(newDate.hasSuffix(".1") && newDate != oldDate)
+
+            // Adding an optional field is additive: no new generation; the new date answers, bodies get the field.
+            let nickname = try Self.family {
+                Self.withoutNotes($0).replacingOccurrences(
+                    of: #""birthdayEventId": {"type": "string", "format": "reference"}"#,
+                    with: #""birthdayEventId": {"type": "string", "format": "reference"}, "nickname": {"type": "string"}"#)
+            }
+            #expect(try await ModelRecord.apply(nickname, to: store, acceptBreaking: false).map(\.breaking) == [false])
+            let third = SyncEngine(store: store, collections: CollectionRegistry(nickname))
+            let again = try JSONParser.parse(
+                try await third.fullListSync(session, try #require(third.collections.named("contacts")), date: newDate, ifNoneMatch: nil).wholeBody())
+            #expect(again["sync"] == .bool(true) && again["updated"] == .array([]))
+            let full = try JSONParser.parse(
+                try await third.fullListSync(session, try #require(third.collections.named("contacts")), date: nil, ifNoneMatch: nil).wholeBody())
+            guard case .array(let items)? = full["updated"], case .object(let shaped)? = items.first else { throw SyncError.invalidJSON("\(full)") }
+            #expect(shaped.map(\.key) == ["id", "firstName", "lastName", "emails", "phones", "birthdayEventId", "nickname", "modified"])
+            #expect(shaped.first { $0.key == "nickname" }?.value == .null)
+        }
+    }
+
+    @Test(
+        "the database records its model: additive changes live, breaking ones refused unless accepted (new generation)", arguments: Backend.allCases)
     func recorded(backend: Backend) async throws {
         try await backend.withStore { store in
             let family = Collections.model
@@ -61,14 +126,17 @@ struct ModelEvolutionTests {
             #expect(try await ModelRecord.apply(wider, to: store, acceptBreaking: false).count == 1)
             #expect(try await store.databaseID() == id)
             #expect(try await Self.servedDigest(store) == wider.digest)
-            // Breaking: refused, nothing changed; accepted, the database takes a new id (earlier dates: sync false).
+            // Breaking: refused, nothing changed; accepted, a new model generation marks the touched collection.
             let narrower = try Self.family { $0.replacingOccurrences(of: #""maxLength": 64"#, with: #""maxLength": 32"#) }
             await #expect(throws: ModelError.self) { try await ModelRecord.apply(narrower, to: store, acceptBreaking: false) }
             #expect(try await Self.servedDigest(store) == wider.digest)
             #expect(try await store.databaseID() == id)
             let applied = try await ModelRecord.apply(narrower, to: store, acceptBreaking: true)
             #expect(applied.contains { $0.breaking })
-            #expect(try await store.databaseID() != id)
+            #expect(try await store.databaseID() == id)
+            let generations = try ModelGenerations(json: try #require(try await store.modelGenerations()))
+            // `narrower` also drops the field `wider` added to contacts: both collections are touched.
+            #expect(generations == ModelGenerations(current: 1, touched: ["settings": 1, "contacts": 1]))
         }
     }
 }

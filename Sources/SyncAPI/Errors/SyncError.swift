@@ -58,8 +58,11 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         code: "signup_disabled", status: 403, detail: "Signup is turned off on this server.")
     public static let preconditionFailed = SyncError(
         code: "precondition_failed", status: 412, detail: "The item does not match the request's precondition.")
-    public static let typeImmutable = SyncError(
-        code: "type_immutable", status: 409, detail: "A wall post's type cannot change.", field: "type")
+    /// A live item's filter field cannot change (protocol §4, §12). The detail reads as the golden answers of the
+    /// default model have it ("A wall post's type cannot change.") for any collection and field.
+    public static func typeImmutable(collection: String, field: String) -> SyncError {
+        SyncError(code: "type_immutable", status: 409, detail: "A \(collection) post's \(field) cannot change.", field: field)
+    }
     public static func payloadTooLarge(limit: Int) -> SyncError {
         SyncError(code: "payload_too_large", status: 413, detail: "The body is larger than \(limit) bytes.")
     }

@@ -23,6 +23,18 @@ public enum ItemBody {
         return .object(members.filter { declared.contains($0.key) })
     }
 
+    /// A stored body in the shape of a changed model (protocol §12, evolution): `id`, then the schema's fields in
+    /// order (a stored value, else the field's default or null), then the other members as stored (server fields,
+    /// `modified` last) without the `removed` fields. Nil when `body` is not an object.
+    static func reshaped(_ body: String, _ schema: ItemSchema, removed: Set<String>) -> String? {
+        guard case .object(let members)? = try? JSONParser.parse(body) else { return nil }
+        let declared = Set(schema.fields.map(\.name))
+        var out: [(key: String, value: JSONValue)] = members.filter { $0.key == "id" }
+        for field in schema.fields { out.append((field.name, members.first { $0.key == field.name }?.value ?? field.defaultValue)) }
+        out += members.filter { $0.key != "id" && !declared.contains($0.key) && !removed.contains($0.key) }
+        return JSONWriter.encode(.object(out))
+    }
+
     /// Writes `body` with extra members appended (a parent's children, its `nomore`).
     static func write(_ body: String, appending extra: (inout JSONWriter) -> Void, into writer: inout JSONWriter) {
         guard body.utf8.last == UInt8(ascii: "}") else {

@@ -112,13 +112,14 @@ extension DataModel {
 public enum ModelRecord {
     /// Checks `model` against the one `store` last served and records it. The first model, the same model, or
     /// additive changes are recorded at once; breaking changes are refused (a `ModelError` listing them) unless
-    /// `acceptBreaking`, and then every date of sync issued before answers `sync: false` (the database takes a new
-    /// id): every client reloads what it holds under the new model. Returns the changes applied.
+    /// `acceptBreaking`, and then a new model generation marks the collections they touched: a date of sync issued
+    /// before answers `sync: false` for those (the client reloads them) and stays answerable for the others.
+    /// Returns the changes applied.
     @discardableResult
     public static func apply(_ model: DataModel, to store: any SyncStore, acceptBreaking: Bool) async throws -> [DataModel.Change] {
         let normalized = JSONWriter.encode(model.normalized)
         guard let recorded = try await store.servedModel() else {
-            try await store.recordModel(normalized, newEpoch: false)
+            try await store.recordModel(normalized, generations: nil)
             return []
         }
         let old: DataModel
@@ -136,7 +137,22 @@ public enum ModelRecord {
                     + breaking.map(\.description).joined(separator: "\n  ")
                     + "\nPass --accept-breaking-changes to apply them (every client then reloads its data).")
         }
-        try await store.recordModel(normalized, newEpoch: !breaking.isEmpty)
+        // Stored bodies take the new fields' shape first (idempotent: a failure here records nothing, and the next
+        // start does it again): removed fields dropped, added ones filled with null or their default.
+        for collection in model.collections {
+            guard let before = old.collection(collection.name), before.fields.map(\.name) != collection.fields.map(\.name),
+                let spec = CollectionRegistry(model).named(collection.name)
+            else { continue }
+            let removed = Set(before.fields.map(\.name)).subtracting(collection.fields.map(\.name))
+            let schema = spec.schema
+            _ = try await store.rewriteBodies(collection: collection.name) { body in ItemBody.reshaped(body, schema, removed: removed) }
+        }
+        var generations: String?
+        if !breaking.isEmpty {
+            let recorded = try await store.modelGenerations().map { try ModelGenerations(json: $0) } ?? ModelGenerations()
+            generations = recorded.next(touching: Set(breaking.map(\.collection)), in: [model, old]).json
+        }
+        try await store.recordModel(normalized, generations: generations)
         return changes
     }
 }

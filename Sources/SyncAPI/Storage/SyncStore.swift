@@ -15,9 +15,15 @@ public protocol SyncStore: Sendable {
     func ping() async throws
     /// The normalized model this database last served (protocol §12), nil before the first.
     func servedModel() async throws -> String?
-    /// Records the model served from now on; with `newEpoch`, in the same transaction, the database takes a new id,
-    /// so that every date of sync issued before answers `sync: false`.
-    func recordModel(_ normalized: String, newEpoch: Bool) async throws
+    /// Records the model served from now on; with `generations`, in the same transaction, the new model generations
+    /// (a breaking change: dates of sync from before answer `sync: false` for the collections it touched).
+    func recordModel(_ normalized: String, generations: String?) async throws
+    /// Rewrites the stored bodies of a collection's items, in batches of one transaction each (a model change:
+    /// removed fields dropped, added ones filled in). `transform` answers nil to leave a body as it is; versions and
+    /// `modified` stay. Returns how many bodies changed.
+    func rewriteBodies(collection: String, _ transform: @escaping @Sendable (String) -> String?) async throws -> Int
+    /// The model generations recorded with the model (`ModelGenerations.json`), nil before the first breaking change.
+    func modelGenerations() async throws -> String?
 
     /// Creates a family (its change counter, its family-scoped singleton's item when the model has one) and its first
     /// account; throws `username_taken`.

@@ -19,7 +19,7 @@ extension SyncEngine {
         var listKeys = lists.map { ($0.name, $0.name) }
         if !familyScoped.isEmpty { listKeys.append(("accounts", Collections.accountsKey)) }
         let names = familyScoped.map(\.name) + listKeys.map(\.1) + accountScoped.map(\.name)
-        let (delta, since) = try await answerableDelta(session, collections: names, since: try await position(date, session))
+        let (delta, since) = try await answerableDelta(session, collections: names, since: try await position(date, session, for: names))
         let date = try await token(delta.version, session)
         if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, body: [], notModified: true) }
         var writer = JSONWriter(capacity: 1024)
@@ -57,7 +57,7 @@ extension SyncEngine {
     {
         // A date at position 0 names the state before the family's first write: the whole list answers it exactly,
         // streamed, where a delta would hold every change and tombstone ever made (security audit H5).
-        if let since = try await position(date, session), since > 0 {
+        if let since = try await position(date, session, for: [collection.name]), since > 0 {
             let delta = try await store.delta(familyID: session.familyID, collections: [collection.name], since: since)
             if since <= delta.version, since >= delta.horizon {
                 return try await deltaAnswer(session, collection, delta, ifNoneMatch: ifNoneMatch)

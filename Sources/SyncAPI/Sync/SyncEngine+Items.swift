@@ -96,7 +96,7 @@ extension SyncEngine {
             if live != nil, ItemBody.content(of: stored, spec.schema) == .object(content) { return .unchanged }
             let value = { (key: String) in stored.first { $0.key == key }?.value }
             if live != nil, let field = spec.filterField, value(field) != content.first(where: { $0.key == field })?.value {
-                throw SyncError.typeImmutable
+                throw SyncError.typeImmutable(collection: spec.name, field: field)
             }
             // Server fields: kept from the live item, set anew for a new or resurrected one.
             let sortMs = live?.sortMs ?? nowMs

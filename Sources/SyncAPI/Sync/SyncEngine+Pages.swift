@@ -26,7 +26,7 @@ extension SyncEngine {
     ) async throws
         -> SyncAnswer
     {
-        let since = try await position(parameters.date, session)
+        let since = try await position(parameters.date, session, for: [spec.name] + (spec.childName.map { [$0] } ?? []))
         let query = PageQuery(
             collection: spec.name, anchorID: parameters.lastId, limit: parameters.nb, tags: parameters.types,
             children: spec.childName.map { ChildrenQuery(collection: $0, limit: parameters.maxChildren) })

@@ -7,7 +7,7 @@ extension SyncEngine {
     /// in memory. The read runs in a task of its own that ends when the answer is written, or when the client stops
     /// reading (`AnswerStream`'s stall limit), so an answer dropped by the request deadline never holds the database.
     func streamedFullList(_ session: Session, _ collection: CollectionSpec, ifNoneMatch: String?) async throws -> SyncAnswer {
-        let databaseID = try await databaseID()
+        let identity = try await databaseIdentity()
         // Its place in the budget of snapshot holders, given back when the producer ends, however it ends.
         let lease = try await snapshots.lease(session.accountID)
         let stream = AnswerStream(producerStallLimit: streamDeadline)
@@ -21,7 +21,7 @@ extension SyncEngine {
                 try await store.streamLiveRows(
                     familyID: familyID, collection: collection.name,
                     start: { version in
-                        let date = SyncToken(databaseID: databaseID, familyID: familyID, version: version).string
+                        let date = identity.token(familyID: familyID, version: version)
                         encoder.start(date: date)
                         stream.setDate(date)
                     },

@@ -38,25 +38,33 @@ public struct SyncEngine: Sendable {
         return engine
     }
 
-    /// This database's id, put in every date of sync (read once, after migrations created it).
-    public func databaseID() async throws -> String {
-        if let id = identity.value.withLock({ $0 }) { return id }
+    /// This database's id, put in every date of sync, and its model generations (read once, after migrations and
+    /// the model record).
+    public func databaseIdentity() async throws -> DatabaseIdentityValue {
+        if let identity = identity.value.withLock({ $0 }) { return identity }
         let id = try await store.databaseID()
-        identity.value.withLock { $0 = id }
-        return id
+        let generations = try await store.modelGenerations().map { try ModelGenerations(json: $0) } ?? ModelGenerations()
+        let value = DatabaseIdentityValue(id: id, generations: generations)
+        identity.value.withLock { $0 = value }
+        return value
     }
 
-    /// The position a client's `date` names, or nil for a first sync (absent, or not ours).
-    func position(_ date: String?, _ session: Session) async throws -> Int64? {
-        if case .position(let version) = try SyncToken.parse(date, databaseID: try await databaseID(), familyID: session.familyID) {
-            return version
-        }
-        return nil
+    /// This database's id, put in every date of sync.
+    public func databaseID() async throws -> String { try await databaseIdentity().id }
+
+    /// The position a client's `date` names for `collections`, or nil for a first sync: absent, not ours, or issued
+    /// before a breaking model change that touched one of them (`ModelGenerations`; an empty list checks none).
+    func position(_ date: String?, _ session: Session, for collections: [String] = []) async throws -> Int64? {
+        let identity = try await databaseIdentity()
+        guard case .position(let version, let generation) = try SyncToken.parse(date, databaseID: identity.id, familyID: session.familyID),
+            generation >= identity.generations.floor(collections), generation <= identity.generations.current
+        else { return nil }
+        return version
     }
 
     /// The date of sync naming `version` of the caller's family.
     func token(_ version: Int64, _ session: Session) async throws -> String {
-        SyncToken(databaseID: try await databaseID(), familyID: session.familyID, version: version).string
+        try await databaseIdentity().token(familyID: session.familyID, version: version)
     }
 
     /// The date of sync naming counter value `version` of the caller's family (a live notice's new date).
@@ -95,5 +103,15 @@ public struct SyncEngine: Sendable {
 
 /// Remembers the database id once read.
 final class DatabaseIDCache: Sendable {
-    let value = Mutex<String?>(nil)
+    let value = Mutex<DatabaseIdentityValue?>(nil)
+}
+
+/// What every date of sync of this database carries: its id and its model generation.
+public struct DatabaseIdentityValue: Sendable {
+    public let id: String
+    public let generations: ModelGenerations
+
+    func token(familyID: String, version: Int64) -> String {
+        SyncToken(databaseID: id, familyID: familyID, version: version, generation: generations.current).string
+    }
 }

@@ -1,26 +1,30 @@
 /// The date of sync: an opaque string naming one position of one family's change counter in one database.
 ///
-/// Wire form `<databaseID>.<familyID>.<version>`. Clients must not parse it; the server recognises a token from
-/// another database or family and answers it as a first sync (protocol §3).
+/// Wire form `<databaseID>.<familyID>.<version>`, then `.<generation>` once the database accepted a breaking model
+/// change (`ModelGenerations`). Clients must not parse it; the server recognises a token from another database or
+/// family and answers it as a first sync (protocol §3).
 public struct SyncToken: Sendable, Equatable {
     public let databaseID: String
     public let familyID: String
     public let version: Int64
+    /// The model generation the date was issued in.
+    public let generation: Int
 
-    public init(databaseID: String, familyID: String, version: Int64) {
+    public init(databaseID: String, familyID: String, version: Int64, generation: Int = 0) {
         self.databaseID = databaseID
         self.familyID = familyID
         self.version = version
+        self.generation = generation
     }
 
-    public var string: String { "\(databaseID).\(familyID).\(version)" }
+    public var string: String { "\(databaseID).\(familyID).\(version)" + (generation > 0 ? ".\(generation)" : "") }
 
     /// What a client's `date` parameter means.
     public enum Parsed: Sendable, Equatable {
         /// No date: a first (full) sync.
         case absent
-        /// A position this server issued for this family.
-        case position(Int64)
+        /// A position this server issued for this family, in a model generation.
+        case position(Int64, generation: Int)
         /// Well-formed but not answerable here (other database, other family, garbage): answer `sync: false`.
         case unanswerable
     }
@@ -32,10 +36,12 @@ public struct SyncToken: Sendable, Equatable {
             throw SyncError.invalidDate("date must be 1 to 128 characters of A-Z a-z 0-9 . _ ~ -, sent back as received.")
         }
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == databaseID, parts[1] == familyID,
+        guard parts.count == 3 || parts.count == 4, parts[0] == databaseID, parts[1] == familyID,
             let version = Int64(parts[2]), version >= 0, String(version) == parts[2]
         else { return .unanswerable }
-        return .position(version)
+        guard parts.count == 4 else { return .position(version, generation: 0) }
+        guard let generation = Int(parts[3]), generation > 0, String(generation) == parts[3] else { return .unanswerable }
+        return .position(version, generation: generation)
     }
 
     /// 1–128 characters of `[A-Za-z0-9._~-]`.

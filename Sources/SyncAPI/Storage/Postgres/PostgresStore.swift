@@ -101,19 +101,63 @@ public struct PostgresStore: SyncStore {
         }
     }
 
-    public func recordModel(_ normalized: String, newEpoch: Bool) async throws {
-        let id = DatabaseIdentity.random()
+    public func recordModel(_ normalized: String, generations: String?) async throws {
         try await guarded {
             try await transaction { conn in
-                try await conn.query(
-                    """
-                    INSERT INTO syncapi_meta (key, value) VALUES ('model', \(normalized))
-                    ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
-                    """, logger: logger)
-                if newEpoch {
-                    try await conn.query("UPDATE syncapi_meta SET value = \(id) WHERE key = 'database_id'", logger: logger)
+                for (key, value) in [("model", normalized), ("model_generations", generations)] {
+                    guard let value else { continue }
+                    try await conn.query(
+                        """
+                        INSERT INTO syncapi_meta (key, value) VALUES (\(key), \(value))
+                        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
+                        """, logger: logger)
                 }
             }
+        }
+    }
+
+    public func rewriteBodies(collection: String, _ transform: @escaping @Sendable (String) -> String?) async throws -> Int {
+        var after = ("", "", "")
+        var changed = 0
+        while true {
+            let start = after
+            let (count, last) = try await guarded(within: .seconds(300)) {
+                try await transaction { conn in
+                    let rows = try await conn.query(
+                        """
+                        SELECT family_id, parent_id, id, body FROM items
+                        WHERE collection = \(collection) AND body IS NOT NULL AND (family_id, parent_id, id) > (\(start.0), \(start.1), \(start.2))
+                        ORDER BY family_id, parent_id, id LIMIT 500 FOR UPDATE
+                        """, logger: logger)
+                    var batch: [(String, String, String, String)] = []
+                    for try await row in rows.decode((String, String, String, String).self) { batch.append(row) }
+                    var count = 0
+                    for (family, parent, id, body) in batch {
+                        guard let rewritten = transform(body), rewritten != body else { continue }
+                        try await conn.query(
+                            """
+                            UPDATE items SET body = \(rewritten)
+                            WHERE family_id = \(family) AND collection = \(collection) AND parent_id = \(parent) AND id = \(id)
+                            """, logger: logger)
+                        count += 1
+                    }
+                    return (count, batch.last.map { ($0.0, $0.1, $0.2) })
+                }
+            }
+            changed += count
+            guard let last else { return changed }
+            after = last
+        }
+    }
+
+    public func modelGenerations() async throws -> String? {
+        try await guarded {
+            for try await value in try await client.query("SELECT value FROM syncapi_meta WHERE key = 'model_generations'", logger: logger)
+                .decode(String.self)
+            {
+                return value
+            }
+            return nil
         }
     }
 

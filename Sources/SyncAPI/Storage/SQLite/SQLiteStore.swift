@@ -118,14 +118,49 @@ public struct SQLiteStore: SyncStore {
         try await read { db in try String.fetchOne(db, sql: "SELECT value FROM syncapi_meta WHERE key = 'model'") }
     }
 
-    public func recordModel(_ normalized: String, newEpoch: Bool) async throws {
-        let id = DatabaseIdentity.random()
+    public func recordModel(_ normalized: String, generations: String?) async throws {
         try await write { db in
-            try db.execute(
-                sql: "INSERT INTO syncapi_meta (key, value) VALUES ('model', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                arguments: [normalized])
-            if newEpoch { try db.execute(sql: "UPDATE syncapi_meta SET value = ? WHERE key = 'database_id'", arguments: [id]) }
+            for (key, value) in [("model", normalized), ("model_generations", generations)] {
+                guard let value else { continue }
+                try db.execute(
+                    sql: "INSERT INTO syncapi_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    arguments: [key, value])
+            }
         }
+    }
+
+    public func rewriteBodies(collection: String, _ transform: @escaping @Sendable (String) -> String?) async throws -> Int {
+        var after = ("", "", "")
+        var changed = 0
+        while true {
+            let start = after
+            let (count, last) = try await write { db -> (Int, (String, String, String)?) in
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT family_id, parent_id, id, body FROM items
+                        WHERE collection = ? AND body IS NOT NULL AND (family_id, parent_id, id) > (?, ?, ?)
+                        ORDER BY family_id, parent_id, id LIMIT 500
+                        """, arguments: [collection, start.0, start.1, start.2])
+                var count = 0
+                for row in rows {
+                    let body: String = row[3]
+                    guard let rewritten = transform(body), rewritten != body else { continue }
+                    try db.execute(
+                        sql: "UPDATE items SET body = ? WHERE family_id = ? AND collection = ? AND parent_id = ? AND id = ?",
+                        arguments: [rewritten, row[0] as String, collection, row[1] as String, row[2] as String])
+                    count += 1
+                }
+                return (count, rows.last.map { ($0[0] as String, $0[1] as String, $0[2] as String) })
+            }
+            changed += count
+            guard let last else { return changed }
+            after = last
+        }
+    }
+
+    public func modelGenerations() async throws -> String? {
+        try await read { db in try String.fetchOne(db, sql: "SELECT value FROM syncapi_meta WHERE key = 'model_generations'") }
     }
 
     public func rotateDatabaseID() async throws -> String {
