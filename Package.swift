@@ -8,9 +8,14 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "syncapi",
-    platforms: [.macOS(.v15)],
+    // iOS for the SDK's product only (the server's targets are never built for it).
+    platforms: [.macOS(.v15), .iOS(.v16)],
     products: [
-        .executable(name: "syncapi", targets: ["syncapi"])
+        .executable(name: "syncapi", targets: ["syncapi"]),
+        // The Swift SDK, for apps: `.package(url: "https://github.com/…/syncapi.git", from: "0.2.0")` and
+        // `.product(name: "SyncClient", package: "syncapi")`. It builds from GRDB and Foundation alone: SwiftPM resolves
+        // only the packages of the products an app uses (the server's are never fetched for it).
+        .library(name: "SyncClient", targets: ["SyncClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -27,10 +32,23 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        // The Swift SDK is its own package (apps never resolve the server's); the CLI and the tests use it by path.
-        .package(path: "Clients/SyncClient"),
     ],
     targets: [
+        // The SDK's sources live in Clients/SyncClient, which is also a package of its own (built and tested alone in
+        // CI, with its unit tests); here they are targets of the root package so that an app can install the SDK by
+        // this repository's URL (SwiftPM cannot depend on a package in a sub-folder).
+        .target(
+            name: "SyncClient",
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            path: "Clients/SyncClient/Sources/SyncClient",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "SyncClientCommands",
+            dependencies: ["SyncClient"],
+            path: "Clients/SyncClient/Sources/SyncClientCommands",
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "SyncAPI",
             dependencies: [
@@ -70,7 +88,7 @@ let package = Package(
                 "SyncAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "SyncClientCommands", package: "SyncClient"),
+                "SyncClientCommands",
             ],
             swiftSettings: swiftSettings
         ),
@@ -113,7 +131,7 @@ let package = Package(
                 "Handlers",
                 "SyncAPI",
                 "TestSupport",
-                .product(name: "SyncClient", package: "SyncClient"),
+                "SyncClient",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
