@@ -6,6 +6,10 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+/// The server's packages are used under the default trait `Server` only: an app that installs the SDK with
+/// `traits: []` resolves none of them (SwiftPM resolves every dependency a package's enabled traits may use).
+let server: TargetDependencyCondition? = .when(traits: ["Server"])
+
 let package = Package(
     name: "syncapi",
     // iOS for the SDK's product only (the server's targets are never built for it).
@@ -13,9 +17,13 @@ let package = Package(
     products: [
         .executable(name: "syncapi", targets: ["syncapi"]),
         // The Swift SDK, for apps: `.package(url: "https://github.com/…/syncapi.git", from: "0.2.0")` and
-        // `.product(name: "SyncClient", package: "syncapi")`. It builds from GRDB and Foundation alone: SwiftPM resolves
+        // `.product(name: "SyncClient", package: "syncapi", condition: server)`. It builds from GRDB and Foundation alone: SwiftPM resolves
         // only the packages of the products an app uses (the server's are never fetched for it).
         .library(name: "SyncClient", targets: ["SyncClient"]),
+    ],
+    traits: [
+        .trait(name: "Server", description: "The server, its command line and its tests (on by default)."),
+        .default(enabledTraits: ["Server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -52,14 +60,14 @@ let package = Package(
         .target(
             name: "SyncAPI",
             dependencies: [
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOPosix", package: "swift-nio", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -67,17 +75,17 @@ let package = Package(
             name: "Handlers",
             dependencies: [
                 "SyncAPI",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTLS", package: "hummingbird"),
-                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "CompressNIO", package: "compress-nio"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "HummingbirdTLS", package: "hummingbird", condition: server),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird", condition: server),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: server),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: server),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "CompressNIO", package: "compress-nio", condition: server),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -86,8 +94,8 @@ let package = Package(
             dependencies: [
                 "Handlers",
                 "SyncAPI",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 "SyncClientCommands",
             ],
             swiftSettings: swiftSettings
@@ -96,7 +104,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "SyncAPI",
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log", condition: server),
             ],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
@@ -104,9 +112,9 @@ let package = Package(
         .testTarget(
             name: "SyncAPITests",
             dependencies: [
-                "SyncAPI", "TestSupport", .product(name: "Logging", package: "swift-log"),
-                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                "SyncAPI", "TestSupport", .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: server), .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOCore", package: "swift-nio", condition: server), .product(name: "NIOPosix", package: "swift-nio", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -116,12 +124,12 @@ let package = Package(
                 "Handlers",
                 "SyncAPI",
                 "TestSupport",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -132,12 +140,12 @@ let package = Package(
                 "SyncAPI",
                 "TestSupport",
                 "SyncClient",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
