@@ -16,9 +16,18 @@ struct LiveServer: Sendable {
     let database: DatabaseURL
     let raw: any TestClientProtocol
 
-    static func run<T: Sendable>(_ backend: Backend, _ body: @Sendable (LiveServer) async throws -> T) async throws -> T {
+    /// `database`: a database of the caller's (a PostgreSQL it stops and restarts), else a fresh one of `backend`.
+    static func run<T: Sendable>(
+        _ backend: Backend, database: DatabaseURL? = nil, _ body: @Sendable (LiveServer) async throws -> T
+    ) async throws -> T {
         var configuration = AppConfiguration()
-        configuration.database = try await backend.freshDatabaseURL()
+        if let database {
+            configuration.database = database
+            // The caller stops that database: answers 503 within 2 s rather than 10.
+            configuration.databaseDeadline = .seconds(2)
+        } else {
+            configuration.database = try await backend.freshDatabaseURL()
+        }
         configuration.bcryptCost = testBcryptCost
         configuration.port = 0
         configuration.changesPingInterval = .seconds(1)
@@ -34,12 +43,14 @@ struct LiveServer: Sendable {
         }
     }
 
-    /// A new SDK client on a replica file of its own (or the given one: a restart).
-    func client(replica: String? = nil, server: URL? = nil, fastRetries: Bool = true) throws -> SyncClient {
+    /// A new SDK client on a replica file of its own (or the given one: a restart). Writes wait for `sync()` unless
+    /// `autoPush` (the tests that read the queue need it to stay put).
+    func client(replica: String? = nil, server: URL? = nil, fastRetries: Bool = true, autoPush: Bool = false) throws -> SyncClient {
         let path = replica ?? Self.replicaPath()
         var configuration = SyncClientConfiguration(serverURL: server ?? base, replicaPath: path)
         configuration.pageSize = 5
         configuration.maxChildren = 3
+        if !autoPush { configuration.pushDelay = nil }
         if fastRetries { configuration.retryPolicy = RetryPolicy(attempts: 2, baseDelay: .milliseconds(10)) }
         return try SyncClient(configuration: configuration)
     }

@@ -6,7 +6,7 @@ struct Arguments {
     var positional: [String] = []
     var options: [String: String] = [:]
     var flags: Set<String> = []
-    static let flagNames: Set<String> = ["json", "discard", "help"]
+    static let flagNames: Set<String> = ["json", "discard", "help", "insecure"]
 
     init(_ arguments: [String]) throws {
         var index = 0
@@ -77,6 +77,9 @@ struct Arguments {
         guard let server = URL(string: try option("server")), server.scheme == "http" || server.scheme == "https" else {
             throw SyncClientError.invalid("--server is not an http(s) URL")
         }
-        return SyncClientConfiguration(serverURL: server, replicaPath: try option("replica"))
+        var configuration = SyncClientConfiguration(serverURL: server, replicaPath: try option("replica"))
+        // `--insecure`: http:// to another host (a test deployment on a private network).
+        configuration.allowsInsecureHTTP = flags.contains("insecure")
+        return configuration
     }
 }

@@ -6,7 +6,7 @@ import SyncClient
 /// `delete` work offline (queued, pushed by the next `sync`).
 public enum ClientCommandLine {
     public static let usage = """
-        usage: syncapi client <command> --server URL --replica FILE [--json] [--page-size N]
+        usage: syncapi client <command> --server URL --replica FILE [--json] [--page-size N] [--insecure]
           signup --family F --username U      the password: SYNCAPI_PASSWORD, or one line on standard input
           login --username U                  (never an argument: ps and shell history would show it)
           logout [--discard]          push unsent writes (or discard them), revoke the token, empty the replica
@@ -16,9 +16,10 @@ public enum ClientCommandLine {
           put <collection> <id> '<json>' [--parent ID]    offline: queued for the next sync
           delete <collection> <id> [--parent ID]          offline: queued for the next sync
           more <threads|wall|messages|comments> [--parent ID]
-          watch                       sync on every change notice until Ctrl-C
+          watch                       sync on every change notice, push writes other processes queue, until Ctrl-C
           status | pending | verify | reset | help
         collections: \(SyncCollection.allCases.map(\.rawValue).joined(separator: ", "))
+        --server takes https://, or http:// to this machine; --insecure allows http:// to another host.
         """
 
     /// Runs one command and returns the process's exit code (0 success, 1 failure, 2 usage).
@@ -130,11 +131,23 @@ public enum ClientCommandLine {
         }
     }
 
-    /// Syncs, then keeps the change stream open and prints every sync until the process is interrupted.
+    /// Syncs, then keeps the change stream open and prints every sync until the process is interrupted. Writes that
+    /// another process queues in the same replica file (`syncapi client put`) are pushed within two seconds: the
+    /// queue is read every second (another process's commits are not observed otherwise).
     private static func watch(_ client: SyncClient, json: Bool) async throws {
         let report = try await client.sync()
         emit(json ? Output.json(Output.Sync(report)) : describe(report))
         client.startLive()
+        let poller = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                guard let pending = try? client.pendingOperations(), !pending.isEmpty else { continue }
+                if let pushed = try? await client.push(), pushed.pushed + pushed.failed > 0, !json {
+                    emit("pushed: \(pushed.pushed) writes, \(pushed.failed) refused")
+                }
+            }
+        }
+        defer { poller.cancel() }
         if !json { emit("watching (Ctrl-C to stop)") }
         var last = client.status.lastSuccessfulSync
         for await status in client.statusUpdates where status.lastSuccessfulSync != last {

@@ -12,6 +12,7 @@ struct OfflineClientTests {
     static func client(path: String = NSTemporaryDirectory() + "syncclient-offline-\(UUID().uuidString).sqlite") throws -> SyncClient {
         var configuration = SyncClientConfiguration(serverURL: URL(string: "http://127.0.0.1:9")!, replicaPath: path)
         configuration.retryPolicy = RetryPolicy(attempts: 2, baseDelay: .milliseconds(1), sleep: { _ in })
+        configuration.pushDelay = nil  // these tests read the queue
         if try configuration.tokenStore.load() == nil {
             try configuration.tokenStore.save(ClientSession(token: "token", accountID: "acc", familyID: "fam"))
         }

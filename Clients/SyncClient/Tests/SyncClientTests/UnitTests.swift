@@ -124,6 +124,42 @@ struct UnitTests {
                 == .unavailable(status: 503, code: "unavailable", retryAfter: 3))
         #expect(SyncClientError.from(status: 400, body: ["code": "invalid_field", "detail": "d"], retryAfter: nil)?.isTransient == false)
         #expect(SyncClientError.from(status: 204, body: nil, retryAfter: nil) == nil)
+        // A wrong password is not a lost session; a throttled login says so, with its wait.
+        #expect(SyncClientError.from(status: 401, body: ["code": "invalid_credentials"], retryAfter: nil) == .invalidCredentials)
+        let throttled = SyncClientError.from(status: 429, body: ["code": "too_many_requests"], retryAfter: "30")
+        #expect(throttled == .throttled(code: "too_many_requests", retryAfter: 30) && throttled?.isTransient == true)
+    }
+
+    @Test("the server URL: https, or http to this machine only, unless allowsInsecureHTTP")
+    func scheme() throws {
+        func open(_ url: String, insecure: Bool = false) -> Bool {
+            var configuration = SyncClientConfiguration(
+                serverURL: URL(string: url)!, replicaPath: NSTemporaryDirectory() + "scheme-\(UUID().uuidString).sqlite")
+            configuration.allowsInsecureHTTP = insecure
+            return (try? SyncClient(configuration: configuration)) != nil
+        }
+        #expect(open("https://api.example.com") && open("http://127.0.0.1:8080") && open("http://localhost:8080"))
+        #expect(!open("http://api.example.com") && !open("ftp://api.example.com"))
+        #expect(open("http://10.0.0.2:8080", insecure: true))
+    }
+
+    @Test("a typed save sends the fields that differ; the same instant written two ways is no change")
+    func changedFields() {
+        let current: JSONObject = ["id": "e1", "title": "Party", "start": "2026-12-24T18:00:00Z", "modified": "2026-01-01T00:00:00.000Z"]
+        let same: JSONObject = ["id": "e1", "title": "Party", "start": "2026-12-24T18:00:00.000Z", "modified": "2026-02-01T00:00:00.000Z"]
+        #expect(SyncClient.changedFields(same, from: current).isEmpty)
+        let edited: JSONObject = ["id": "e1", "title": "Party!", "start": "2026-12-24T18:00:00.000Z", "location": .null]
+        #expect(SyncClient.changedFields(edited, from: current) == ["title": "Party!"])
+    }
+
+    @Test("previews and tests can build a status and a conflict")
+    func publicInitializers() {
+        let status = SyncStatus(state: .offline, signedIn: true, pendingWrites: 3, lists: ["contacts": .init(count: 2, complete: true)])
+        #expect(status.pendingWrites == 3 && status.lists["contacts"]?.complete == true)
+        let conflict = ConflictVersions(collection: .contacts, id: "c1", base: nil, local: ["firstName": "A"], server: nil)
+        #expect(conflict.local?["firstName"] == "A")
+        let typed = ModelConflict(id: "c1", base: nil, local: Contact(id: "c1", firstName: "A"), server: nil)
+        #expect(typed.local?.firstName == "A")
     }
 
     @Test("the sync group: one date for all, none for an empty paginated list or a fresh list, lastId from the replica")

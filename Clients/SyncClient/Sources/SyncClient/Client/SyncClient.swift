@@ -3,8 +3,9 @@ import GRDB
 
 /// An exact offline replica of a signed-in family's data, kept in sync with a SyncAPI server (protocol.md).
 ///
-/// Reads are local and instant. Saves and deletes apply locally at once and reach the server with the next `sync()`
-/// (or `push()`). `sync()` is one `POST /group` round trip whose answers are applied in one local transaction.
+/// Reads are local and instant. Saves and deletes apply locally at once and are pushed by themselves about a second
+/// later (debounced; retried with backoff while the server is unreachable; `configuration.pushDelay`), and by every
+/// `sync()`. `sync()` is one `POST /group` round trip whose answers are applied in one local transaction.
 /// Thread-safe: share one instance per replica across the app.
 public final class SyncClient: Sendable {
     public let configuration: SyncClientConfiguration
@@ -15,9 +16,14 @@ public final class SyncClient: Sendable {
     let session: Locked<ClientSession?>
     let conflictHandlers = Locked<[SyncCollection: ConflictHandler]>([:])
     let liveTask = Locked<Task<Void, Never>?>(nil)
+    /// Whether the app asked for live mode (it resumes by itself at the next sign-in).
+    let liveWanted = Locked(false)
+    /// The debounced push after a local write (`schedulePush`), at most one waiting.
+    let pushTask = Locked<Task<Void, Never>?>(nil)
 
     /// Opens (and migrates) the replica and loads the stored session, if any. No network.
     public init(configuration: SyncClientConfiguration) throws {
+        try Self.checkScheme(configuration)
         self.configuration = configuration
         replica = try Replica(path: configuration.replicaPath)
         let stored = try configuration.tokenStore.load()
@@ -26,17 +32,25 @@ public final class SyncClient: Sendable {
         try refreshCounts()
     }
 
+    /// `https`, or `http` to this machine, unless `allowsInsecureHTTP`.
+    static func checkScheme(_ configuration: SyncClientConfiguration) throws {
+        let url = configuration.serverURL
+        let loopback = ["127.0.0.1", "::1", "[::1]", "localhost"].contains(url.host?.lowercased() ?? "")
+        switch url.scheme?.lowercased() {
+        case "https": return
+        case "http" where loopback || configuration.allowsInsecureHTTP: return
+        case "http":
+            throw SyncClientError.invalid("http://\(url.host ?? "") sends the token in clear: use https (or set allowsInsecureHTTP)")
+        default: throw SyncClientError.invalid("the server URL must be https:// (or http:// to this machine): \(url)")
+        }
+    }
+
     /// Whether a session is stored (the token may still have expired on the server).
     public var isSignedIn: Bool { session.withLock { $0 != nil } }
     /// The current session: token, account and family ids.
     public var currentSession: ClientSession? { session.withLock { $0 } }
     /// The date of sync the replica is at (opaque; nil before the first sync).
     public var dateOfSync: String? { try? replica.pool.read { db in try Replica.meta(db, MetaKey.date) } }
-
-    /// Sets the hook that settles write conflicts (a 412 on push) for one collection. Without one, the server wins.
-    public func setConflictHandler(_ collection: SyncCollection, _ handler: @escaping ConflictHandler) {
-        conflictHandlers.withLock { $0[collection] = handler }
-    }
 
     /// Erases the replica's data (items, queue, failed writes, date), keeping the session: the next sync downloads
     /// everything again.

@@ -22,6 +22,13 @@ public struct SyncClientConfiguration: Sendable {
     public var liveDebounce: Duration = .milliseconds(200)
     /// Longest wait between two live reconnections.
     public var liveMaximumBackoff: Duration = .seconds(30)
+    /// How long after a local write its push starts (writes in a burst go together); nil: writes wait for `sync()`
+    /// or `push()`. While the server is unreachable the push is retried with backoff, up to `liveMaximumBackoff`
+    /// between attempts, until the queue is empty.
+    public var pushDelay: Duration? = .seconds(1)
+    /// Allows `http://` to a host other than this machine (`127.0.0.1`, `::1`, `localhost`): off by default, since a
+    /// token and the family's data would cross the network in clear.
+    public var allowsInsecureHTTP = false
 
     public init(serverURL: URL, replicaPath: String) {
         self.serverURL = serverURL

@@ -10,6 +10,13 @@ public enum SyncClientError: Error, Sendable, Equatable, CustomStringConvertible
     case server(status: Int, code: String, detail: String)
     /// Not signed in (or the token stopped working: logout elsewhere, password change, expiry).
     case notSignedIn
+    /// A sign-in or password check with a wrong username or password (401 `invalid_credentials`): not a lost session.
+    case invalidCredentials
+    /// The server asks this client to slow down (429: failed logins, too many open downloads or streams); retry
+    /// after `retryAfter` seconds. Sign-in never retries it by itself.
+    case throttled(code: String, retryAfter: Int?)
+    /// Writes that could not be pushed (a logout that would lose them): export or retry, or log out discarding them.
+    case unpushedWrites([PendingOperation])
     /// A call the SDK refuses before any request (a missing parent, a read-only collection, bad JSON).
     case invalid(String)
 
@@ -20,6 +27,9 @@ public enum SyncClientError: Error, Sendable, Equatable, CustomStringConvertible
             return "\(status) \(code): the server is busy" + (retryAfter.map { ", retry after \($0) s" } ?? "")
         case .server(let status, let code, let detail): return "\(status) \(code): \(detail)"
         case .notSignedIn: return "not signed in"
+        case .invalidCredentials: return "wrong username or password"
+        case .throttled(let code, let retryAfter): return "429 \(code): too many attempts" + (retryAfter.map { ", retry after \($0) s" } ?? "")
+        case .unpushedWrites(let writes): return "\(writes.count) writes could not be pushed; log out discarding them, or retry"
         case .invalid(let why): return why
         }
     }
@@ -27,7 +37,7 @@ public enum SyncClientError: Error, Sendable, Equatable, CustomStringConvertible
     /// Worth retrying later (network, 429, 503), as opposed to a permanent refusal.
     public var isTransient: Bool {
         switch self {
-        case .offline, .unavailable: return true
+        case .offline, .unavailable, .throttled: return true
         default: return false
         }
     }
@@ -36,25 +46,29 @@ public enum SyncClientError: Error, Sendable, Equatable, CustomStringConvertible
     public var status: Int? {
         switch self {
         case .unavailable(let status, _, _), .server(let status, _, _): return status
-        case .notSignedIn: return 401
+        case .throttled: return 429
+        case .notSignedIn, .invalidCredentials: return 401
         default: return nil
         }
     }
 
     /// The server's `Retry-After`, in seconds.
     var retryAfter: Int? {
-        if case .unavailable(_, _, let seconds) = self { return seconds }
-        return nil
+        switch self {
+        case .unavailable(_, _, let seconds), .throttled(_, let seconds): return seconds
+        default: return nil
+        }
     }
 
-    /// The error an answer means, nil for a success: 401 is a lost session, 429 and 5xx are transient.
+    /// The error an answer means, nil for a success: 401 is a lost session (or wrong credentials, by its code), 429
+    /// throttling, 5xx a busy server; the last two are transient.
     static func from(status: Int, body: JSONValue?, retryAfter: String?) -> SyncClientError? {
         guard status >= 300 else { return nil }
         let code = body?["code"]?.stringValue ?? "http_\(status)"
-        if status == 401 { return .notSignedIn }
-        if status == 429 || status >= 500 {
-            return .unavailable(status: status, code: code, retryAfter: retryAfter.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) })
-        }
+        let seconds = retryAfter.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        if status == 401 { return code == "invalid_credentials" ? .invalidCredentials : .notSignedIn }
+        if status == 429 { return .throttled(code: code, retryAfter: seconds) }
+        if status >= 500 { return .unavailable(status: status, code: code, retryAfter: seconds) }
         return .server(status: status, code: code, detail: body?["detail"]?.stringValue ?? "")
     }
 

@@ -2,17 +2,40 @@ import Foundation
 
 extension SyncClient {
     /// Keeps `GET /changes` open (protocol §9) and syncs on each notice (debounced, single-flight), reconnecting
-    /// with backoff and resuming with `Last-Event-ID`. Call `stopLive()` when the app goes to the background.
+    /// with backoff and resuming with `Last-Event-ID`; unsent writes are pushed as it starts. Call `stopLive()` when
+    /// the app goes to the background. Asked for while signed out, or ended by a lost session (a 401), live mode
+    /// starts again by itself at the next sign-in: `status.live` tells whether it runs now.
     public func startLive() {
-        liveTask.withLock { task in
-            guard task == nil else { return }
-            task = Task { [self] in await self.runLive() }
+        liveWanted.withLock { $0 = true }
+        resumeLive()
+    }
+
+    /// Starts the live loop when it is wanted, signed in and not running.
+    func resumeLive() {
+        guard liveWanted.withLock({ $0 }), isSignedIn else { return }
+        let started = liveTask.withLock { task -> Bool in
+            guard task == nil else { return false }
+            task = Task { [self] in
+                await self.runLive()
+                // Ended by itself (signed out, a 401): forget the task so that the next start runs again.
+                if !Task.isCancelled { self.liveEnded() }
+            }
+            return true
         }
-        statusCenter.update { $0.live = true }
+        if started { statusCenter.update { $0.live = true } }
+    }
+
+    private func liveEnded() {
+        liveTask.withLock { $0 = nil }
+        statusCenter.update {
+            $0.live = false
+            $0.liveConnected = false
+        }
     }
 
     /// Stops live mode and closes its connection.
     public func stopLive() async {
+        liveWanted.withLock { $0 = false }
         let task = liveTask.withLock { task -> Task<Void, Never>? in
             defer { task = nil }
             return task
@@ -29,6 +52,8 @@ extension SyncClient {
         var failures = 0
         var lastEventID: String?
         var serverRetry: Duration?
+        // Writes made before live mode started (offline, or by another process) go now.
+        if (try? pendingOperations().isEmpty) == false { schedulePush(after: .zero) }
         while !Task.isCancelled, isSignedIn {
             do {
                 guard let token = session.withLock({ $0?.token }) else { return }

@@ -1,12 +1,13 @@
 /// A write waiting to reach the server: one per item at most (later edits of the same item fold into it).
 public struct PendingOperation: Sendable, Equatable {
-    /// What the write does on the server.
-    public enum Kind: String, Sendable { case put, delete }
+    /// What the write does on the server: `patch` (a JSON Merge Patch of the fields a typed save changed, protocol
+    /// §2) for an item the server has, `put` for a new one or an untyped save, `delete`.
+    public enum Kind: String, Sendable { case put, patch, delete }
     public let collection: SyncCollection
     public let parent: String?
     public let id: String
     public let kind: Kind
-    /// The state to send for a `put`.
+    /// The state to send for a `put`, the merge patch for a `patch`.
     public let body: JSONObject?
     /// Bumped by every edit folded in: a server answer clears the entry only if no edit came after the push began.
     let revision: Int

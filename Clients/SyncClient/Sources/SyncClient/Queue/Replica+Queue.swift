@@ -16,13 +16,45 @@ extension Replica {
         try enqueue(db, collection, id: id, parent: parent, op: .put, body: text)
     }
 
+    /// Applies a local edit of some fields at once and queues it as a JSON Merge Patch (protocol §2): the server
+    /// applies it to what it holds then, so fields this app does not know, or that another device changed meanwhile,
+    /// are kept. Folding: patch + patch is one patch (the later value of a field wins); a patch of an item queued for
+    /// a PUT, or never pushed, is a PUT of the result.
+    static func patch(_ db: Database, _ collection: SyncCollection, id: String, parent: String, _ patch: JSONObject) throws {
+        let row = try Row.fetchOne(
+            db, sql: "SELECT server, local FROM items WHERE collection = ? AND parent = ? AND id = ?",
+            arguments: [collection.rawValue, parent, id])
+        let server = (row?[0] as String?).flatMap { try? JSONValue.parse($0).objectValue }
+        let local = (row?[1] as String?).flatMap { try? JSONValue.parse($0).objectValue }
+        var result = (local ?? server ?? [:]).withoutChildren
+        for (key, value) in patch { result[key] = value }
+        let queued = try Row.fetchOne(
+            db, sql: "SELECT op, body FROM queue WHERE collection = ? AND parent = ? AND id = ?",
+            arguments: [collection.rawValue, parent, id])
+        let queuedKind = (queued?[0] as String?).flatMap(PendingOperation.Kind.init(rawValue:))
+        guard server != nil, queuedKind == nil || queuedKind == .patch else {
+            try save(db, collection, id: id, parent: parent, result)
+            return
+        }
+        var merged = (queued?[1] as String?).flatMap { try? JSONValue.parse($0).objectValue } ?? [:]
+        for (key, value) in patch { merged[key] = value }
+        result["id"] = .string(id)
+        try db.execute(
+            sql: "UPDATE items SET local = ?, localDeleted = 0 WHERE collection = ? AND parent = ? AND id = ?",
+            arguments: [result.jsonText, collection.rawValue, parent, id])
+        try enqueue(db, collection, id: id, parent: parent, op: .patch, body: merged.jsonText)
+    }
+
     /// Applies a local delete at once and queues it. Compression: create+delete (never pushed) is nothing at all;
-    /// update+delete is one DELETE.
+    /// update+delete is one DELETE. A creation a push has already read may be on the server: its delete is queued
+    /// (the server answers 204 if the creation never landed).
     static func delete(_ db: Database, _ collection: SyncCollection, id: String, parent: String) throws {
         let onServer = try Bool.fetchOne(
             db, sql: "SELECT server IS NOT NULL FROM items WHERE collection = ? AND parent = ? AND id = ?",
             arguments: [collection.rawValue, parent, id])
-        if onServer == false {
+        let sent = try Bool.fetchOne(
+            db, sql: "SELECT sent FROM queue WHERE collection = ? AND parent = ? AND id = ?", arguments: [collection.rawValue, parent, id])
+        if onServer == false, sent != true {
             // Created here and never pushed: nothing to tell the server.
             try db.execute(
                 sql: "DELETE FROM items WHERE collection = ? AND parent = ? AND id = ?", arguments: [collection.rawValue, parent, id])
@@ -46,6 +78,12 @@ extension Replica {
                 INSERT INTO queue (collection, parent, id, op, body) VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT (collection, parent, id) DO UPDATE SET op = excluded.op, body = excluded.body, rev = queue.rev + 1
                 """, arguments: [collection.rawValue, parent, id, op.rawValue, body])
+    }
+
+    /// The queue for a push, every entry marked `sent` in the same transaction.
+    static func takeForPush(_ db: Database) throws -> [PendingOperation] {
+        try db.execute(sql: "UPDATE queue SET sent = 1 WHERE sent = 0")
+        return try pending(db)
     }
 
     static func pending(_ db: Database) throws -> [PendingOperation] {

@@ -16,7 +16,8 @@ extension SyncClient {
         var report = SyncReport()
         // A conflict settled as "keep local" goes round again with the server's new ETag; three rounds at most.
         for _ in 0..<3 {
-            let operations = try pendingOperations()
+            // Read and marked `sent` in one transaction: a delete after this point is sent, never folded away.
+            let operations = try await replica.pool.write { db in try Replica.takeForPush(db) }
             guard !operations.isEmpty else { break }
             let limits = try await limits()
             for batch in Self.batches(operations, limits: limits) {
@@ -55,7 +56,8 @@ extension SyncClient {
         var bases = try await replica.pool.read { db in try batch.map { try Replica.base(db, $0) } }
         // The ETag of an item pulled by a sync is not known (sync answers carry none): read it first; a version that
         // moved since the base is a conflict, settled before writing.
-        let unknown = batch.indices.filter { bases[$0].server != nil && bases[$0].etag == nil }
+        // A patch names only the fields it changes and needs no version: the server applies it to what it holds.
+        let unknown = batch.indices.filter { batch[$0].kind != .patch && bases[$0].server != nil && bases[$0].etag == nil }
         var settled = Set<Int>()
         if !unknown.isEmpty {
             let answers = try await group(unknown.map { SubRequest(id: "\($0)", method: "GET", url: "/api/v1" + path(batch[$0])) })
@@ -85,14 +87,16 @@ extension SyncClient {
         let requests = writes.map { index -> SubRequest in
             let op = batch[index]
             var headers: [String: String] = [:]
-            if let etag = bases[index].etag {
+            if op.kind == .patch {
+                // No precondition: fields changed elsewhere meanwhile are kept, and the same field's last write wins.
+            } else if let etag = bases[index].etag {
                 headers["If-Match"] = etag
             } else if op.kind == .put, op.collection.kind != .singleton {
                 // Created here: it must not overwrite an item someone else created with the same id.
                 headers["If-None-Match"] = "*"
             }
             return SubRequest(
-                id: "\(index)", method: op.kind == .put ? "PUT" : "DELETE", url: "/api/v1" + path(op),
+                id: "\(index)", method: op.kind.rawValue.uppercased(), url: "/api/v1" + path(op),
                 body: op.body.map { .object($0) }, headers: headers)
         }
         let answers = try await group(requests)
@@ -102,7 +106,7 @@ extension SyncClient {
             switch answer.status {
             case 200, 201, 204:
                 try await replica.pool.write { db in
-                    try Replica.landed(db, op, server: op.kind == .put ? answer.body?.objectValue : nil, etag: answer.header("ETag"))
+                    try Replica.landed(db, op, server: op.kind == .delete ? nil : answer.body?.objectValue, etag: answer.header("ETag"))
                 }
                 report.pushed += 1
             case let status where status == 412 || (status == 404 && !(op.kind == .put && bases[index].server == nil)):
@@ -135,6 +139,18 @@ extension SyncClient {
         return report
     }
 
+    /// What the app holds locally for a write: the PUT's state, the patch applied to the base, nothing for a delete.
+    static func localVersion(_ op: PendingOperation, base: JSONObject?) -> JSONObject? {
+        switch op.kind {
+        case .put: return op.body
+        case .delete: return nil
+        case .patch:
+            var result = base ?? [:]
+            for (key, value) in op.body ?? [:] { result[key] = value }
+            return result
+        }
+    }
+
     func path(_ op: PendingOperation) -> String {
         op.collection.path(id: op.id, parent: op.parent) ?? "/\(op.collection.rawValue)"
     }
@@ -143,7 +159,7 @@ extension SyncClient {
     static func alreadyThere(_ op: PendingOperation, server: JSONObject?) -> Bool {
         switch op.kind {
         case .delete: return server == nil
-        case .put:
+        case .put, .patch:
             guard let server, let local = op.body else { return false }
             return sameContent(local: local, server: server)
         }
@@ -162,8 +178,8 @@ extension SyncClient {
     /// A conflict: the collection's handler decides (server wins by default).
     private func settle(_ op: PendingOperation, base: JSONObject?, server: JSONObject?, etag: String?) async throws {
         let handler = conflictHandlers.withLock { $0[op.collection] }
-        let versions = ConflictVersions(collection: op.collection, id: op.id, base: base, local: op.kind == .put ? op.body : nil, server: server)
-        let resolution = handler?(versions) ?? .keepServer
+        let versions = ConflictVersions(collection: op.collection, id: op.id, base: base, local: Self.localVersion(op, base: base), server: server)
+        let resolution = await handler?(versions) ?? .keepServer
         try await replica.pool.write { db in
             switch resolution {
             case .keepServer:
@@ -185,11 +201,14 @@ extension SyncClient {
 
 extension Dictionary where Key == String, Value == JSONValue {
     /// The JSON text of an item without the children a sync carries inside it (as the replica stores it).
-    var jsonTextWithoutChildren: String {
+    var jsonTextWithoutChildren: String { withoutChildren.jsonText }
+
+    /// The item without the children a sync carries inside it.
+    var withoutChildren: JSONObject {
         var copy = self
         copy["messages"] = nil
         copy["comments"] = nil
         copy["nomore"] = nil
-        return copy.jsonText
+        return copy
     }
 }

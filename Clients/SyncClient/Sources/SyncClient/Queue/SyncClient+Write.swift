@@ -2,27 +2,66 @@ import Foundation
 import GRDB
 
 extension SyncClient {
-    /// Creates or replaces an item locally at once, and queues its PUT (in the same transaction). The `id` and the
-    /// parent come from the arguments; server-set fields in `json` are ignored by the server. The singletons take
-    /// their id from the session: the family's id for `family`, the account's for `settings`.
+    /// Creates or replaces an item locally at once, and queues its PUT (in the same transaction); the push leaves
+    /// by itself (`configuration.pushDelay`). The `id` and the parent come from the arguments; server-set fields in
+    /// `json` are ignored by the server. The singletons take their id from the session: the family's id for
+    /// `family`, the account's for `settings`.
     public func save(_ collection: SyncCollection, id: String, parent: String? = nil, json: JSONObject) async throws {
         try Self.checkWritable(collection, parent: parent)
-        let session = currentSession
-        let id =
-            switch collection {
-            case .family: session?.familyID ?? id
-            case .settings: session?.accountID ?? id
-            default: id
-            }
+        let id = itemID(collection, id)
         try await replica.pool.write { db in try Replica.save(db, collection, id: id, parent: parent ?? "", json) }
         try refreshCounts()
+        schedulePush()
     }
 
-    /// Saves a typed item (`save(Contact(id: UUID().uuidString, firstName: "Ann"))`).
+    /// Saves a typed item (`save(Contact(id: UUID().uuidString, firstName: "Ann"))`). For an item the server already
+    /// has, only the fields that differ from the replica's version are sent, as a JSON Merge Patch (protocol §2): a
+    /// field a newer app version added, or one another device changed since, is never erased by this save.
     public func save<M: SyncModel>(_ model: M) async throws {
-        var object = try JSONValue(encoding: model).objectValue ?? [:]
-        object[parentKey] = nil
-        try await save(try M.syncCollection(), id: model.id, parent: model.parentID, json: object)
+        var encoded = try JSONValue(encoding: model).objectValue ?? [:]
+        encoded[parentKey] = nil
+        let object = encoded
+        let collection = try M.syncCollection()
+        let parent = model.parentID
+        try Self.checkWritable(collection, parent: parent)
+        let id = itemID(collection, model.id)
+        try await replica.pool.write { db in
+            let onServer = try Bool.fetchOne(
+                db, sql: "SELECT server IS NOT NULL FROM items WHERE collection = ? AND parent = ? AND id = ?",
+                arguments: [collection.rawValue, parent ?? "", id])
+            guard onServer == true, let current = try Replica.visibleItem(db, collection, id: id, parent: parent) else {
+                try Replica.save(db, collection, id: id, parent: parent ?? "", object)
+                return
+            }
+            let changes = Self.changedFields(object, from: current)
+            if !changes.isEmpty { try Replica.patch(db, collection, id: id, parent: parent ?? "", changes) }
+        }
+        try refreshCounts()
+        schedulePush()
+    }
+
+    /// The members of `object` whose value differs from `current` (server-set fields and `id` aside). Two strings
+    /// that are the same instant (`2026-01-01T00:00:00Z` and `…00.000Z`) are the same value.
+    static func changedFields(_ object: JSONObject, from current: JSONObject) -> JSONObject {
+        let serverSet: Set<String> = ["id", "modified", "author", "created", "lastMessageAt", "messages", "comments", "nomore"]
+        var changes: JSONObject = [:]
+        for (key, value) in object where !serverSet.contains(key) {
+            let was = current[key] ?? .null
+            if value == was { continue }
+            if case .string(let a) = value, case .string(let b) = was, let x = ModelDate.date(a), let y = ModelDate.date(b), x == y { continue }
+            changes[key] = value
+        }
+        return changes
+    }
+
+    /// A singleton's id is the session's: the family's for `family`, the account's for `settings`.
+    func itemID(_ collection: SyncCollection, _ id: String) -> String {
+        let session = currentSession
+        return switch collection {
+        case .family: session?.familyID ?? id
+        case .settings: session?.accountID ?? id
+        default: id
+        }
     }
 
     /// Deletes an item locally at once, and queues its DELETE (an item never pushed simply disappears).
@@ -31,6 +70,7 @@ extension SyncClient {
         try Self.checkWritable(collection, parent: parent)
         try await replica.pool.write { db in try Replica.delete(db, collection, id: id, parent: parent ?? "") }
         try refreshCounts()
+        schedulePush()
     }
 
     static func checkWritable(_ collection: SyncCollection, parent: String?) throws {

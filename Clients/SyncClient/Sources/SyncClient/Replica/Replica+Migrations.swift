@@ -6,7 +6,9 @@ extension Replica {
     /// - `items`: one row per item: `server` (the server's JSON, the base of a conflict), `etag` (its version, when
     ///   known), `local` (an unsent edit), `localDeleted`, and `sortKey` (the server's sort field) for ordered lists.
     /// - `meta`: the date of sync, per-list and per-parent `nomore`, the server's limits.
-    /// - `queue`: unsent writes in order, one per item (later edits fold into it); `failed`: refused writes.
+    /// - `queue`: unsent writes in order, one per item (later edits fold into it); `sent` once a push has read the
+    ///   entry (it may have reached the server: a delete of the item is then sent, never folded away); `failed`:
+    ///   refused writes.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("001-replica") { db in
@@ -34,6 +36,9 @@ extension Replica {
                         collection TEXT NOT NULL, parent TEXT NOT NULL, id TEXT NOT NULL,
                         op TEXT NOT NULL, body TEXT, status INTEGER NOT NULL, code TEXT NOT NULL, detail TEXT NOT NULL);
                     """)
+        }
+        migrator.registerMigration("002-queue-sent") { db in
+            try db.execute(sql: "ALTER TABLE queue ADD COLUMN sent INTEGER NOT NULL DEFAULT 0")
         }
         return migrator
     }

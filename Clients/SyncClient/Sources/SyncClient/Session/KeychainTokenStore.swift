@@ -31,7 +31,7 @@ public struct KeychainTokenStore: TokenStore {
         try clear()
         var query = self.query
         query[kSecValueData as String] = try JSONEncoder().encode(session)
-        query[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlock
+        query[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
         let status = SecItemAdd(query as CFDictionary, nil)
         guard status == errSecSuccess else { throw SyncClientError.invalid("Keychain write failed: \(status)") }
     }

@@ -39,6 +39,9 @@ extension SyncClient {
             $0.lastError = nil
             if case .error = $0.state { $0.state = .idle }
         }
+        // Live mode asked for before (or ended by a lost session) comes back with the session; writes made offline go.
+        resumeLive()
+        schedulePush()
     }
 
     /// Signs out: pushes unsent writes first (unless `discardingPendingWrites`; throws, signed in still, when some
@@ -48,11 +51,10 @@ extension SyncClient {
         if !discardingPendingWrites, try !pendingOperations().isEmpty {
             try await push()
             let left = try pendingOperations().count
-            guard left == 0 else {
-                throw SyncClientError.invalid("\(left) writes could not be pushed; log out discarding them, or retry")
-            }
+            guard left == 0 else { throw SyncClientError.unpushedWrites(try pendingOperations()) }
         }
         await stopLive()
+        await cancelScheduledPush()
         if isSignedIn {
             // Offline: the token is forgotten here; it expires on the server.
             _ = try? await call("POST", "/logout")

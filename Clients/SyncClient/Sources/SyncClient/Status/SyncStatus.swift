@@ -16,6 +16,11 @@ public struct SyncStatus: Sendable, Equatable {
         public var count: Int
         /// Whether the replica holds the whole list (always for full lists; `nomore` for threads and the wall).
         public var complete: Bool
+
+        public init(count: Int, complete: Bool) {
+            self.count = count
+            self.complete = complete
+        }
     }
 
     public var state: State = .idle
@@ -31,4 +36,20 @@ public struct SyncStatus: Sendable, Equatable {
     public var live = false
     /// Live mode holds an open change stream right now (false while it reconnects).
     public var liveConnected = false
+
+    /// For previews and tests (`SyncStatus(state: .offline, pendingWrites: 3)`).
+    public init(
+        state: State = .idle, signedIn: Bool = false, pendingWrites: Int = 0, failedWrites: Int = 0, lists: [String: ListProgress] = [:],
+        lastSuccessfulSync: Date? = nil, lastError: String? = nil, live: Bool = false, liveConnected: Bool = false
+    ) {
+        self.state = state
+        self.signedIn = signedIn
+        self.pendingWrites = pendingWrites
+        self.failedWrites = failedWrites
+        self.lists = lists
+        self.lastSuccessfulSync = lastSuccessfulSync
+        self.lastError = lastError
+        self.live = live
+        self.liveConnected = liveConnected
+    }
 }
