@@ -18,6 +18,8 @@ public final class SyncClient: Sendable {
     let liveTask = Locked<Task<Void, Never>?>(nil)
     /// Whether the app asked for live mode (it resumes by itself at the next sign-in).
     let liveWanted = Locked(false)
+    /// Uploads waiting to leave and downloaded media, beside the replica.
+    let mediaStore: MediaStore
     /// The debounced push after a local write (`schedulePush`), at most one waiting.
     let pushTask = Locked<Task<Void, Never>?>(nil)
 
@@ -26,6 +28,7 @@ public final class SyncClient: Sendable {
         try Self.checkScheme(configuration)
         self.configuration = configuration
         replica = try Replica(path: configuration.replicaPath)
+        mediaStore = try MediaStore(replicaPath: configuration.replicaPath, limit: configuration.mediaCacheBytes)
         let stored = try configuration.tokenStore.load()
         session = Locked(stored)
         statusCenter.update { $0.signedIn = stored != nil }
@@ -59,6 +62,7 @@ public final class SyncClient: Sendable {
             try await self.replica.pool.write { db in
                 let account = try Replica.meta(db, MetaKey.account)
                 try Replica.eraseData(db)
+                try Self.eraseMedia(db, self.mediaStore)
                 try Replica.setMeta(db, MetaKey.account, account)
             }
         }

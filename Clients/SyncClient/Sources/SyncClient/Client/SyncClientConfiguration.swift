@@ -29,6 +29,9 @@ public struct SyncClientConfiguration: Sendable {
     /// Allows `http://` to a host other than this machine (`127.0.0.1`, `::1`, `localhost`): off by default, since a
     /// token and the family's data would cross the network in clear.
     public var allowsInsecureHTTP = false
+    /// Most bytes of downloaded media kept beside the replica (least recently used out first); uploads waiting to
+    /// leave are kept whatever their size.
+    public var mediaCacheBytes = 200 * 1024 * 1024
 
     public init(serverURL: URL, replicaPath: String) {
         self.serverURL = serverURL

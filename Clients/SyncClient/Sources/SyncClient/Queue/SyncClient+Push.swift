@@ -14,6 +14,8 @@ extension SyncClient {
     func pushQueue() async throws -> SyncReport {
         guard isSignedIn else { throw SyncClientError.notSignedIn }
         var report = SyncReport()
+        // Media first: an item that names one must never reach the server before it.
+        report.pushed += try await pushUploads()
         // A conflict settled as "keep local" goes round again with the server's new ETag; three rounds at most.
         for _ in 0..<3 {
             // Read and marked `sent` in one transaction: a delete after this point is sent, never folded away.

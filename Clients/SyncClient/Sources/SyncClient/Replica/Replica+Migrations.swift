@@ -40,6 +40,16 @@ extension Replica {
         migrator.registerMigration("002-queue-sent") { db in
             try db.execute(sql: "ALTER TABLE queue ADD COLUMN sent INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("003-uploads") { db in
+            // Media waiting to leave (their bytes in the media folder), first in first out; `status` and `code` once
+            // the server refused one for good.
+            try db.execute(
+                sql: """
+                    CREATE TABLE uploads (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT, sha256 TEXT NOT NULL UNIQUE, contentType TEXT NOT NULL,
+                        size INTEGER NOT NULL, status INTEGER, code TEXT)
+                    """)
+        }
         return migrator
     }
 }

@@ -28,6 +28,7 @@ extension SyncClient {
             // (and its offline writes) across a lost session.
             if try Replica.meta(db, MetaKey.account) != new.accountID {
                 try Replica.eraseData(db)
+                try Self.eraseMedia(db, self.mediaStore)
                 try Replica.setMeta(db, MetaKey.account, new.accountID)
             }
         }
@@ -62,7 +63,12 @@ extension SyncClient {
         try configuration.tokenStore.clear()
         session.withLock { $0 = nil }
         // After a sync that was running, never before it: its answers must not land in the erased replica.
-        try await flight.exclusive { try await self.replica.pool.write { db in try Replica.eraseData(db) } }
+        try await flight.exclusive {
+            try await self.replica.pool.write { db in
+                try Replica.eraseData(db)
+                try Self.eraseMedia(db, self.mediaStore)
+            }
+        }
         try refreshCounts()
         statusCenter.update {
             $0.signedIn = false

@@ -1,0 +1,177 @@
+import Foundation
+import GRDB
+
+extension SyncClient {
+    /// Queues the upload of a photo or video (protocol §10) and answers its URL at once, offline too: the URL is the
+    /// SHA-256 of the bytes (`/api/v1/media/<sha256>`), so an item can name it right away. Uploads leave before any
+    /// item write (so an item never reaches the server before the medium it names), with the pushes of writes; the
+    /// bytes stay in the media folder, counted in `status.pendingWrites`, until the server has them.
+    @discardableResult
+    public func upload(_ data: Data, contentType: String) async throws -> String {
+        let sha = SHA256.hex(Array(data))
+        try mediaStore.store(data, sha256: sha)
+        try await replica.pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO uploads (sha256, contentType, size) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING",
+                arguments: [sha, contentType, data.count])
+        }
+        try refreshCounts()
+        schedulePush()
+        return "/api/v1/media/" + sha
+    }
+
+    /// Queues the upload of a file (its bytes are copied into the media folder).
+    @discardableResult
+    public func upload(fileAt url: URL, contentType: String) async throws -> String {
+        try await upload(try Data(contentsOf: url), contentType: contentType)
+    }
+
+    /// The uploads the server refused for good (a type it does not take, too large), with its answer.
+    public func failedUploads() throws -> [FailedUpload] {
+        try replica.pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT sha256, contentType, status, code FROM uploads WHERE status IS NOT NULL ORDER BY seq").map {
+                FailedUpload(url: "/api/v1/media/" + ($0[0] as String), contentType: $0[1], status: $0[2], code: $0[3])
+            }
+        }
+    }
+
+    /// A local file of a medium of this server (`/api/v1/media/<sha256>`): from the media folder when it is there
+    /// (never revalidated: media URLs are immutable), else downloaded with the session's token, resuming a download
+    /// cut before with `Range`, checked against its SHA-256, then kept within `mediaCacheBytes`.
+    public func media(_ url: String) async throws -> URL {
+        guard let sha = Self.mediaSHA(url) else { throw SyncClientError.invalid("not a media URL of this server: \(url)") }
+        if let file = mediaStore.file(sha) { return file }
+        // Each attempt resumes from what the last one wrote (a connection cut mid-download keeps its bytes).
+        try await configuration.retryPolicy.run { try await self.download(sha) }
+        let part = mediaStore.partPath(sha)
+        let bytes = FileManager.default.contents(atPath: part) ?? Data()
+        guard SHA256.hex(Array(bytes)) == sha else {
+            _ = try? FileManager.default.removeItem(atPath: part)
+            throw SyncClientError.server(status: 200, code: "media_corrupt", detail: "the downloaded bytes are not \(sha)")
+        }
+        try mediaStore.store(bytes, sha256: sha)
+        _ = try? FileManager.default.removeItem(atPath: part)
+        mediaStore.evict(keeping: try pinnedUploads().union([sha]))
+        return URL(fileURLWithPath: mediaStore.path(sha))
+    }
+
+    /// Downloads into `<sha256>.part` as the bytes arrive, asking with `Range` for what it does not hold yet.
+    private func download(_ sha: String) async throws {
+        guard let token = session.withLock({ $0?.token }) else { throw SyncClientError.notSignedIn }
+        let part = mediaStore.partPath(sha)
+        if !FileManager.default.fileExists(atPath: part) {
+            _ = FileManager.default.createFile(atPath: part, contents: nil, attributes: [.posixPermissions: 0o600])
+        }
+        let have = (try? FileManager.default.attributesOfItem(atPath: part)[.size] as? NSNumber)?.intValue ?? 0
+        var headers = ["Authorization": "Bearer \(token)"]
+        if have > 0 { headers["Range"] = "bytes=\(have)-" }
+        let status: Int
+        let bytes: AsyncThrowingStream<Data, any Error>
+        do {
+            (status, bytes) = try await configuration.transport.stream(HTTPCall(method: "GET", url: url("/media/" + sha), headers: headers))
+        } catch let error as SyncClientError {
+            throw error
+        } catch {
+            throw SyncClientError.offline("\(error.localizedDescription)")
+        }
+        if status == 401 {
+            sessionEnded()
+            throw SyncClientError.notSignedIn
+        }
+        if status == 416 { return }  // the part already holds every byte (checked by the caller)
+        guard status == 200 || status == 206 else {
+            throw SyncClientError.from(status: status, body: nil, retryAfter: nil)
+                ?? .server(status: status, code: "unexpected_answer", detail: "unexpected answer \(status)")
+        }
+        guard let handle = FileHandle(forWritingAtPath: part) else { throw SyncClientError.invalid("cannot write \(part)") }
+        defer { try? handle.close() }
+        if status == 200 { try handle.truncate(atOffset: 0) } else { try handle.seekToEnd() }
+        do {
+            for try await chunk in bytes { try handle.write(contentsOf: chunk) }
+        } catch {
+            throw SyncClientError.offline("the download was cut: \(error.localizedDescription)")
+        }
+    }
+
+    /// One authenticated call with raw bytes (media are not JSON).
+    private func mediaCall(_ method: String, _ path: String, body: Data? = nil, headers: [String: String] = [:]) async throws -> HTTPAnswer {
+        guard let token = session.withLock({ $0?.token }) else { throw SyncClientError.notSignedIn }
+        var headers = headers
+        headers["Authorization"] = "Bearer \(token)"
+        let answer: HTTPAnswer
+        do {
+            answer = try await configuration.transport.send(HTTPCall(method: method, url: url(path), headers: headers, body: body))
+        } catch let error as SyncClientError {
+            throw error
+        } catch {
+            throw SyncClientError.offline("\(error.localizedDescription)")
+        }
+        if answer.status == 401 {
+            sessionEnded()
+            throw SyncClientError.notSignedIn
+        }
+        return answer
+    }
+
+    /// Forgets every upload and media file (sign-out, another account, reset): another account must not see them.
+    static func eraseMedia(_ db: Database, _ store: MediaStore) throws {
+        try db.execute(sql: "DELETE FROM uploads")
+        if let names = try? FileManager.default.contentsOfDirectory(atPath: store.folder) {
+            for name in names { _ = try? FileManager.default.removeItem(atPath: store.folder + "/" + name) }
+        }
+    }
+
+    static func mediaSHA(_ url: String) -> String? {
+        let prefix = "/api/v1/media/"
+        let path = url.hasPrefix("/") ? url : (URL(string: url)?.path ?? "")
+        guard path.hasPrefix(prefix) else { return nil }
+        let sha = String(path.dropFirst(prefix.count))
+        guard sha.count == 64, sha.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) else { return nil }
+        return sha
+    }
+
+    func pinnedUploads() throws -> Set<String> {
+        Set(try replica.pool.read { db in try String.fetchAll(db, sql: "SELECT sha256 FROM uploads") })
+    }
+
+    /// Sends every upload waiting (first in, first out) before the item writes of a push. A transient failure stops
+    /// the push (the writes wait: they may name these media); a permanent one is kept in `failedUploads()`.
+    func pushUploads() async throws -> Int {
+        let waiting = try await replica.pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT sha256, contentType FROM uploads WHERE status IS NULL ORDER BY seq").map {
+                (sha: $0[0] as String, contentType: $0[1] as String)
+            }
+        }
+        var sent = 0
+        for upload in waiting {
+            guard let data = FileManager.default.contents(atPath: mediaStore.path(upload.sha)) else {
+                try await replica.pool.write { db in
+                    try db.execute(
+                        sql: "UPDATE uploads SET status = 0, code = 'missing_file' WHERE sha256 = ?", arguments: [upload.sha])
+                }
+                continue
+            }
+            let answer = try await mediaCall("POST", "/media", body: data, headers: ["Content-Type": upload.contentType])
+            if answer.status == 201 || answer.status == 200 {
+                try await replica.pool.write { db in try db.execute(sql: "DELETE FROM uploads WHERE sha256 = ?", arguments: [upload.sha]) }
+                sent += 1
+                continue
+            }
+            let error = SyncClientError.from(answer)
+            if error.isTransient || answer.status == 401 { throw error }
+            let code = answer.json?["code"]?.stringValue ?? "http_\(answer.status)"
+            try await replica.pool.write { db in
+                try db.execute(sql: "UPDATE uploads SET status = ?, code = ? WHERE sha256 = ?", arguments: [answer.status, code, upload.sha])
+            }
+        }
+        return sent
+    }
+}
+
+/// An upload the server refused for good.
+public struct FailedUpload: Sendable, Equatable {
+    public let url: String
+    public let contentType: String
+    public let status: Int
+    public let code: String
+}
