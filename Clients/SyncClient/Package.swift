@@ -17,7 +17,10 @@ let package = Package(
         .library(name: "SyncClientCommands", targets: ["SyncClientCommands"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0")
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        // `swift package generate-documentation --target SyncClient` (CI: no warnings). Plugins are never resolved
+        // for an app that installs the SDK from the root package.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .target(
