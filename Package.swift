@@ -20,6 +20,8 @@ let package = Package(
         // `.product(name: "SyncClient", package: "syncapi", condition: server)`. It builds from GRDB and Foundation alone: SwiftPM resolves
         // only the packages of the products an app uses (the server's are never fetched for it).
         .library(name: "SyncClient", targets: ["SyncClient"]),
+        // For an app's unit tests: `.product(name: "SyncClientTesting", package: "syncapi")` in its test target.
+        .library(name: "SyncClientTesting", targets: ["SyncClientTesting"]),
     ],
     traits: [
         .trait(name: "Server", description: "The server, its command line and its tests (on by default)."),
@@ -49,6 +51,12 @@ let package = Package(
             name: "SyncClient",
             dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
             path: "Clients/SyncClient/Sources/SyncClient",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "SyncClientTesting",
+            dependencies: ["SyncClient"],
+            path: "Clients/SyncClient/Sources/SyncClientTesting",
             swiftSettings: swiftSettings
         ),
         .target(
@@ -114,7 +122,8 @@ let package = Package(
             dependencies: [
                 "SyncAPI", "TestSupport", .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: server), .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "NIOCore", package: "swift-nio", condition: server), .product(name: "NIOPosix", package: "swift-nio", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOPosix", package: "swift-nio", condition: server),
             ],
             swiftSettings: swiftSettings
         ),

@@ -15,6 +15,8 @@ let package = Package(
     products: [
         .library(name: "SyncClient", targets: ["SyncClient"]),
         .library(name: "SyncClientCommands", targets: ["SyncClientCommands"]),
+        // For an app's unit tests: an in-memory server to plug in as the client's transport, scripted.
+        .library(name: "SyncClientTesting", targets: ["SyncClientTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
@@ -29,13 +31,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "SyncClientTesting",
+            dependencies: ["SyncClient"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "SyncClientCommands",
             dependencies: ["SyncClient"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "SyncClientTests",
-            dependencies: ["SyncClient", "SyncClientCommands", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["SyncClient", "SyncClientCommands", "SyncClientTesting", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
     ],

@@ -175,3 +175,8 @@ public struct FailedUpload: Sendable, Equatable {
     public let status: Int
     public let code: String
 }
+
+extension SyncClient {
+    /// The URL the server gives these bytes (`/api/v1/media/<sha256>`): the same offline and online.
+    public static func mediaURL(of data: Data) -> String { "/api/v1/media/" + SHA256.hex(Array(data)) }
+}

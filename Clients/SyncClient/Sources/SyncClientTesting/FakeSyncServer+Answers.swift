@@ -1,0 +1,103 @@
+import Foundation
+import SyncClient
+
+extension FakeSyncServer {
+    static func apiPath(_ url: URL) -> String {
+        let path = url.path.hasPrefix("/api/v1") ? String(url.path.dropFirst("/api/v1".count)) : url.path
+        return (path.isEmpty ? "/" : path) + (url.query.map { "?" + $0 } ?? "")
+    }
+
+    static func json(_ status: Int, _ body: JSONValue, headers: [String: String] = [:]) -> HTTPAnswer {
+        HTTPAnswer(status: status, headers: headers.merging(["Content-Type": "application/json"]) { a, _ in a }, body: Data(body.text.utf8))
+    }
+
+    static func problem(_ status: Int, code: String, retryAfter: Bool = false) -> HTTPAnswer {
+        let body: JSONValue = [
+            "type": .string("https://syncapi.dev/problems/\(code)"), "title": .string(code), "status": .number(JSONNumber(status)),
+            "detail": .string(code), "code": .string(code),
+        ]
+        return json(status, body, headers: retryAfter ? ["Retry-After": "1"] : [:])
+    }
+
+    static func now() -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date())
+    }
+
+    /// Stores an item with its server-set fields; answers it.
+    static func store(_ state: inout State, _ collection: String, _ parent: String, _ id: String, _ body: JSONObject, author: String) -> Item {
+        state.version += 1
+        let key = collection + "/" + parent
+        let previous = state.items[key]?[id]
+        var json = body
+        for serverSet in ["modified", "author", "created", "lastMessageAt", "messages", "comments", "nomore", "_parent"] { json[serverSet] = nil }
+        json["id"] = .string(id)
+        let now = Self.now()
+        if ["wall", "messages", "comments"].contains(collection) {
+            json["author"] = previous?.json["author"] ?? .string(author)
+            json["created"] = previous?.json["created"] ?? .string(now)
+        }
+        if collection == "threads" { json["lastMessageAt"] = previous?.json["lastMessageAt"] ?? .string(now) }
+        json["modified"] = .string(now)
+        let item = Item(json: json, version: state.version)
+        state.items[key, default: [:]][id] = item
+        return item
+    }
+
+    static func answer(_ state: inout State, _ call: HTTPCall, familyID: String, accountID: String) -> HTTPAnswer {
+        let path = apiPath(call.url)
+        let body = call.body.flatMap { try? JSONValue.parse($0) }
+        switch (call.method, path.split(separator: "?").first.map(String.init) ?? path) {
+        case ("GET", "/"):
+            return json(
+                200,
+                [
+                    "version": "fake", "tombstoneRetentionSeconds": 2_592_000, "signup": true, "mediaMaxBytes": 20_971_520,
+                    "mediaTypes": ["image/jpeg", "image/png"],
+                    "limits": ["groupMaxRequests": 20, "nbMax": 500, "maxChildren": 100, "bodyMaxBytes": 1_048_576],
+                ])
+        case ("POST", "/signup"), ("POST", "/login"):
+            let username = body?["username"]?.stringValue ?? ""
+            let password = body?["password"]?.stringValue ?? ""
+            if call.url.path.hasSuffix("/signup") {
+                state.accounts[username] = password
+            } else if state.accounts[username] != password {
+                return problem(401, code: "invalid_credentials")
+            }
+            return json(
+                call.url.path.hasSuffix("/signup") ? 201 : 200,
+                ["token": "fake-token", "accountId": .string(accountID), "familyId": .string(familyID), "expiresAt": "2099-01-01T00:00:00.000Z"])
+        case ("POST", "/logout"):
+            return HTTPAnswer(status: 204, headers: [:], body: Data())
+        case ("POST", "/group"):
+            var responses: [JSONValue] = []
+            for request in body?["requests"]?.arrayValue ?? [] {
+                let sub = HTTPCall(
+                    method: request["method"]?.stringValue ?? "GET",
+                    url: URL(string: "http://fake" + (request["url"]?.stringValue ?? "/"))!,
+                    headers: (request["headers"]?.objectValue ?? [:]).compactMapValues(\.stringValue),
+                    body: request["body"].map { Data($0.text.utf8) })
+                state.calls.append("\(sub.method) \(apiPath(sub.url))")
+                let answer = Self.answer(&state, sub, familyID: familyID, accountID: accountID)
+                var response: JSONObject = ["id": request["id"] ?? .null, "status": .number(JSONNumber(answer.status))]
+                if let etag = answer.header("ETag") { response["headers"] = ["ETag": .string(etag)] }
+                response["body"] = answer.body.isEmpty ? .null : ((try? JSONValue.parse(answer.body)) ?? .null)
+                responses.append(.object(response))
+            }
+            return json(200, ["responses": .array(responses)])
+        case ("POST", "/media"):
+            let data = call.body ?? Data()
+            let sha = String(SyncClient.mediaURL(of: data).dropFirst("/api/v1/media/".count))
+            state.media[sha] = data
+            return json(
+                201,
+                [
+                    "url": .string("/api/v1/media/" + sha), "sha256": .string(sha), "contentType": .string(call.headers["Content-Type"] ?? ""),
+                    "size": .number(JSONNumber(data.count)),
+                ])
+        case (_, let bare):
+            return itemOrSync(&state, call.method, bare, query: path, body: body, headers: call.headers, familyID: familyID, accountID: accountID)
+        }
+    }
+}

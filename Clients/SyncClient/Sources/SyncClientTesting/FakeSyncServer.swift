@@ -1,0 +1,103 @@
+import Foundation
+import SyncClient
+import Synchronization
+
+/// An in-memory SyncAPI server for an app's unit tests: plug it in as the client's transport
+/// (`configuration.transport = server`) and script it. It takes sign-up and login, `POST /group`, the item calls
+/// (PUT, PATCH, GET, DELETE, with ETags and `If-Match`), the sync endpoints of the default model and media. Every
+/// sync is answered whole (`sync: false`), which the protocol allows and keeps the fake exact. Scripting:
+/// `failNext(_:status:)` (a 503 or any status), `isOffline` (no answer at all), `edit(_:id:json:)` and
+/// `remove(_:id:)` (another device's write: the next push of the same item gets a 412), `items(_:)` and `calls`.
+public final class FakeSyncServer: HTTPTransport, Sendable {
+    /// Thrown instead of an answer while `isOffline` (the SDK reads it as a network failure).
+    public struct Offline: Error {}
+
+    struct Item {
+        var json: JSONObject
+        var version: Int
+    }
+
+    struct State {
+        var version = 1
+        var items: [String: [String: Item]] = [:]  // "collection/parent" → id → item
+        var media: [String: Data] = [:]
+        var failures: [Int] = []
+        var offline = false
+        var calls: [String] = []
+        var accounts: [String: String] = [:]  // username → password
+    }
+
+    let state = Mutex(State())
+    public let familyID = "fake-family"
+    public let accountID = "fake-account"
+
+    public init() {}
+
+    // MARK: Scripting
+
+    /// The next `count` calls answer `status` (503 by default: transient, retried by the SDK).
+    public func failNext(_ count: Int = 1, status: Int = 503) {
+        state.withLock { $0.failures += Array(repeating: status, count: count) }
+    }
+
+    /// While true, no call gets an answer (offline).
+    public var isOffline: Bool {
+        get { state.withLock { $0.offline } }
+        set { state.withLock { $0.offline = newValue } }
+    }
+
+    /// Another device writes an item (its version moves: a push of the same item based on the old one gets a 412).
+    public func edit(_ collection: SyncCollection, id: String, parent: String? = nil, json: JSONObject) {
+        state.withLock { state in
+            _ = Self.store(&state, collection.rawValue, parent ?? "", id, json, author: "other-device")
+        }
+    }
+
+    /// Another device deletes an item.
+    public func remove(_ collection: SyncCollection, id: String, parent: String? = nil) {
+        state.withLock { state in
+            state.version += 1
+            state.items[collection.rawValue + "/" + (parent ?? ""), default: [:]][id] = nil
+        }
+    }
+
+    /// The live items of a collection, by id (of one parent for children).
+    public func items(_ collection: SyncCollection, parent: String? = nil) -> [String: JSONObject] {
+        state.withLock { $0.items[collection.rawValue + "/" + (parent ?? ""), default: [:]].mapValues(\.json) }
+    }
+
+    /// The calls received, as `METHOD path` (sub-requests of a group included, after the group).
+    public var calls: [String] { state.withLock { $0.calls } }
+
+    /// The media uploaded, by SHA-256.
+    public var media: [String: Data] { state.withLock { $0.media } }
+
+    // MARK: HTTPTransport
+
+    public func send(_ call: HTTPCall) async throws -> HTTPAnswer {
+        try state.withLock { state in
+            if state.offline { throw Offline() }
+            state.calls.append("\(call.method) \(Self.apiPath(call.url))")
+            if !state.failures.isEmpty {
+                let status = state.failures.removeFirst()
+                return Self.problem(status, code: status == 503 ? "unavailable" : "scripted", retryAfter: status == 503 || status == 429)
+            }
+            return Self.answer(&state, call, familyID: familyID, accountID: accountID)
+        }
+    }
+
+    public func stream(_ call: HTTPCall) async throws -> (status: Int, bytes: AsyncThrowingStream<Data, any Error>) {
+        if Self.apiPath(call.url).hasPrefix("/changes") {
+            // No live notices: the stream stays open, silent, until cancelled.
+            return (200, AsyncThrowingStream { _ in })
+        }
+        let answer = try await send(call)
+        return (
+            answer.status,
+            AsyncThrowingStream { continuation in
+                continuation.yield(answer.body)
+                continuation.finish()
+            }
+        )
+    }
+}

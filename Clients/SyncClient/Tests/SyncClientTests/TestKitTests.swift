@@ -1,0 +1,73 @@
+import Foundation
+import SyncClient
+import SyncClientTesting
+import Synchronization
+import Testing
+
+/// The test kit (`SyncClientTesting`): how an app's unit tests script a server. These are also its examples.
+@Suite("Test kit: a scripted in-memory server")
+struct TestKitTests {
+    /// A client on a fresh replica, talking to `server`, writes waiting for `sync()`, retries instant.
+    static func client(_ server: FakeSyncServer) throws -> SyncClient {
+        var configuration = SyncClientConfiguration(
+            serverURL: URL(string: "https://fake.example")!, replicaPath: NSTemporaryDirectory() + "testkit-\(UUID().uuidString).sqlite")
+        configuration.transport = server
+        configuration.pushDelay = nil
+        configuration.retryPolicy = RetryPolicy(attempts: 3, baseDelay: .milliseconds(1), sleep: { _ in })
+        return try SyncClient(configuration: configuration)
+    }
+
+    @Test("example: a save reaches the server; another device's write reaches the replica")
+    func roundTrip() async throws {
+        let server = FakeSyncServer()
+        let client = try Self.client(server)
+        try await client.signUp(family: "Smith", username: "alice", password: "password1")
+        try await client.save(Contact(id: "c1", firstName: "Ann"))
+        try await client.sync()
+        #expect(server.items(.contacts)["c1"]?["firstName"] == "Ann")
+        server.edit(.contacts, id: "c2", json: ["firstName": "Bob"])
+        try await client.sync()
+        #expect(try client.all(Contact.self).map(\.id) == ["c1", "c2"])
+    }
+
+    @Test("example: a busy server (503) is retried; a server that stays away leaves the write queued")
+    func failures() async throws {
+        let server = FakeSyncServer()
+        let client = try Self.client(server)
+        try await client.signUp(family: "Smith", username: "alice", password: "password1")
+        try await client.save(.contacts, id: "c1", json: ["firstName": "Ann"])
+        server.failNext(2)
+        try await client.sync()
+        #expect(server.items(.contacts)["c1"] != nil)
+        server.isOffline = true
+        try await client.save(.contacts, id: "c2", json: ["firstName": "Bob"])
+        await #expect(throws: SyncClientError.self) { try await client.sync() }
+        #expect(client.status.state == .offline && client.status.pendingWrites == 1)
+        server.isOffline = false
+        try await client.sync()
+        #expect(server.items(.contacts)["c2"] != nil && client.status.pendingWrites == 0)
+    }
+
+    @Test("example: a conflict goes to the app's typed handler, which may merge")
+    func conflict() async throws {
+        let server = FakeSyncServer()
+        let client = try Self.client(server)
+        try await client.signUp(family: "Smith", username: "alice", password: "password1")
+        server.edit(.contacts, id: "c1", json: ["firstName": "Ann", "notes": "v1"])
+        try await client.sync()
+        let seen = Mutex<ModelConflict<Contact>?>(nil)
+        try client.setConflictHandler(Contact.self) { conflict in
+            seen.withLock { $0 = conflict }
+            guard var merged = conflict.server else { return .keepServer }
+            merged.lastName = conflict.local?.lastName
+            return .merged(merged)
+        }
+        // An untyped save is a PUT with If-Match; another device wrote meanwhile: 412, the handler merges.
+        try await client.save(.contacts, id: "c1", json: ["firstName": "Ann", "lastName": "Martin", "notes": "v1"])
+        server.edit(.contacts, id: "c1", json: ["firstName": "Ann", "notes": "v2"])
+        let report = try await client.sync()
+        #expect(report.conflicts == 1)
+        #expect(seen.withLock { $0?.server?.notes } == "v2" && seen.withLock { $0?.local?.lastName } == "Martin")
+        #expect(server.items(.contacts)["c1"]?["lastName"] == "Martin" && server.items(.contacts)["c1"]?["notes"] == "v2")
+    }
+}
