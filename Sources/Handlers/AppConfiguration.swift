@@ -5,6 +5,10 @@ public struct AppConfiguration: Sendable {
     public var hostname = "127.0.0.1"
     public var port = 8080
     public var database = DatabaseURL.sqlite(path: "data/syncapi.sqlite")
+    /// `database` is a connection pooler in transaction mode (PgBouncer): no named prepared statements, and `LISTEN`
+    /// on `listenDatabase`, a direct URL of the same database (required then).
+    public var databasePooler = false
+    public var listenDatabase: DatabaseURL?
     /// Largest accepted request body, in bytes (protocol §2: default 1 MiB).
     public var bodyMaxBytes = 1 << 20
     /// Largest medium `POST /media` takes, in bytes (protocol §10: default 20 MiB).

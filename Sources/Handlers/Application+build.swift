@@ -15,7 +15,14 @@ public typealias AppContext = AppRequestContext
 /// Builds the whole server for a configuration: opens the store, migrates it before listening, wires the routes,
 /// and chooses plain HTTP/1.1 or TLS (HTTP/2 by ALPN, HTTP/1.1 otherwise) with the connection limits of protocol §8.
 public func buildApplication(_ configuration: AppConfiguration, logger: Logger) async throws -> some ApplicationProtocol {
-    let opened = try OpenedStore.open(configuration.database, deadline: configuration.databaseDeadline, logger: logger)
+    if configuration.databasePooler, configuration.listenDatabase == nil {
+        throw DatabaseURLError(
+            "--database-pooler needs --listen-database: LISTEN cannot go through a pooler in transaction mode; give a direct URL of the same database"
+        )
+    }
+    let opened = try OpenedStore.open(
+        configuration.database, deadline: configuration.databaseDeadline, pooler: configuration.databasePooler,
+        listen: configuration.listenDatabase, logger: logger)
     let router = buildRouter(store: opened.store, media: opened.media, hub: opened.hub, configuration: configuration, logger: logger)
     var app = Application(
         responder: TimeLimitedResponder(
@@ -26,6 +33,7 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
             availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)),
         logger: logger)
     if let client = opened.postgresClient { app.addServices(client) }
+    if let client = opened.listenClient { app.addServices(client) }
     if let listener = opened.listener { app.addServices(listener) }
     app.addServices(
         TombstonePurger(

@@ -35,6 +35,27 @@ struct DatabaseOptions: ParsableArguments {
     var database: String?
     @Option(help: "File holding the PostgreSQL password (env SYNCAPI_DATABASE_PASSWORD_FILE), instead of one in the URL.")
     var databasePasswordFile: String?
+    @Flag(help: "--database is a pooler in transaction mode (PgBouncer): no named prepared statements (env SYNCAPI_DATABASE_POOLER=1).")
+    var databasePooler = false
+    @Option(help: "A direct URL of the same PostgreSQL for the LISTEN connection, required with --database-pooler (env SYNCAPI_LISTEN_DATABASE).")
+    var listenDatabase: String?
+
+    /// Whether `--database` is a pooler in transaction mode.
+    var pooler: Bool { databasePooler || ProcessInfo.processInfo.environment["SYNCAPI_DATABASE_POOLER"] == "1" }
+
+    /// The direct URL for `LISTEN`, with the same password file as `--database` when it names no password.
+    func listenURL() throws -> DatabaseURL? {
+        guard let text = listenDatabase ?? ProcessInfo.processInfo.environment["SYNCAPI_LISTEN_DATABASE"] else { return nil }
+        do {
+            var url = try DatabaseURL(parsing: text)
+            if case .postgres(_, _, _, nil, _, _) = url, case .postgres(_, _, _, let password?, _, _) = try self.url() {
+                url = url.withPassword(password)
+            }
+            return url
+        } catch let error as DatabaseURLError {
+            throw ValidationError("--listen-database: \(error.description)")
+        }
+    }
 
     /// The database URL: flag, then `SYNCAPI_DATABASE`, then the embedded default; the password from a file when
     /// one is named. Errors never echo the URL's password.
@@ -115,6 +136,8 @@ struct Serve: AsyncParsableCommand {
         configuration.hostname = hostname
         configuration.port = port
         configuration.database = try database.url()
+        configuration.databasePooler = database.pooler
+        configuration.listenDatabase = try database.listenURL()
         configuration.accounts.signupEnabled = !disableSignup && ProcessInfo.processInfo.environment["SYNCAPI_SIGNUP"] != "false"
         configuration.bcryptCost = bcryptCost
         configuration.bodyMaxBytes = bodyMaxBytes
@@ -222,7 +245,7 @@ extension DatabaseOptions {
         var logger = Logger(label: "syncapi")
         logger.logLevel = .warning
         do {
-            let opened = try OpenedStore.open(url, logger: logger)
+            let opened = try OpenedStore.open(url, pooler: pooler, logger: logger)
             let quiet = logger
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await opened.runClient() }

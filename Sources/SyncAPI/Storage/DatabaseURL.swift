@@ -55,7 +55,7 @@ public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
 /// A database URL that cannot be used, with a message for the operator.
 public struct DatabaseURLError: Error, CustomStringConvertible, Sendable {
     public let description: String
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 }
 
 /// A store ready to use, plus the client that must run in the service group (PostgreSQL only).
@@ -70,32 +70,60 @@ public struct OpenedStore: Sendable {
     /// What feeds the hub on PostgreSQL (one `LISTEN` connection), to run as a service; nil for SQLite, whose write
     /// path feeds it.
     public let listener: PostgresChangeListener?
+    /// The client of the `LISTEN` connection when it is not the store's (`--listen-database`: a pooler in between).
+    public var listenClient: PostgresClient? = nil
 
-    /// Runs the PostgreSQL client until cancelled (returns at once for SQLite).
+    /// Runs the PostgreSQL clients until cancelled (returns at once for SQLite).
     public func runClient() async {
-        await postgresClient?.run()
+        await withTaskGroup(of: Void.self) { group in
+            if let postgresClient { group.addTask { await postgresClient.run() } }
+            if let listenClient { group.addTask { await listenClient.run() } }
+        }
     }
 
     /// Opens the database a URL names (SQLite file created if needed; PostgreSQL client not yet running).
-    public static func open(_ url: DatabaseURL, deadline: Duration = .seconds(10), logger: Logger) throws -> OpenedStore {
+    ///
+    /// - `pooler`: the URL is a connection pooler in transaction mode (PgBouncer): no named prepared statement (a
+    ///   pooled server connection may be another one at the next transaction), and `LISTEN`, which needs one session,
+    ///   goes to `listen`, a direct URL of the same database, which is then required.
+    public static func open(
+        _ url: DatabaseURL, deadline: Duration = .seconds(10), pooler: Bool = false, listen: DatabaseURL? = nil, logger: Logger
+    ) throws -> OpenedStore {
         switch url {
         case .sqlite(let path):
+            guard !pooler, listen == nil else { throw DatabaseURLError("--database-pooler and --listen-database are for PostgreSQL") }
             do {
                 let hub = ChangeHub()
                 return OpenedStore(store: try SQLiteStore(path: path, hub: hub), postgresClient: nil, hub: hub, listener: nil)
             } catch {
                 throw DatabaseURLError("cannot open the SQLite database \(path): \(error.localizedDescription)")
             }
-        case .postgres(let host, let port, let username, let password, let database, let requireTLS):
-            var configuration = PostgresClient.Configuration(
-                host: host, port: port, username: username, password: password, database: database,
-                tls: requireTLS ? .require(.makeClientConfiguration()) : .disable)
-            configuration.options.connectTimeout = .seconds(5)
-            let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        case .postgres:
+            let client = try postgresClient(url, logger: logger)
             let hub = ChangeHub(revocationsLive: false)
-            return OpenedStore(
-                store: PostgresStore(client: client, logger: logger, deadline: deadline), postgresClient: client, hub: hub,
-                listener: PostgresChangeListener(client: client, hub: hub, logger: logger))
+            var listenClient: PostgresClient?
+            if let listen {
+                guard case .postgres = listen else { throw DatabaseURLError("--listen-database must be a postgres:// URL") }
+                listenClient = try postgresClient(listen, logger: logger)
+            }
+            var store = PostgresStore(client: client, logger: logger, deadline: deadline)
+            store.usesPreparedStatements = !pooler
+            // Behind a pooler with no direct URL there is no LISTEN (`serve` refuses that; `migrate` needs none).
+            let listener = pooler && listen == nil ? nil : PostgresChangeListener(client: listenClient ?? client, hub: hub, logger: logger)
+            var opened = OpenedStore(store: store, postgresClient: client, hub: hub, listener: listener)
+            opened.listenClient = listenClient
+            return opened
         }
+    }
+
+    static func postgresClient(_ url: DatabaseURL, logger: Logger) throws -> PostgresClient {
+        guard case .postgres(let host, let port, let username, let password, let database, let requireTLS) = url else {
+            throw DatabaseURLError("not a postgres:// URL")
+        }
+        var configuration = PostgresClient.Configuration(
+            host: host, port: port, username: username, password: password, database: database,
+            tls: requireTLS ? .require(.makeClientConfiguration()) : .disable)
+        configuration.options.connectTimeout = .seconds(5)
+        return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 }

@@ -5,6 +5,8 @@ import PostgresNIO
 struct PostgresItemStatements: ItemStatements {
     let conn: PostgresConnection
     let logger: Logger
+    /// Named prepared statements (off behind a transaction pooler: `PostgresStore.usesPreparedStatements`).
+    var prepared = true
 
     /// The columns every item query reads, in `StoredItem` order.
     static let columns = "id, version, deleted, body, sort_ms, sort_version, tag"
@@ -17,8 +19,8 @@ struct PostgresItemStatements: ItemStatements {
     func family(_ familyID: String, lock: Bool) async throws -> FamilyCounter? {
         if lock {
             // Prepared: every write starts here.
-            for try await (version, horizon, items, bytes) in try await conn.execute(
-                PreparedStatements.LockFamily(familyID: familyID), logger: logger)
+            for try await (version, horizon, items, bytes) in try await conn.run(
+                PreparedStatements.LockFamily(familyID: familyID), prepared: prepared, logger: logger)
             {
                 return FamilyCounter(version: version, horizon: horizon, usage: FamilyUsage(items: items, bytes: bytes))
             }
@@ -30,7 +32,7 @@ struct PostgresItemStatements: ItemStatements {
     }
 
     func item(familyID: String, key: ItemKey) async throws -> StoredItem? {
-        for try await c in try await conn.execute(PreparedStatements.Item(familyID: familyID, key: key), logger: logger) {
+        for try await c in try await conn.run(PreparedStatements.Item(familyID: familyID, key: key), prepared: prepared, logger: logger) {
             return Self.storedItem(c)
         }
         return nil
@@ -83,9 +85,9 @@ struct PostgresItemStatements: ItemStatements {
 
     /// One prepared statement: the counter and the rows come from the same snapshot.
     func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta? {
-        let rows = try await conn.execute(
+        let rows = try await conn.run(
             PreparedStatements.Delta(familyID: familyID, collections: collections, after: since ?? 0, includeDeleted: since != nil),
-            logger: logger)
+            prepared: prepared, logger: logger)
         var counter: FamilyCounter?
         var items: [String: [StoredItem]] = [:]
         for try await (fv, fh, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in rows {

@@ -12,7 +12,8 @@ extension PostgresStore {
                     "INSERT INTO families (id, name, version, created_ms) VALUES (\(id), \(name), 0, \(nowMs))", logger: logger)
                 let version = try await insertAccount(account, familyID: id, nowMs: nowMs, on: conn)
                 if let familyItem {
-                    _ = try await PostgresItemStatements(conn: conn, logger: logger).store(familyItem, familyID: id, version: version, nowMs: nowMs)
+                    _ = try await PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements).store(
+                        familyItem, familyID: id, version: version, nowMs: nowMs)
                 }
             }
         }
@@ -21,7 +22,9 @@ extension PostgresStore {
     public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64, maxAccounts: Int) async throws {
         try await guarded {
             try await transaction { conn in
-                guard try await PostgresItemStatements(conn: conn, logger: logger).family(familyID, lock: true) != nil else {
+                guard
+                    try await PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements).family(familyID, lock: true) != nil
+                else {
                     throw SyncError.unauthorized
                 }
                 for try await count in try await conn.query(
@@ -49,7 +52,7 @@ extension PostgresStore {
     public func deleteAccount(accountID: String, familyID: String, itemCollections: [String], nowMs: Int64) async throws -> Bool {
         try await guarded {
             try await transaction { conn in
-                let statements = PostgresItemStatements(conn: conn, logger: logger)
+                let statements = PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements)
                 guard try await statements.family(familyID, lock: true) != nil else { throw SyncError.unauthorized }
                 // Its tokens first: they reference the account.
                 try await conn.query(
@@ -88,7 +91,7 @@ extension PostgresStore {
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
             throw SyncError.usernameTaken
         }
-        let statements = PostgresItemStatements(conn: conn, logger: logger)
+        let statements = PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements)
         var version: Int64?
         for row in account.rows {
             version = try await statements.store(row, familyID: familyID, version: version, nowMs: nowMs).version
@@ -121,7 +124,8 @@ extension PostgresStore {
         try await guarded {
             // Never the pinned snapshot of a group: a token deleted since it began must not be found (code review D1).
             try await client.withConnection { conn in
-                let rows = try await conn.execute(PreparedStatements.Session(tokenHash: tokenHash, nowMs: nowMs), logger: logger)
+                let rows = try await conn.run(
+                    PreparedStatements.Session(tokenHash: tokenHash, nowMs: nowMs), prepared: usesPreparedStatements, logger: logger)
                 for try await (account, family, expires) in rows {
                     return (Session(accountID: account, familyID: family), expires)
                 }

@@ -5,17 +5,23 @@ import PostgresNIO
 extension PostgresStore: ItemExecutor {
     func inWriteTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresItemStatements) async throws -> T) async throws -> T {
         let logger = self.logger
-        return try await guarded { try await transaction { conn in try await body(PostgresItemStatements(conn: conn, logger: logger)) } }
+        return try await guarded {
+            try await transaction { conn in try await body(PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements)) }
+        }
     }
 
     func inSnapshot<T: Sendable>(_ body: @escaping @Sendable (PostgresItemStatements) async throws -> T) async throws -> T {
         let logger = self.logger
-        return try await guarded { try await snapshotRead { conn in try await body(PostgresItemStatements(conn: conn, logger: logger)) } }
+        return try await guarded {
+            try await snapshotRead { conn in try await body(PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements)) }
+        }
     }
 
     func inSingleStatement<T: Sendable>(_ body: @escaping @Sendable (PostgresItemStatements) async throws -> T) async throws -> T {
         let logger = self.logger
-        return try await guarded { try await read { conn in try await body(PostgresItemStatements(conn: conn, logger: logger)) } }
+        return try await guarded {
+            try await read { conn in try await body(PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements)) }
+        }
     }
 
     public func item(familyID: String, key: ItemKey) async throws -> StoredItem? {

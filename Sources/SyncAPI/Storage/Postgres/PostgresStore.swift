@@ -10,6 +10,9 @@ import PostgresNIO
 public struct PostgresStore: SyncStore {
     /// The pooled client; it must run in the application's service group (`client.run()`).
     public let client: PostgresClient
+    /// Named prepared statements for the hot queries; off behind a pooler in transaction mode (`--database-pooler`),
+    /// where the next transaction may run on another server connection that never saw them.
+    public var usesPreparedStatements = true
     let logger: Logger
     /// How long a call may wait for the database (mostly for a pooled connection) before answering 503.
     let deadline: Duration

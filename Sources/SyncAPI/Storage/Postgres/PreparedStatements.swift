@@ -1,3 +1,4 @@
+import Logging
 import PostgresNIO
 
 /// The hot statements, prepared once per connection (parsed and planned once, then only bound and run): a delta, an
@@ -84,5 +85,17 @@ enum PreparedStatements {
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+}
+
+extension PostgresConnection {
+    /// Runs a statement of `PreparedStatements`: prepared (named, once per connection) or, behind a pooler in
+    /// transaction mode, as an unnamed statement with the same SQL and bindings.
+    func run<Statement: PostgresPreparedStatement>(
+        _ statement: Statement, prepared: Bool, logger: Logger
+    ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Statement.Row> {
+        if prepared { return try await execute(statement, logger: logger) }
+        let rows = try await query(PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings()), logger: logger)
+        return rows.map { try statement.decodeRow($0) }
     }
 }
