@@ -153,6 +153,21 @@ struct WritesLeaveTests {
         }
     }
 
+    @Test("a background sync (BGAppRefreshTask, silent push) says whether it brought new data, within its limit")
+    func backgroundSync() async throws {
+        try await LiveServer.run(.sqlite) { server in
+            let client = try server.client()
+            #expect(await client.backgroundSync() == .failed, "signed out")
+            try await client.signUp(family: "Smith", username: "alice", password: "password1")
+            let token = try #require(client.currentSession?.token)
+            #expect(await client.backgroundSync() == .newData, "the first sync")
+            #expect(await client.backgroundSync() == .noData)
+            _ = try await server.call(.put, "/api/v1/contacts/bg", token: token, body: #"{"firstName":"Background"}"#)
+            #expect(await client.backgroundSync() == .newData)
+            #expect(try client.item(.contacts, id: "bg") != nil)
+        }
+    }
+
     @Test("syncapi client watch pushes, within two seconds, a write another process queued in the same replica")
     func watchPushesOtherProcesses() async throws {
         try await LiveServer.run(.sqlite) { server in
