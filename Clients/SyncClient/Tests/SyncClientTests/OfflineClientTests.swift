@@ -92,6 +92,41 @@ struct OfflineClientTests {
         await #expect(throws: SyncClientError.notSignedIn) { try await client.sync() }
     }
 
+    @Test("an observation of one collection wakes for its own changes only, never twice for the same items")
+    func observationScope() async throws {
+        let client = try Self.client()
+        let seen = Counter()
+        let observer = Task {
+            for try await contacts in client.observeAll(Contact.self) { seen.add(contacts.map(\.id)) }
+        }
+        defer { observer.cancel() }
+        #expect(try await seen.wait { $0 == [[]] })
+        // Writes to other collections: the contacts observation stays quiet.
+        for n in 0..<20 { try await client.save(.events, id: "e\(n)", json: ["title": "E", "start": "2026-01-01T00:00:00Z"]) }
+        try await client.save(.contacts, id: "c1", json: ["firstName": "Ann"])
+        #expect(try await seen.wait { $0 == [[], ["c1"]] }, "values: \(seen.values)")
+        // The same items again (an identical save) yield nothing.
+        try await client.save(.contacts, id: "c1", json: ["firstName": "Ann"])
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(seen.values == [[], ["c1"]])
+    }
+
+    /// The values an observation yielded.
+    final class Counter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var list: [[String]] = []
+        var values: [[String]] { lock.withLock { list } }
+        func add(_ value: [String]) { lock.withLock { list.append(value) } }
+        /// Waits up to 5 s for the values to satisfy `condition`.
+        func wait(_ condition: ([[String]]) -> Bool) async throws -> Bool {
+            for _ in 0..<250 {
+                if condition(values) { return true }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return condition(values)
+        }
+    }
+
     @Test("reset erases the data and keeps the session")
     func reset() async throws {
         let client = try Self.client()

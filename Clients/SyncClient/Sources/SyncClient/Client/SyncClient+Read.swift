@@ -38,14 +38,53 @@ extension SyncClient {
         ValueObservation.tracking(fetch).values(in: replica.pool)
     }
 
-    /// The visible items of a collection, observed.
-    public func observeItems(_ collection: SyncCollection, parent: String? = nil) -> AsyncValueObservation<[JSONObject]> {
-        observe { db in try Replica.visibleItems(db, collection, parent: parent) }
+    /// The visible items of a collection, observed: the current items first, then a fresh value each time a sync or
+    /// a local write changes that collection (writes to other collections wake nothing but a one-row read), never the
+    /// same items twice in a row.
+    public func observeItems(_ collection: SyncCollection, parent: String? = nil) -> AsyncThrowingStream<[JSONObject], any Error> {
+        let pool = replica.pool
+        // The collection's stamp (bumped by triggers on every change of its items) is all the observation reads.
+        let stamps = ValueObservation.tracking { db in try Replica.stamp(db, collection) }.removeDuplicates().values(in: pool)
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                var last: [JSONObject]?
+                do {
+                    for try await _ in stamps {
+                        let items = try await pool.read { db in try Replica.visibleItems(db, collection, parent: parent) }
+                        if items != last {
+                            continuation.yield(items)
+                            last = items
+                        }
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
     }
 
-    /// The items of a model's collection, decoded and observed.
-    public func observeAll<M: SyncModel>(_ type: M.Type, parent: String? = nil) -> AsyncValueObservation<[M]> {
-        observe { db in try Replica.visibleItems(db, try M.syncCollection(), parent: parent).map { try Self.decode(M.self, $0, parent: parent) } }
+    /// The items of a model's collection, decoded and observed (as `observeItems`).
+    public func observeAll<M: SyncModel>(_ type: M.Type, parent: String? = nil) -> AsyncThrowingStream<[M], any Error> {
+        let collection: SyncCollection
+        do {
+            collection = try M.syncCollection()
+        } catch {
+            return AsyncThrowingStream { $0.finish(throwing: error) }
+        }
+        let items = observeItems(collection, parent: parent)
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    for try await objects in items { continuation.yield(try objects.map { try Self.decode(M.self, $0, parent: parent) }) }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
     }
 
     /// The writes waiting to reach the server, in push order.

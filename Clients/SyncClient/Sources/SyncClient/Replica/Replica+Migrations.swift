@@ -50,6 +50,28 @@ extension Replica {
                         size INTEGER NOT NULL, status INTEGER, code TEXT)
                     """)
         }
+        migrator.registerMigration("004-stamps") { db in
+            // One counter per collection, bumped by every change of its items: an observation of one collection reads
+            // its own row, and stays asleep when other collections change.
+            try db.execute(sql: "CREATE TABLE stamps (collection TEXT PRIMARY KEY, n INTEGER NOT NULL DEFAULT 0)")
+            for collection in SyncCollection.allCases {
+                try db.execute(sql: "INSERT INTO stamps (collection) VALUES (?)", arguments: [collection.rawValue])
+            }
+            for (event, row) in [("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD")] {
+                try db.execute(
+                    sql: """
+                        CREATE TRIGGER items_stamp_\(event.lowercased()) AFTER \(event) ON items
+                        BEGIN UPDATE stamps SET n = n + 1 WHERE collection = \(row).collection; END
+                        """)
+            }
+        }
         return migrator
+    }
+}
+
+extension Replica {
+    /// The change counter of a collection's items (`stamps`).
+    static func stamp(_ db: Database, _ collection: SyncCollection) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT n FROM stamps WHERE collection = ?", arguments: [collection.rawValue]) ?? 0
     }
 }
