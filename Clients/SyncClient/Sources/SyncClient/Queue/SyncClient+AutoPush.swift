@@ -42,6 +42,8 @@ extension SyncClient {
                 let delay = configuration.retryPolicy.delay(after: min(failures, 8), retryAfter: error.retryAfter)
                 try? await Task.sleep(for: min(delay, configuration.liveMaximumBackoff))
             } catch {
+                // A lost session or a refusal of the whole push: said in the status; sign-in or the next write retries.
+                statusCenter.update { $0.lastError = "push: \(error)" }
                 return
             }
         }
