@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// The rules of protocol §3-§5 applied to the replica, each called inside the one write transaction of a sync.
@@ -61,5 +62,91 @@ extension Replica {
             for id in delta.deleted { try removeServer(db, collection, id: id) }
             for item in delta.updated { try storeServer(db, collection, item) }
         }
+    }
+}
+
+/// The rules of `apply(_:_:_: SyncAnswer)` for an answer read as it downloads.
+extension Replica {
+    /// A full-list answer (`{"date", "sync", "updated", "deleted"}`) read from `reader` as it downloads, applied with
+    /// the same result as `apply(_:_:_: SyncAnswer)`: with `sync: false` (a first sync) the list is cleared and each
+    /// item is stored as it arrives, never held; an answer with `sync: true` (a delta) keeps its rows until its
+    /// `deleted` came, since deletions go first. Throws (the caller's transaction then applies nothing) for an
+    /// answer that is not a full-list answer.
+    static func applyStreamed(_ db: Database, _ collection: SyncCollection, _ reader: inout JSONByteReader) throws -> (date: String, sync: Bool) {
+        var date: String?
+        var sync: Bool?
+        var deleted: [String]?
+        var held: [ServerRow] = []
+        var sawUpdated = false
+        var streamed = false
+        var deletedFirst = false
+        var canonical = CanonicalItem()
+        let upsert = try upsertStatement(db)
+        try reader.beginObject()
+        var firstMember = true
+        while let key = try reader.nextKey(&firstMember) {
+            switch key {
+            case "date": date = try reader.readString()
+            case "sync": sync = try reader.readBool()
+            case "deleted": deleted = try reader.decode([String].self)
+            case "updated":
+                guard !sawUpdated else { throw SyncClientError.invalidAnswer("\"updated\" twice") }
+                sawUpdated = true
+                if sync == false {
+                    // The list is replaced: cleared now, its items stored one by one as they arrive.
+                    streamed = true
+                    try clearServer(db, collection)
+                    if let deleted {
+                        deletedFirst = true
+                        for id in deleted { try removeServer(db, collection, id: id) }
+                    }
+                }
+                try reader.beginArray()
+                var firstItem = true
+                while try reader.nextElement(&firstItem) {
+                    let row = try reader.withValue { bytes in try serverRow(collection, bytes, &canonical) }
+                    guard let row else { continue }
+                    if streamed { try storeServer(db, collection, row, upsert: upsert) } else { held.append(row) }
+                }
+            default: try reader.skipValue()
+            }
+        }
+        guard let date, let sync, let deleted, sawUpdated else {
+            throw SyncClientError.invalidAnswer("a full-list answer needs date, sync, updated and deleted")
+        }
+        if streamed {
+            // Deletions sent after the items (a `sync: false` answer has none): applied as if first. An id this answer
+            // also stored (its row holds a server version, which the clear removed from every other row) keeps it.
+            if !deletedFirst {
+                for id in deleted {
+                    let stored = try Bool.fetchOne(
+                        db, sql: "SELECT server IS NOT NULL FROM items WHERE collection = ? AND parent = '' AND id = ?",
+                        arguments: [collection.rawValue, id])
+                    if stored != true { try removeServer(db, collection, id: id) }
+                }
+            }
+        } else {
+            if !sync { try clearServer(db, collection) }
+            for id in deleted { try removeServer(db, collection, id: id) }
+            for row in held { try storeServer(db, collection, row, upsert: upsert) }
+        }
+        return (date, sync)
+    }
+
+    /// The row of one item from the bytes it came in: straight from them when `CanonicalItem` vouches for the
+    /// result, else through `JSONValue` (`serverRow(_:_:)`, the reference). Nil for an item without a string id.
+    static func serverRow(_ collection: SyncCollection, _ bytes: ArraySlice<UInt8>, _ canonical: inout CanonicalItem) throws -> ServerRow? {
+        if canonical.make(bytes, sortField: collection.sortField) {
+            return ServerRow(id: canonical.id, text: String(decoding: canonical.text, as: UTF8.self), sortKey: canonical.sortKey)
+        }
+        guard let object = try JSONValue.parse(Data(bytes)).objectValue else { throw SyncClientError.invalidAnswer("an item that is not an object") }
+        return serverRow(collection, object)
+    }
+}
+
+extension SyncClientError {
+    /// An answer that does not say what the protocol says it must.
+    static func invalidAnswer(_ detail: String) -> SyncClientError {
+        .server(status: 200, code: "invalid_answer", detail: detail)
     }
 }

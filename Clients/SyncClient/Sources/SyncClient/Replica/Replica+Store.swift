@@ -8,21 +8,49 @@ extension Replica {
         return item?[field]?.stringValue ?? "~"
     }
 
-    /// Stores the server's version of an item, keeping an unsent local edit on top of it.
-    static func storeServer(_ db: Database, _ collection: SyncCollection, parent: String = "", _ item: JSONObject, etag: String? = nil) throws {
-        guard let id = item["id"]?.stringValue else { return }
+    /// One item as the replica stores the server's version of it: its id, its text (compact JSON, keys sorted, without
+    /// the children and `nomore` it carries in sync answers: the replica keeps those as their own rows) and its sort
+    /// key. Nil for an item without a string id (it is not stored).
+    struct ServerRow: Sendable, Equatable {
+        var id: String
+        var text: String
+        var sortKey: String
+    }
+
+    static func serverRow(_ collection: SyncCollection, _ item: JSONObject) -> ServerRow? {
+        guard let id = item["id"]?.stringValue else { return nil }
         var stored = item
-        // Children travel inside their parent in sync answers; the replica keeps them as their own rows.
         stored["messages"] = nil
         stored["comments"] = nil
         stored["nomore"] = nil
-        try db.execute(
+        return ServerRow(id: id, text: stored.jsonText, sortKey: sortKey(collection, stored))
+    }
+
+    /// Stores the server's version of an item, keeping an unsent local edit on top of it.
+    static func storeServer(_ db: Database, _ collection: SyncCollection, parent: String = "", _ item: JSONObject, etag: String? = nil) throws {
+        guard let row = serverRow(collection, item) else { return }
+        try storeServer(db, collection, parent: parent, row, etag: etag)
+    }
+
+    /// Stores a row made by `serverRow` (or, from an answer's bytes, by `CanonicalItem`), with one prepared statement
+    /// for every row of a sync (`upsert`, when the caller holds it, saves even the statement cache's lookup).
+    static func storeServer(
+        _ db: Database, _ collection: SyncCollection, parent: String = "", _ row: ServerRow, etag: String? = nil, upsert: Statement? = nil
+    ) throws {
+        let statement = try upsert ?? upsertStatement(db)
+        try statement.execute(arguments: [collection.rawValue, parent, row.id, row.text, etag, row.sortKey])
+    }
+
+    /// The statement `storeServer` runs: the server's version replaced, an unsent local edit kept, the ETag kept
+    /// while the server's text is the same.
+    static func upsertStatement(_ db: Database) throws -> Statement {
+        try db.cachedStatement(
             sql: """
                 INSERT INTO items (collection, parent, id, server, etag, sortKey) VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT (collection, parent, id) DO UPDATE SET server = excluded.server,
                     etag = COALESCE(excluded.etag, CASE WHEN items.server = excluded.server THEN items.etag END),
                     sortKey = excluded.sortKey
-                """, arguments: [collection.rawValue, parent, id, stored.jsonText, etag, sortKey(collection, stored)])
+                """)
     }
 
     /// The server deleted an item: it goes, with its children, unless an unsent local edit keeps it.

@@ -51,13 +51,32 @@ extension SyncClient {
         guard requests.count <= limits.groupMaxRequests else {
             throw SyncClientError.invalid("the server takes \(limits.groupMaxRequests) calls per group; a sync needs \(requests.count)")
         }
-        let answers = try await group(requests)
-        let applied = try await replica.pool.write { db in try Self.applySync(db, answers) }
+        // The group's answer is applied while it downloads (issue 18): read piece by piece inside the one write
+        // transaction, each item stored as it arrives, so a first sync of 100,000 contacts never holds its answer.
+        let pipe = try await download("POST", "/group", body: try JSONValue(encoding: GroupRequest(requests: requests)))
+        defer { pipe.cancel() }
+        let applied: StreamedSync
+        do {
+            applied = try await replica.pool.write { db in
+                var reader = JSONByteReader {
+                    do {
+                        return try pipe.next()
+                    } catch {
+                        throw SyncClientError.offline("the answer stopped midway: \(error.localizedDescription)")
+                    }
+                }
+                return try Self.applyStreamedSync(db, &reader)
+            }
+        } catch is SubAnswerUnauthorized {
+            sessionEnded()
+            throw SyncClientError.notSignedIn
+        }
         report.date = applied.date
         report.replaced = applied.replaced
         if verifying {
-            guard let body = answers[SyncRequestID.verify]?.body, answers[SyncRequestID.verify]?.status == 200 else {
-                throw answers[SyncRequestID.verify].map(SyncClientError.from) ?? .invalid("the group carried no verify answer")
+            let verify = applied.others[SyncRequestID.verify]
+            guard let body = verify?.body, verify?.status == 200 else {
+                throw verify.map(SyncClientError.from) ?? .invalid("the group carried no verify answer")
             }
             report.verifyAnswer = try body.decode(VerifyAnswer.self)
         }
@@ -128,6 +147,149 @@ extension SyncClient {
         // The date moves with the data, in the same transaction, never ahead of it.
         try Replica.setMeta(db, MetaKey.date, contacts.date)
         return (contacts.date, replaced)
+    }
+}
+
+/// What a sync group's answer applied while it downloaded: the new date, the lists it replaced, and the answers
+/// that are not sync answers (verify), by id.
+struct StreamedSync: Sendable {
+    var date: String
+    var replaced: [String]
+    var others: [String: SubResponse]
+}
+
+/// A sub-answer of the group was 401: the session is gone (thrown out of the transaction, which applies nothing).
+struct SubAnswerUnauthorized: Error {}
+
+extension SyncClient {
+    /// Applies a sync group's answer (`{"responses": [{"id", "status", "headers", "body"}, …]}`) as `reader` reads
+    /// it, inside the caller's transaction, with the same result as `applySync`: the full lists (contacts, events,
+    /// places) are applied as their items arrive; the paginated lists and the family, bounded by their page sizes,
+    /// are decoded whole and applied after them; then the dates are checked and the new date stored. Throws
+    /// (applying nothing) when an answer failed or does not decode; once one failed, the bodies after it are only
+    /// skipped.
+    static func applyStreamedSync(_ db: Database, _ reader: inout JSONByteReader) throws -> StreamedSync {
+        let fullLists = [SyncRequestID.contacts: SyncCollection.contacts, SyncRequestID.events: .events, SyncRequestID.places: .places]
+        let syncIDs: Set<String> = [
+            SyncRequestID.contacts, SyncRequestID.events, SyncRequestID.places, SyncRequestID.threads, SyncRequestID.wall, SyncRequestID.family,
+        ]
+        var streamed: [String: (date: String, sync: Bool)] = [:]
+        var paged: [String: PagedSyncAnswer] = [:]
+        var family: FamilySyncAnswer?
+        var held: [String: SubResponse] = [:]
+        var failed = false
+        do {
+            var sawResponses = false
+            try reader.beginObject()
+            var firstKey = true
+            while let key = try reader.nextKey(&firstKey) {
+                guard key == "responses", !sawResponses else {
+                    try reader.skipValue()
+                    continue
+                }
+                sawResponses = true
+                try reader.beginArray()
+                var firstResponse = true
+                while try reader.nextElement(&firstResponse) {
+                    var id: String?
+                    var status: Int?
+                    var headers: [String: String]?
+                    var body: JSONValue?
+                    var used = false
+                    try reader.beginObject()
+                    var firstMember = true
+                    while let key = try reader.nextKey(&firstMember) {
+                        switch key {
+                        case "id": id = try reader.readString()
+                        case "status": status = try reader.readInt()
+                        case "headers": headers = try reader.consumeNull() ? nil : try reader.decode([String: String].self)
+                        case "body":
+                            guard let id, status == 200, syncIDs.contains(id) else {
+                                // An error, another call (verify), or a body before its id: kept whole, as `group` does.
+                                body = try reader.readValue()
+                                if body == .null { body = nil }
+                                continue
+                            }
+                            // A null body is kept (as nil): the error it stands for is thrown below.
+                            if try reader.consumeNull() { continue }
+                            used = true
+                            if failed {
+                                try reader.skipValue()
+                                continue
+                            }
+                            do {
+                                if let collection = fullLists[id] {
+                                    streamed[id] = try Replica.applyStreamed(db, collection, &reader)
+                                } else if id == SyncRequestID.family {
+                                    family = try reader.decode(FamilySyncAnswer.self)
+                                } else {
+                                    paged[id] = try reader.decode(PagedSyncAnswer.self)
+                                }
+                            } catch let error as SyncClientError where error.isTransient {
+                                throw error
+                            } catch {
+                                throw SyncClientError.invalidAnswer("answer \(id) does not decode: \(error)")
+                            }
+                        default: try reader.skipValue()
+                        }
+                    }
+                    guard let id, let status else { throw SyncClientError.invalidAnswer("a group response without id or status") }
+                    if status == 401 { throw SubAnswerUnauthorized() }
+                    if !used {
+                        held[id] = SubResponse(id: id, status: status, headers: headers, body: body)
+                        if syncIDs.contains(id) { failed = true }
+                    }
+                }
+            }
+            guard sawResponses, try reader.atEnd() else { throw SyncClientError.invalidAnswer("the group answer is not {\"responses\": […]}") }
+        } catch let error as SyncClientError {
+            throw error
+        } catch let error as SubAnswerUnauthorized {
+            throw error
+        } catch {
+            throw SyncClientError.invalidAnswer("the group answer does not decode: \(error)")
+        }
+
+        /// The decoded answer `id`, or the error it stands for.
+        func answer<T: Decodable>(_ id: String, _ decoded: T?) throws -> T {
+            if let decoded { return decoded }
+            guard let response = held[id] else { throw SyncClientError.invalid("the group carried no answer \(id)") }
+            guard response.status == 200, let body = response.body else { throw SyncClientError.from(response) }
+            do {
+                return try body.decode(T.self)
+            } catch {
+                throw SyncClientError.invalidAnswer("answer \(id) does not decode: \(error)")
+            }
+        }
+        var dates: [String] = []
+        var replaced: [String] = []
+        for (id, collection) in [(SyncRequestID.contacts, SyncCollection.contacts), (SyncRequestID.events, .events), (SyncRequestID.places, .places)]
+        {
+            if let list = streamed[id] {
+                dates.append(list.date)
+                if !list.sync { replaced.append(collection.rawValue) }
+            } else {
+                // Not streamed (an answer before its id, say): applied whole, as `applySync` does.
+                let list = try answer(id, SyncAnswer?.none)
+                try Replica.apply(db, collection, list)
+                dates.append(list.date)
+                if !list.sync { replaced.append(collection.rawValue) }
+            }
+        }
+        let threads = try answer(SyncRequestID.threads, paged[SyncRequestID.threads])
+        let wall = try answer(SyncRequestID.wall, paged[SyncRequestID.wall])
+        let familyAnswer = try answer(SyncRequestID.family, family)
+        dates += [threads.date, wall.date, familyAnswer.date]
+        guard Set(dates).count == 1 else { throw SyncClientError.invalidAnswer("the group's answers carry different dates") }
+        for (collection, list) in [(SyncCollection.threads, threads), (.wall, wall)] {
+            try Replica.apply(db, collection, list)
+            if !list.sync || list.crop { replaced.append(collection.rawValue) }
+        }
+        try Replica.apply(db, familyAnswer)
+        if !familyAnswer.sync { replaced.append("family") }
+        // The date moves with the data, in the same transaction, never ahead of it.
+        try Replica.setMeta(db, MetaKey.date, dates[0])
+        return StreamedSync(date: dates[0], replaced: replaced, others: held.filter { !syncIDs.contains($0.key) })
     }
 }
 

@@ -10,6 +10,7 @@ final class StreamReader: NSObject, URLSessionDataDelegate, @unchecked Sendable 
     private let lock = NSLock()
     private var statusContinuation: CheckedContinuation<Int, any Error>?
     private var statusCode: Int?
+    private var headerFields: [String: String] = [:]
     private var failure: (any Error)?
     let stream: AsyncThrowingStream<Data, any Error>
     private let continuation: AsyncThrowingStream<Data, any Error>.Continuation
@@ -40,13 +41,21 @@ final class StreamReader: NSObject, URLSessionDataDelegate, @unchecked Sendable 
         }
     }
 
+    /// The answer's headers (once `status()` returned).
+    var headers: [String: String] { lock.withLock { headerFields } }
+
     func urlSession(
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
     ) {
         let code = (response as? HTTPURLResponse)?.statusCode ?? 0
+        var fields: [String: String] = [:]
+        for (name, value) in (response as? HTTPURLResponse)?.allHeaderFields ?? [:] {
+            if let name = name as? String, let value = value as? String { fields[name] = value }
+        }
         lock.lock()
         statusCode = code
+        headerFields = fields
         let waiter = statusContinuation
         statusContinuation = nil
         lock.unlock()

@@ -15,6 +15,24 @@ extension SyncClient {
     ) async throws
         -> HTTPAnswer
     {
+        let request = try httpCall(method, path, body: body, headers: headers, auth: auth)
+        let answer: HTTPAnswer
+        do {
+            answer = try await configuration.transport.send(request)
+        } catch let error as SyncClientError {
+            throw error
+        } catch {
+            throw SyncClientError.offline("\(error.localizedDescription)")
+        }
+        if auth, answer.status == 401 {
+            sessionEnded()
+            throw SyncClientError.notSignedIn
+        }
+        return answer
+    }
+
+    /// The HTTP call for `call` and `download`: the token, the JSON body.
+    private func httpCall(_ method: String, _ path: String, body: JSONValue?, headers: [String: String], auth: Bool) throws -> HTTPCall {
         var headers = headers
         if auth {
             guard let token = session.withLock({ $0?.token }) else { throw SyncClientError.notSignedIn }
@@ -26,19 +44,27 @@ extension SyncClient {
             headers["Content-Type"] = "application/json"
         }
         headers["Accept"] = headers["Accept"] ?? "application/json"
-        let answer: HTTPAnswer
+        return HTTPCall(method: method, url: url(path), headers: headers, body: data)
+    }
+
+    /// A call whose 200 answer is read as it arrives (`HTTPTransport.download`): its body in a `BodyPipe`, for the
+    /// caller to apply while it downloads. Any other answer is read whole and thrown as its error (401: the session
+    /// is gone). A transport failure is `offline`.
+    func download(_ method: String, _ path: String, body: JSONValue? = nil) async throws -> BodyPipe {
+        let request = try httpCall(method, path, body: body, headers: [:], auth: true)
         do {
-            answer = try await configuration.transport.send(HTTPCall(method: method, url: url(path), headers: headers, body: data))
+            let answer = try await configuration.transport.download(request)
+            guard answer.status == 200 else {
+                let whole = try await answer.collected()
+                if whole.status == 401 { sessionEnded() }
+                throw whole.status == 401 ? SyncClientError.notSignedIn : SyncClientError.from(whole)
+            }
+            return BodyPipe(answer.body)
         } catch let error as SyncClientError {
             throw error
         } catch {
             throw SyncClientError.offline("\(error.localizedDescription)")
         }
-        if auth, answer.status == 401 {
-            sessionEnded()
-            throw SyncClientError.notSignedIn
-        }
-        return answer
     }
 
     /// One `POST /group`; its sub-responses by id. A 401 anywhere means the session is gone.

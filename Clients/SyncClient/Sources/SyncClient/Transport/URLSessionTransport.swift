@@ -33,6 +33,20 @@ public final class URLSessionTransport: HTTPTransport {
         return HTTPAnswer(status: http.statusCode, headers: headers, body: data)
     }
 
+    /// The body as it arrives, from a data task of its own (its delegate hands the pieces over), within the same
+    /// request timeout as `send`.
+    public func download(_ call: HTTPCall) async throws -> HTTPStreamedAnswer {
+        let reader = StreamReader()
+        let session = URLSession(configuration: self.session.configuration, delegate: reader, delegateQueue: nil)
+        let task = session.dataTask(with: Self.request(call))
+        reader.onEnd = { session.finishTasksAndInvalidate() }
+        // A consumer that stops reading (a sync that failed midway) closes the connection.
+        reader.onTermination { session.invalidateAndCancel() }
+        task.resume()
+        let status = try await reader.status()
+        return HTTPStreamedAnswer(status: status, headers: reader.headers, body: reader.stream)
+    }
+
     public func stream(_ call: HTTPCall) async throws -> (status: Int, bytes: AsyncThrowingStream<Data, any Error>) {
         let reader = StreamReader()
         let configuration = URLSessionConfiguration.ephemeral

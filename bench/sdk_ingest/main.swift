@@ -1,0 +1,69 @@
+// The SDK side of bench/sdk_ingest.py: a first sync of a big family through SyncClient, timed, with the process's
+// peak RSS. Built in release from a temporary package that depends on Clients/SyncClient by path (the script writes
+// it); not part of any target of the repository.
+//
+//   sdk-ingest SERVER_URL TOKEN ACCOUNT_ID FAMILY_ID REPLICA_PATH
+//
+// Prints one JSON line: syncSeconds, rows, rowsPerSecond, peakRSSAfterSyncMiB, readSeconds, peakRSSAfterReadMiB
+// (the read: `all(Contact.self)`, or `items(.contacts)` with SDK_INGEST_NO_READ=1).
+import Foundation
+import SyncClient
+
+/// The seed's session handed to the client as is (no login: the raw download uses the same token).
+struct FixedTokenStore: TokenStore {
+    let session: ClientSession
+    func load() throws -> ClientSession? { session }
+    func save(_ session: ClientSession) throws {}
+    func clear() throws {}
+}
+
+/// A /proc/self/status field in MiB (VmHWM: peak RSS; VmRSS: now).
+func status(_ field: String) -> Double {
+    guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
+        let kib = line.split(separator: " ").dropFirst().first.flatMap { Double($0) } ?? 0
+        return kib / 1024
+    }
+    return 0
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 6 else {
+    FileHandle.standardError.write(Data("usage: sdk-ingest SERVER_URL TOKEN ACCOUNT_ID FAMILY_ID REPLICA_PATH\n".utf8))
+    exit(2)
+}
+for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: arguments[5] + suffix) }
+var configuration = SyncClientConfiguration(serverURL: URL(string: arguments[1])!, replicaPath: arguments[5])
+configuration.tokenStore = FixedTokenStore(
+    session: ClientSession(token: arguments[2], accountID: arguments[3], familyID: arguments[4]))
+configuration.pushDelay = nil
+let client = try SyncClient(configuration: configuration)
+let rssBefore = status("VmRSS")
+
+let start = ContinuousClock.now
+do {
+    try await client.sync()
+} catch {
+    FileHandle.standardError.write(Data("sdk-ingest: the sync failed: \(error)\n".utf8))
+    exit(1)
+}
+let syncTime = ContinuousClock.now - start
+let peakAfterSync = status("VmHWM")
+
+// SDK_INGEST_NO_READ=1: the sync only (the read of 100,000 typed models takes far longer than the sync).
+let reads = ProcessInfo.processInfo.environment["SDK_INGEST_NO_READ"] == nil
+let readStart = ContinuousClock.now
+let count = try reads ? client.all(Contact.self).count : client.items(.contacts).count
+let readTime = ContinuousClock.now - readStart
+let peakAfterRead = status("VmHWM")
+
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+let report: [String: Double] = [
+    "syncSeconds": seconds(syncTime), "rows": Double(count), "rowsPerSecond": Double(count) / seconds(syncTime),
+    "rssBeforeSyncMiB": rssBefore, "peakRSSAfterSyncMiB": peakAfterSync, "readSeconds": seconds(readTime),
+    "peakRSSAfterReadMiB": peakAfterRead,
+]
+let json = try JSONSerialization.data(withJSONObject: report, options: [.sortedKeys])
+print(String(decoding: json, as: UTF8.self))
