@@ -65,11 +65,35 @@ extension Replica {
                         """)
             }
         }
+        migrator.registerMigration("005-stamps-pause") { db in
+            // A bulk apply pauses the per-row triggers (a row in `stampsPaused`) and moves every stamp once at its end.
+            try db.execute(sql: "CREATE TABLE stampsPaused (one INTEGER PRIMARY KEY)")
+            for (event, row) in [("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD")] {
+                try db.execute(sql: "DROP TRIGGER items_stamp_\(event.lowercased())")
+                try db.execute(
+                    sql: """
+                        CREATE TRIGGER items_stamp_\(event.lowercased()) AFTER \(event) ON items
+                        WHEN NOT EXISTS (SELECT 1 FROM stampsPaused)
+                        BEGIN UPDATE stamps SET n = n + 1 WHERE collection = \(row).collection; END
+                        """)
+            }
+        }
         return migrator
     }
 }
 
 extension Replica {
+    /// Pauses the per-row stamp triggers, inside the caller's transaction.
+    static func pauseStamps(_ db: Database) throws {
+        try db.execute(sql: "INSERT OR IGNORE INTO stampsPaused (one) VALUES (1)")
+    }
+
+    /// Resumes them and moves every collection's stamp once.
+    static func resumeStamps(_ db: Database) throws {
+        try db.execute(sql: "DELETE FROM stampsPaused")
+        try db.execute(sql: "UPDATE stamps SET n = n + 1")
+    }
+
     /// The change counter of a collection's items (`stamps`).
     static func stamp(_ db: Database, _ collection: SyncCollection) throws -> Int {
         try Int.fetchOne(db, sql: "SELECT n FROM stamps WHERE collection = ?", arguments: [collection.rawValue]) ?? 0

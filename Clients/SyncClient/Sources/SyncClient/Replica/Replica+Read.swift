@@ -4,15 +4,19 @@ extension Replica {
     /// The items of a collection as the app sees them: the server's, with unsent edits on top, in the server's order
     /// for paginated and child lists (newest first, then id descending), by id otherwise.
     public static func visibleItems(_ db: Database, _ collection: SyncCollection, parent: String? = nil) throws -> [JSONObject] {
+        try visibleTexts(db, collection, parent: parent).compactMap { text in (try? JSONValue.parse(text))?.objectValue }
+    }
+
+    /// The visible items' JSON texts, in the same order (a typed read decodes them with no `JSONValue` in between).
+    static func visibleTexts(_ db: Database, _ collection: SyncCollection, parent: String? = nil) throws -> [String] {
         let order = collection.sortField == nil ? "id" : "sortKey DESC, id DESC"
-        let texts = try String.fetchAll(
+        return try String.fetchAll(
             db,
             sql: """
                 SELECT COALESCE(local, server) FROM items
                 WHERE collection = ? AND parent = ? AND localDeleted = 0 AND COALESCE(local, server) IS NOT NULL
                 ORDER BY \(order)
                 """, arguments: [collection.rawValue, parent ?? ""])
-        return texts.compactMap { text in (try? JSONValue.parse(text))?.objectValue }
     }
 
     /// One visible item (nil when absent or deleted locally).
