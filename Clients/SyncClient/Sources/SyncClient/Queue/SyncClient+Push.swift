@@ -30,6 +30,7 @@ extension SyncClient {
                 try refreshCounts()
             }
         }
+        if report.pushed + report.failed > 0 { replica.checkpointSoon() }
         return report
     }
 

@@ -17,6 +17,9 @@ public final class Replica: Sendable {
     public init(path: String) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
+        // No checkpoint inside a commit: a first sync's commit would copy its whole replica (36 MiB for 100,000
+        // contacts) into the database file before `sync()` returns. `checkpointSoon()` does it after, off the caller.
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
         // Created 0600 from the start (SQLite gives the -wal and -shm files the database file's mode): no moment where
         // another user could open it, and no process-wide umask change.
         if !FileManager.default.fileExists(atPath: path) {
@@ -29,5 +32,13 @@ public final class Replica: Sendable {
             [.protectionKey: FileProtectionType.completeUntilFirstUserAuthentication], ofItemAtPath: path)
         #endif
         try Self.migrator.migrate(pool)
+        checkpointSoon()
+    }
+
+    /// Copies the WAL into the database file in the background (passive: readers go on; the next write waits for
+    /// it). Run after every sync and push, and at open, since commits no longer checkpoint by themselves.
+    func checkpointSoon() {
+        let pool = self.pool
+        Task.detached(priority: .utility) { try? await pool.writeWithoutTransaction { db in _ = try db.checkpoint(.passive) } }
     }
 }

@@ -71,6 +71,7 @@ extension SyncClient {
             sessionEnded()
             throw SyncClientError.notSignedIn
         }
+        replica.checkpointSoon()
         report.date = applied.date
         report.replaced = applied.replaced
         if verifying {
