@@ -1,5 +1,6 @@
 import Foundation
 import SyncAPI
+import TestSupport
 import Testing
 
 /// The data model file (protocol §12): the default model is `models/family.json` and is what the server serves; a

@@ -1,5 +1,6 @@
 import Foundation
 import SyncAPI
+import TestSupport
 import Testing
 
 /// The engine's pure parts: JSON, times, ids, dates of sync, schemas, and the migrations shipped in the binary.

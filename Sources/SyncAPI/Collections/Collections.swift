@@ -21,22 +21,6 @@ public enum Collections {
     /// The collection named `name`, if declared.
     public static func named(_ name: String) -> CollectionSpec? { writable.first { $0.name == name } }
 
-    static func declared(_ name: String) -> CollectionSpec {
-        guard let spec = named(name) else { fatalError("the default model has no collection \(name)") }
-        return spec
-    }
-
-    public static let contacts = declared("contacts")
-    public static let events = declared("events")
-    public static let places = declared("places")
-    public static let threads = declared("threads")
-    public static let messages = declared("messages")
-    public static let wall = declared("wall")
-    public static let comments = declared("comments")
-    public static let family = declared("family")
-    public static let members = declared("members")
-    public static let settings = declared("settings")
-
     /// Storage key of the family's public account profiles (written by signup and `POST /accounts`).
     public static let accountsKey = "accounts"
 }

@@ -23,7 +23,7 @@ public struct StoredItem: Sendable, Equatable {
     public let sortMs: Int64?
     /// The version at which the sort key last moved.
     public let sortVersion: Int64?
-    /// Filter value (a wall post's type).
+    /// Filter value (the model's filter field of a paginated item).
     public let tag: String?
 
     public init(
@@ -130,7 +130,7 @@ public struct NewAccount: Sendable {
     public let username: String
     public let displayName: String
     public let passwordHash: String
-    /// The account's public profile, as `familysync` sends it.
+    /// The account's public profile, as the endpoint of the family-scoped singleton sends it.
     public let profileBody: String
     /// The account's singleton (the family app's settings) until its first write, in `settingsCollection` (nil: the
     /// model has no account-scoped singleton).
@@ -139,7 +139,7 @@ public struct NewAccount: Sendable {
 
     public init(
         id: String, username: String, displayName: String, passwordHash: String, profileBody: String, settingsBody: String,
-        settingsCollection: String? = Collections.settings.name
+        settingsCollection: String? = Collections.registry.accountSingleton?.name
     ) {
         self.id = id
         self.username = username

@@ -119,10 +119,11 @@ extension SyncStore {
 }
 
 extension SyncStore {
-    /// A family of the default model (tests and tools): its `family` item holds `familyBody`.
+    /// A family of the default model (tests and tools): its family-scoped singleton holds `familyBody`.
     public func createFamily(id: String, name: String, familyBody: String, account: NewAccount, nowMs: Int64) async throws {
+        let singleton = Collections.registry.familySingleton?.name ?? Collections.accountsKey
         try await createFamily(
-            id: id, name: name, familyItem: RowWrite(key: ItemKey(collection: Collections.family.name, id: id), body: familyBody),
-            account: account, nowMs: nowMs)
+            id: id, name: name, familyItem: RowWrite(key: ItemKey(collection: singleton, id: id), body: familyBody), account: account,
+            nowMs: nowMs)
     }
 }
