@@ -27,17 +27,18 @@ struct WritesLeaveTests {
             try await client.signUp(family: "Smith", username: "alice", password: "password1")
             let token = try #require(client.currentSession?.token)
             try await client.save(.contacts, id: "c1", json: ["firstName": "Ann"])
-            let pushed = try await Self.within(.seconds(15)) { try await server.call(.get, "/api/v1/contacts/c1", token: token).status == 200 }
+            let pushed = try await Self.within(.seconds(30)) { try await server.call(.get, "/api/v1/contacts/c1", token: token).status == 200 }
             print("sdk: a save reached the server \(pushed.map { "\($0)" } ?? "never") after it")
-            // The push waits `pushDelay` (1 s) so that a burst goes together; 15 s bounds it on a loaded machine (a
-            // clean-clone CI run with two builds beside it once missed a 6 s bound).
+            // The push waits `pushDelay` (1 s) so that a burst goes together: about 1 s alone; 30 s bounds it on a
+            // loaded machine (seen: 9.8 s once under the whole suite in a clean-clone CI run). Without the automatic
+            // push it would never arrive (nothing here syncs).
             let pending = (try? client.pendingOperations().count) ?? -1
             #expect(pushed != nil, "status: \(client.status), pending: \(pending)")
             #expect(try await Self.within(.seconds(5)) { try client.pendingOperations().isEmpty && client.status.pendingWrites == 0 } != nil)
             try await client.delete(.contacts, id: "c1")
-            #expect(try await Self.within(.seconds(15)) { try await server.call(.get, "/api/v1/contacts/c1", token: token).status == 404 } != nil)
+            #expect(try await Self.within(.seconds(30)) { try await server.call(.get, "/api/v1/contacts/c1", token: token).status == 404 } != nil)
             try await client.save(Contact(id: "c2", firstName: "Bob"))
-            #expect(try await Self.within(.seconds(15)) { try await server.call(.get, "/api/v1/contacts/c2", token: token).status == 200 } != nil)
+            #expect(try await Self.within(.seconds(30)) { try await server.call(.get, "/api/v1/contacts/c2", token: token).status == 200 } != nil)
         }
     }
 
@@ -197,7 +198,8 @@ struct WritesLeaveTests {
             let landed = try await Self.within(.seconds(10)) { try await server.call(.get, "/api/v1/contacts/w1", token: token).status == 200 }
             let took = landed.map { _ in ContinuousClock.now - queued }
             print("sdk: watch pushed another process's write \(took.map { "\($0)" } ?? "never") after it was queued")
-            #expect(took != nil && took! < .seconds(4), "about 1 s alone; the bound allows a loaded machine")
+            // 0.9-1.9 s alone (a poll every second); 2.45 s seen under the whole suite; the bound allows a loaded machine.
+            #expect(took != nil && took! < .seconds(8))
         }
     }
 }
