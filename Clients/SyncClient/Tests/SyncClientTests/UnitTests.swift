@@ -152,6 +152,28 @@ struct UnitTests {
         #expect(SyncClient.changedFields(edited, from: current) == ["title": "Party!"])
     }
 
+    @Test("stamps: a write moves its collection's stamp; a bulk apply moves each touched collection once, others not")
+    func stamps() throws {
+        let replica = try Replica(path: NSTemporaryDirectory() + "stamps-\(UUID().uuidString).sqlite")
+        func stamp(_ c: SyncCollection) throws -> Int { try replica.pool.read { try Replica.stamp($0, c) } }
+        func insert(_ db: Database, _ c: SyncCollection, _ id: String) throws {
+            try db.execute(sql: "INSERT INTO items (collection, id, server) VALUES (?, ?, '{}')", arguments: [c.rawValue, id])
+        }
+        try replica.pool.write { db in for n in 0..<3 { try insert(db, .contacts, "c\(n)") } }
+        #expect(try stamp(.contacts) == 3 && stamp(.events) == 0)
+        try replica.pool.write { db in
+            try Replica.beginBulkStamps(db)
+            for n in 3..<100 { try insert(db, .contacts, "c\(n)") }
+            try db.execute(sql: "DELETE FROM items WHERE collection = 'contacts' AND id = 'c0'")
+            try Replica.endBulkStamps(db)
+        }
+        #expect(try stamp(.contacts) == 4 && stamp(.events) == 0)
+        // After the bulk apply, writes move stamps row by row again.
+        try replica.pool.write { db in try insert(db, .events, "e1") }
+        try replica.pool.write { db in try insert(db, .contacts, "c100") }
+        #expect(try stamp(.contacts) == 5 && stamp(.events) == 1)
+    }
+
     @Test("previews and tests can build a status and a conflict")
     func publicInitializers() {
         let status = SyncStatus(state: .offline, signedIn: true, pendingWrites: 3, lists: ["contacts": .init(count: 2, complete: true)])
@@ -209,7 +231,7 @@ struct UnitTests {
             try String.fetchAll(
                 db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%'")
         }
-        #expect(Set(tables) == ["items", "meta", "queue", "failed", "uploads", "stamps", "stampsPaused"])
+        #expect(Set(tables) == ["items", "meta", "queue", "failed", "uploads", "stamps", "stampsBulk"])
         let applied = try replica.pool.read { db in try Replica.migrator.appliedIdentifiers(db) }
         #expect(applied == Set(Replica.migrator.migrations))
         #expect(try replica.pool.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") } == "wal")

@@ -65,16 +65,23 @@ extension Replica {
                         """)
             }
         }
-        migrator.registerMigration("005-stamps-pause") { db in
-            // A bulk apply pauses the per-row triggers (a row in `stampsPaused`) and moves every stamp once at its end.
-            try db.execute(sql: "CREATE TABLE stampsPaused (one INTEGER PRIMARY KEY)")
+        migrator.registerMigration("005-stamps-bulk") { db in
+            // A bulk apply (a sync's rows) moves each collection's stamp once, at its first row: a `*` row in
+            // `stampsBulk` marks the apply, and each collection bumped during it gets a row that silences the trigger
+            // for its next rows (one key lookup per row instead of an update). Collections the sync leaves alone are
+            // not bumped, so their observers stay asleep.
+            try db.execute(sql: "CREATE TABLE stampsBulk (collection TEXT PRIMARY KEY)")
             for (event, row) in [("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD")] {
                 try db.execute(sql: "DROP TRIGGER items_stamp_\(event.lowercased())")
                 try db.execute(
                     sql: """
                         CREATE TRIGGER items_stamp_\(event.lowercased()) AFTER \(event) ON items
-                        WHEN NOT EXISTS (SELECT 1 FROM stampsPaused)
-                        BEGIN UPDATE stamps SET n = n + 1 WHERE collection = \(row).collection; END
+                        WHEN NOT EXISTS (SELECT 1 FROM stampsBulk WHERE collection = \(row).collection)
+                        BEGIN
+                            UPDATE stamps SET n = n + 1 WHERE collection = \(row).collection;
+                            INSERT INTO stampsBulk (collection)
+                                SELECT \(row).collection WHERE EXISTS (SELECT 1 FROM stampsBulk WHERE collection = '*');
+                        END
                         """)
             }
         }
@@ -83,15 +90,14 @@ extension Replica {
 }
 
 extension Replica {
-    /// Pauses the per-row stamp triggers, inside the caller's transaction.
-    static func pauseStamps(_ db: Database) throws {
-        try db.execute(sql: "INSERT OR IGNORE INTO stampsPaused (one) VALUES (1)")
+    /// Starts a bulk apply, inside the caller's transaction: each collection's stamp moves once, at its first row.
+    static func beginBulkStamps(_ db: Database) throws {
+        try db.execute(sql: "INSERT OR IGNORE INTO stampsBulk (collection) VALUES ('*')")
     }
 
-    /// Resumes them and moves every collection's stamp once.
-    static func resumeStamps(_ db: Database) throws {
-        try db.execute(sql: "DELETE FROM stampsPaused")
-        try db.execute(sql: "UPDATE stamps SET n = n + 1")
+    /// Ends it (a rollback ends it too).
+    static func endBulkStamps(_ db: Database) throws {
+        try db.execute(sql: "DELETE FROM stampsBulk")
     }
 
     /// The change counter of a collection's items (`stamps`).

@@ -15,7 +15,12 @@ extension SyncClient {
     ) async throws
         -> HTTPAnswer
     {
-        let request = try httpCall(method, path, body: body, headers: headers, auth: auth)
+        try await deliver(try httpCall(method, path, body: body, headers: headers, auth: auth), auth: auth)
+    }
+
+    /// Sends a prepared call (JSON or raw bytes): a transport failure is `offline`, a 401 on an authenticated call
+    /// ends the session.
+    func deliver(_ request: HTTPCall, auth: Bool = true) async throws -> HTTPAnswer {
         let answer: HTTPAnswer
         do {
             answer = try await configuration.transport.send(request)
