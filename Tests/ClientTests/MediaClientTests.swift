@@ -101,6 +101,26 @@ struct MediaClientTests {
         }
     }
 
+    @Test("a medium past mediaMaxBytes is neither uploaded nor kept when downloaded: the device never fills")
+    func sizeLimit() async throws {
+        try await LiveServer.run(.sqlite) { server in
+            let (phone, _) = try Self.client(server)
+            try await phone.signUp(family: "Smith", username: "alice", password: "password1")
+            let url = try await phone.upload(Self.jpeg(300_000, seed: 3), contentType: "image/jpeg")
+            try await phone.push()
+            var configuration = SyncClientConfiguration(serverURL: server.base, replicaPath: LiveServer.replicaPath())
+            configuration.pushDelay = nil
+            configuration.mediaMaxBytes = 200_000
+            let tablet = try SyncClient(configuration: configuration)
+            try await tablet.logIn(username: "alice", password: "password1")
+            await #expect(throws: SyncClientError.self) { try await tablet.media(url) }
+            let folder = configuration.replicaPath + ".media"
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty, "no part left behind")
+            await #expect(throws: SyncClientError.self) { try await tablet.upload(Self.jpeg(200_001, seed: 4), contentType: "image/jpeg") }
+            #expect(tablet.status.pendingWrites == 0)
+        }
+    }
+
     @Test("a type the server does not take is a failed upload, not a stuck queue; sign-out forgets the media")
     func refusedAndErased() async throws {
         try await LiveServer.run(.sqlite) { server in

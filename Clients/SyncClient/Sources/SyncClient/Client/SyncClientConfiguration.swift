@@ -32,6 +32,9 @@ public struct SyncClientConfiguration: Sendable {
     /// Most bytes of downloaded media kept beside the replica (least recently used out first); uploads waiting to
     /// leave are kept whatever their size.
     public var mediaCacheBytes = 200 * 1024 * 1024
+    /// Largest medium uploaded or downloaded (the server's default `mediaMaxBytes`, 20 MiB): a download that goes past
+    /// it is stopped and its bytes deleted, so an answer that never ends cannot fill the device.
+    public var mediaMaxBytes = 20 * 1024 * 1024
 
     public init(serverURL: URL, replicaPath: String) {
         self.serverURL = serverURL

@@ -8,6 +8,9 @@ extension SyncClient {
     /// bytes stay in the media folder, counted in `status.pendingWrites`, until the server has them.
     @discardableResult
     public func upload(_ data: Data, contentType: String) async throws -> String {
+        guard data.count <= configuration.mediaMaxBytes else {
+            throw SyncClientError.invalid("the medium is \(data.count) bytes; the most is \(configuration.mediaMaxBytes) (mediaMaxBytes)")
+        }
         let sha = SHA256.hex(Array(data))
         try mediaStore.store(data, sha256: sha)
         try await replica.pool.write { db in
@@ -23,7 +26,12 @@ extension SyncClient {
     /// Queues the upload of a file (its bytes are copied into the media folder).
     @discardableResult
     public func upload(fileAt url: URL, contentType: String) async throws -> String {
-        try await upload(try Data(contentsOf: url), contentType: contentType)
+        // Sized before it is read: a file too large is never loaded into memory.
+        let size = (try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue ?? 0
+        guard size <= configuration.mediaMaxBytes else {
+            throw SyncClientError.invalid("the medium is \(size) bytes; the most is \(configuration.mediaMaxBytes) (mediaMaxBytes)")
+        }
+        return try await upload(try Data(contentsOf: url), contentType: contentType)
     }
 
     /// The uploads the server refused for good (a type it does not take, too large), with its answer.
@@ -86,8 +94,17 @@ extension SyncClient {
         guard let handle = FileHandle(forWritingAtPath: part) else { throw SyncClientError.invalid("cannot write \(part)") }
         defer { try? handle.close() }
         if status == 200 { try handle.truncate(atOffset: 0) } else { try handle.seekToEnd() }
+        var size = status == 200 ? 0 : have
         do {
-            for try await chunk in bytes { try handle.write(contentsOf: chunk) }
+            for try await chunk in bytes {
+                size += chunk.count
+                guard size <= configuration.mediaMaxBytes else { throw TooLarge() }
+                try handle.write(contentsOf: chunk)
+            }
+        } catch is TooLarge {
+            try? handle.close()
+            _ = try? FileManager.default.removeItem(atPath: part)
+            throw SyncClientError.invalid("the medium is larger than \(configuration.mediaMaxBytes) bytes (mediaMaxBytes): not kept")
         } catch {
             throw SyncClientError.offline("the download was cut: \(error.localizedDescription)")
         }
@@ -98,19 +115,7 @@ extension SyncClient {
         guard let token = session.withLock({ $0?.token }) else { throw SyncClientError.notSignedIn }
         var headers = headers
         headers["Authorization"] = "Bearer \(token)"
-        let answer: HTTPAnswer
-        do {
-            answer = try await configuration.transport.send(HTTPCall(method: method, url: url(path), headers: headers, body: body))
-        } catch let error as SyncClientError {
-            throw error
-        } catch {
-            throw SyncClientError.offline("\(error.localizedDescription)")
-        }
-        if answer.status == 401 {
-            sessionEnded()
-            throw SyncClientError.notSignedIn
-        }
-        return answer
+        return try await deliver(HTTPCall(method: method, url: url(path), headers: headers, body: body))
     }
 
     /// Forgets every upload and media file (sign-out, another account, reset): another account must not see them.
@@ -167,6 +172,9 @@ extension SyncClient {
         return sent
     }
 }
+
+/// A download past `mediaMaxBytes`.
+private struct TooLarge: Error {}
 
 /// An upload the server refused for good.
 public struct FailedUpload: Sendable, Equatable {
