@@ -71,6 +71,10 @@ struct ModelCommand: ParsableCommand {
         var type: [String] = []
         @Option(name: .customLong("protocol"), help: "A protocol every type also conforms to (repeatable), e.g. the SDK's SyncModel.")
         var protocols: [String] = []
+        @Flag(help: "For an app with the Swift SDK: the types are SyncModels; adds SyncCollection constants and the model as a ServerModel.")
+        var sdk = false
+        @Flag(name: .customLong("in-sdk"), help: "As --sdk, for a file inside the SDK's own module (no import of it).")
+        var inSDK = false
 
         func run() throws {
             var names: [String: String] = [:]
@@ -79,7 +83,8 @@ struct ModelCommand: ParsableCommand {
                 guard parts.count == 2 else { throw ValidationError("--type takes collection=Type, not \(pair)") }
                 names[parts[0]] = parts[1]
             }
-            print(try ModelCommand.load(file).swiftSource(typeNames: names, protocols: protocols), terminator: "")
+            let target: DataModel.SwiftTarget = inSDK ? .inSDK : sdk ? .sdk : .plain
+            print(try ModelCommand.load(file).swiftSource(typeNames: names, protocols: protocols, target: target), terminator: "")
         }
     }
 

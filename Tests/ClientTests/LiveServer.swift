@@ -16,11 +16,13 @@ struct LiveServer: Sendable {
     let database: DatabaseURL
     let raw: any TestClientProtocol
 
-    /// `database`: a database of the caller's (a PostgreSQL it stops and restarts), else a fresh one of `backend`.
+    /// `database`: a database of the caller's (a PostgreSQL it stops and restarts), else a fresh one of `backend`;
+    /// `model`: the data model served (the default model without it).
     static func run<T: Sendable>(
-        _ backend: Backend, database: DatabaseURL? = nil, _ body: @Sendable (LiveServer) async throws -> T
+        _ backend: Backend, database: DatabaseURL? = nil, model: DataModel? = nil, _ body: @Sendable (LiveServer) async throws -> T
     ) async throws -> T {
         var configuration = AppConfiguration()
+        if let model { configuration.model = model }
         if let database {
             configuration.database = database
             // The caller stops that database: answers 503 within 2 s rather than 10.

@@ -15,10 +15,11 @@ public enum ClientCommandLine {
           get <collection> <id> [--parent ID]
           put <collection> <id> '<json>' [--parent ID]    offline: queued for the next sync
           delete <collection> <id> [--parent ID]          offline: queued for the next sync
-          more <threads|wall|messages|comments> [--parent ID]
+          more <paginated or child collection> [--parent ID]
           watch                       sync on every change notice, push writes other processes queue, until Ctrl-C
           status | pending | verify | reset | help
-        collections: \(SyncCollection.allCases.map(\.rawValue).joined(separator: ", "))
+          model                       the server's data model: its collections, kinds and sync endpoints
+        collections: any of the server's data model, by name (`model` lists them)
         --server takes https://, or http:// to this machine; --insecure allows http:// to another host.
         """
 
@@ -103,11 +104,21 @@ public enum ClientCommandLine {
             try await client.delete(try arguments.collection(0), id: try arguments.positional(1), parent: arguments.parent)
             print(json ? Output.json(Output.Queued(queued: true)) : "deleted locally; queued for the next sync")
         case "more":
-            guard let list = PagedList(rawValue: try arguments.positional(0)) else {
-                throw SyncClientError.invalid("more takes threads, wall, messages or comments")
-            }
-            let complete = try await client.loadMore(list, parent: arguments.parent)
+            let complete = try await client.loadMore(try arguments.collection(0), parent: arguments.parent)
             print(json ? Output.json(Output.More(nomore: complete)) : complete ? "the whole list is here" : "more remain")
+        case "model":
+            let model = try await client.serverModel(refresh: true)
+            let collections = model.collections.values.sorted { $0.name < $1.name }.map {
+                Output.ModelCollection(name: $0.name.rawValue, kind: $0.kind.rawValue, sync: $0.sync, parent: $0.parent?.rawValue)
+            }
+            if json {
+                print(Output.json(Output.Model(model: model.name, digest: model.digest, collections: collections)))
+            } else {
+                print("model \(model.name) (digest \(model.digest.prefix(12)))")
+                for c in collections {
+                    print("  \(c.name): \(c.kind)" + (c.sync.map { ", synced by \($0)" } ?? "") + (c.parent.map { ", child of \($0)" } ?? ""))
+                }
+            }
         case "status":
             print(describeStatus(client, json: json))
         case "pending":

@@ -13,6 +13,17 @@ enum Output {
     struct Queued: Encodable { var queued: Bool }
     struct More: Encodable { var nomore: Bool }
     struct Done: Encodable { var done: Bool }
+    struct ModelCollection: Encodable {
+        var name: String
+        var kind: String
+        var sync: String?
+        var parent: String?
+    }
+    struct Model: Encodable {
+        var model: String
+        var digest: String
+        var collections: [ModelCollection]
+    }
 
     struct Sync: Encodable {
         var pushed: Int

@@ -25,47 +25,71 @@ extension FakeSyncServer {
         return formatter.string(from: Date())
     }
 
-    /// Stores an item with its server-set fields; answers it.
-    static func store(_ state: inout State, _ collection: String, _ parent: String, _ id: String, _ body: JSONObject, author: String) -> Item {
+    /// Stores an item with its server-set fields (as its collection's model says); answers it.
+    static func store(
+        _ state: inout State, _ layout: ServerModel.Collection?, _ parent: String, _ id: String, _ body: JSONObject, author: String
+    ) -> Item {
         state.version += 1
+        let collection = layout?.name.rawValue ?? ""
         let key = collection + "/" + parent
         let previous = state.items[key]?[id]
         var json = body
-        for serverSet in ["modified", "author", "created", "lastMessageAt", "messages", "comments", "nomore", "_parent"] { json[serverSet] = nil }
+        for serverSet in ["modified", "author", "created", "nomore", "_parent"] { json[serverSet] = nil }
+        if let children = layout?.children { json[children.rawValue] = nil }
+        if let orderField = layout?.orderField { json[orderField] = nil }
         json["id"] = .string(id)
         let now = Self.now()
-        if ["wall", "messages", "comments"].contains(collection) {
+        if layout?.authored == true || layout?.kind == .child {
             json["author"] = previous?.json["author"] ?? .string(author)
             json["created"] = previous?.json["created"] ?? .string(now)
         }
-        if collection == "threads" { json["lastMessageAt"] = previous?.json["lastMessageAt"] ?? .string(now) }
+        if let orderField = layout?.orderField { json[orderField] = previous?.json[orderField] ?? .string(now) }
         json["modified"] = .string(now)
         let item = Item(json: json, version: state.version)
         state.items[key, default: [:]][id] = item
         return item
     }
 
-    static func answer(_ state: inout State, _ call: HTTPCall, familyID: String, accountID: String) -> HTTPAnswer {
-        let path = apiPath(call.url)
+    /// `GET /model`: the model as the server serves it (its collections' kinds, endpoints and orders).
+    var modelAnswer: JSONValue {
+        var collections: JSONObject = [:]
+        for collection in model.collections.values where !collection.isReadOnly {
+            var entry: JSONObject = ["kind": .string(collection.kind.rawValue), "fields": [:], "rules": []]
+            if collection.kind != .singleton { entry["authored"] = .bool(collection.authored) }
+            for (key, value) in [
+                ("sync", collection.sync), ("parent", collection.parent?.rawValue), ("children", collection.children?.rawValue),
+                ("order", collection.order), ("orderField", collection.orderField), ("scope", collection.scope),
+            ] {
+                if let value { entry[key] = .string(value) }
+            }
+            collections[collection.name.rawValue] = .object(entry)
+        }
+        return ["model": .string(model.name), "digest": .string(model.digest), "collections": .object(collections)]
+    }
+
+    func answer(_ state: inout State, _ call: HTTPCall) -> HTTPAnswer {
+        let path = Self.apiPath(call.url)
         let body = call.body.flatMap { try? JSONValue.parse($0) }
         switch (call.method, path.split(separator: "?").first.map(String.init) ?? path) {
         case ("GET", "/"):
-            return json(
+            return Self.json(
                 200,
                 [
                     "version": "fake", "tombstoneRetentionSeconds": 2_592_000, "signup": true, "mediaMaxBytes": 20_971_520,
                     "mediaTypes": ["image/jpeg", "image/png"],
                     "limits": ["groupMaxRequests": 20, "nbMax": 500, "maxChildren": 100, "bodyMaxBytes": 1_048_576],
                 ])
+        case ("GET", "/model"):
+            return Self.json(200, modelAnswer)
         case ("POST", "/signup"), ("POST", "/login"):
             let username = body?["username"]?.stringValue ?? ""
             let password = body?["password"]?.stringValue ?? ""
             if call.url.path.hasSuffix("/signup") {
                 state.accounts[username] = password
             } else if state.accounts[username] != password {
-                return problem(401, code: "invalid_credentials")
+                return Self.problem(401, code: "invalid_credentials")
             }
-            return json(
+            return Self.json(
                 call.url.path.hasSuffix("/signup") ? 201 : 200,
                 ["token": "fake-token", "accountId": .string(accountID), "familyId": .string(familyID), "expiresAt": "2099-01-01T00:00:00.000Z"])
         case ("POST", "/logout"):
@@ -78,26 +102,26 @@ extension FakeSyncServer {
                     url: URL(string: "http://fake" + (request["url"]?.stringValue ?? "/"))!,
                     headers: (request["headers"]?.objectValue ?? [:]).compactMapValues(\.stringValue),
                     body: request["body"].map { Data($0.text.utf8) })
-                state.calls.append("\(sub.method) \(apiPath(sub.url))")
-                let answer = Self.answer(&state, sub, familyID: familyID, accountID: accountID)
+                state.calls.append("\(sub.method) \(Self.apiPath(sub.url))")
+                let answer = answer(&state, sub)
                 var response: JSONObject = ["id": request["id"] ?? .null, "status": .number(JSONNumber(answer.status))]
                 if let etag = answer.header("ETag") { response["headers"] = ["ETag": .string(etag)] }
                 response["body"] = answer.body.isEmpty ? .null : ((try? JSONValue.parse(answer.body)) ?? .null)
                 responses.append(.object(response))
             }
-            return json(200, ["responses": .array(responses)])
+            return Self.json(200, ["responses": .array(responses)])
         case ("POST", "/media"):
             let data = call.body ?? Data()
             let sha = String(SyncClient.mediaURL(of: data).dropFirst("/api/v1/media/".count))
             state.media[sha] = data
-            return json(
+            return Self.json(
                 201,
                 [
                     "url": .string("/api/v1/media/" + sha), "sha256": .string(sha), "contentType": .string(call.headers["Content-Type"] ?? ""),
                     "size": .number(JSONNumber(data.count)),
                 ])
         case (_, let bare):
-            return itemOrSync(&state, call.method, bare, query: path, body: body, headers: call.headers, familyID: familyID, accountID: accountID)
+            return itemOrSync(&state, call.method, bare, query: path, body: body, headers: call.headers)
         }
     }
 }

@@ -4,7 +4,8 @@ import Synchronization
 
 /// An in-memory SyncAPI server for an app's unit tests: plug it in as the client's transport
 /// (`configuration.transport = server`) and script it. It takes sign-up and login, `POST /group`, the item calls
-/// (PUT, PATCH, GET, DELETE, with ETags and `If-Match`), the sync endpoints of the default model and media. Every
+/// (PUT, PATCH, GET, DELETE, with ETags and `If-Match`), `GET /model` and the sync endpoints of its model (the
+/// default model's unless given another, e.g. an app's generated `ServerModel`), and media. Every
 /// sync is answered whole (`sync: false`), which the protocol allows and keeps the fake exact. Scripting:
 /// `failNext(_:status:)` (a 503 or any status), `isOffline` (no answer at all), `edit(_:id:json:)` and
 /// `remove(_:id:)` (another device's write: the next push of the same item gets a 412), `items(_:)` and `calls`.
@@ -30,8 +31,12 @@ public final class FakeSyncServer: HTTPTransport, Sendable {
     let state = Mutex(State())
     public let familyID = "fake-family"
     public let accountID = "fake-account"
+    /// The data model it serves.
+    public let model: ServerModel
 
-    public init() {}
+    public init(model: ServerModel = .family) {
+        self.model = model
+    }
 
     // MARK: Scripting
 
@@ -49,7 +54,7 @@ public final class FakeSyncServer: HTTPTransport, Sendable {
     /// Another device writes an item (its version moves: a push of the same item based on the old one gets a 412).
     public func edit(_ collection: SyncCollection, id: String, parent: String? = nil, json: JSONObject) {
         state.withLock { state in
-            _ = Self.store(&state, collection.rawValue, parent ?? "", id, json, author: "other-device")
+            _ = Self.store(&state, model[collection], parent ?? "", id, json, author: "other-device")
         }
     }
 
@@ -82,7 +87,7 @@ public final class FakeSyncServer: HTTPTransport, Sendable {
                 let status = state.failures.removeFirst()
                 return Self.problem(status, code: status == 503 ? "unavailable" : "scripted", retryAfter: status == 503 || status == 429)
             }
-            return Self.answer(&state, call, familyID: familyID, accountID: accountID)
+            return answer(&state, call)
         }
     }
 

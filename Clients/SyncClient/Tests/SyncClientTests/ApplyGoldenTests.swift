@@ -88,19 +88,19 @@ struct ApplyGoldenTests {
     func family() throws {
         let replica = try Golden.replica()
         let file = "familysync.json"
-        try replica.pool.write { db in try Replica.apply(db, try Golden.answer(file, 0, as: FamilySyncAnswer.self)) }
+        try replica.pool.write { db in _ = try Replica.applyBundle(db, ServerModel.familyBundle, try Golden.answer(file, 0, as: JSONObject.self)) }
         #expect(try Golden.ids(replica, .family).count == 1)
         #expect(try Golden.ids(replica, .settings).count == 1)
-        try replica.pool.write { db in try Replica.apply(db, try Golden.answer(file, 7, as: FamilySyncAnswer.self)) }
+        try replica.pool.write { db in _ = try Replica.applyBundle(db, ServerModel.familyBundle, try Golden.answer(file, 7, as: JSONObject.self)) }
         #expect(try Golden.ids(replica, .members) == ["m1", "m2", "m3"])
-        try replica.pool.write { db in try Replica.apply(db, try Golden.answer(file, 10, as: FamilySyncAnswer.self)) }
+        try replica.pool.write { db in _ = try Replica.applyBundle(db, ServerModel.familyBundle, try Golden.answer(file, 10, as: JSONObject.self)) }
         #expect(try Golden.ids(replica, .family).count == 1, "family null: unchanged")
-        try replica.pool.write { db in try Replica.apply(db, try Golden.answer(file, 13, as: FamilySyncAnswer.self)) }
+        try replica.pool.write { db in _ = try Replica.applyBundle(db, ServerModel.familyBundle, try Golden.answer(file, 13, as: JSONObject.self)) }
         #expect(try Golden.ids(replica, .members) == ["m1", "m2"])
         #expect(try Golden.ids(replica, .settings).count == 1, "settings null: unchanged")
         let accounts = try Golden.ids(replica, .accounts)
         #expect(!accounts.isEmpty)
-        try replica.pool.write { db in try Replica.apply(db, try Golden.answer(file, 22, as: FamilySyncAnswer.self)) }
+        try replica.pool.write { db in _ = try Replica.applyBundle(db, ServerModel.familyBundle, try Golden.answer(file, 22, as: JSONObject.self)) }
         #expect(try Golden.ids(replica, .members) == ["m1", "m2"])
         let members = try replica.pool.read { db in try Replica.visibleItems(db, .members) }
         #expect(try members.map { try JSONValue.object($0).decode(Member.self).role } == ["parent", "child"])
@@ -147,23 +147,24 @@ struct ApplyGoldenTests {
     func appStartGroup() throws {
         let replica = try Golden.replica()
         let group = try Golden.answer("group.json", 1, as: GroupAnswer.self)
-        var answers = Dictionary(uniqueKeysWithValues: group.responses.map { ($0.id, $0) })
+        var answers = Dictionary(uniqueKeysWithValues: group.responses.map { (ServerModel.exampleIDs[$0.id]!, $0) })
         // The example has no wall sync: the SDK's group adds one.
         let empty: JSONValue = ["date": "<date>", "sync": false, "updated": [], "deleted": [], "crop": false, "nomore": true]
-        answers["w"] = SubResponse(id: "w", status: 200, body: empty)
-        let applied = try replica.pool.write { db in try SyncClient.applySync(db, answers) }
+        answers["wallsync"] = SubResponse(id: "wallsync", status: 200, body: empty)
+        let endpoints = ServerModel.family.endpoints
+        let applied = try replica.pool.write { db in try SyncClient.applySync(db, endpoints, answers) }
         #expect(applied.date == "<date>")
-        #expect(applied.replaced == ["contacts", "events", "places", "threads", "wall", "family"])
+        #expect(applied.replaced == ["contacts", "events", "accounts", "family", "members", "settings", "threads", "places", "wall"])
         #expect(try Golden.ids(replica, .contacts) == ["c1"])
         #expect(try Golden.ids(replica, .accounts).count == 1)
         #expect(try replica.pool.read { db in try Replica.meta(db, MetaKey.date) } == "<date>")
 
         // One answer failed (here 503): nothing of the group is applied, the date stays.
         var failing = answers
-        failing["e"] = SubResponse(id: "e", status: 503, headers: ["Retry-After": "2"], body: ["code": "unavailable"])
-        failing["c"] = SubResponse(id: "c", status: 200, body: ["date": "<later>", "sync": true, "updated": [], "deleted": ["c1"]])
+        failing["evtsync"] = SubResponse(id: "evtsync", status: 503, headers: ["Retry-After": "2"], body: ["code": "unavailable"])
+        failing["ctcsync"] = SubResponse(id: "ctcsync", status: 200, body: ["date": "<later>", "sync": true, "updated": [], "deleted": ["c1"]])
         #expect(throws: SyncClientError.unavailable(status: 503, code: "unavailable", retryAfter: 2)) {
-            try replica.pool.write { db in _ = try SyncClient.applySync(db, failing) }
+            try replica.pool.write { db in _ = try SyncClient.applySync(db, endpoints, failing) }
         }
         #expect(try Golden.ids(replica, .contacts) == ["c1"])
         #expect(try replica.pool.read { db in try Replica.meta(db, MetaKey.date) } == "<date>")

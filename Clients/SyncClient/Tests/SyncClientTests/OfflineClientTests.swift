@@ -9,10 +9,14 @@ import Testing
 @Suite("Client without a server")
 struct OfflineClientTests {
     /// A client whose server is a closed port, signed in with a stored session, retrying fast.
-    static func client(path: String = NSTemporaryDirectory() + "syncclient-offline-\(UUID().uuidString).sqlite") throws -> SyncClient {
+    /// `model`: the one the app was built with (the server's is never read here).
+    static func client(
+        path: String = NSTemporaryDirectory() + "syncclient-offline-\(UUID().uuidString).sqlite", model: ServerModel? = .family
+    ) throws -> SyncClient {
         var configuration = SyncClientConfiguration(serverURL: URL(string: "http://127.0.0.1:9")!, replicaPath: path)
         configuration.retryPolicy = RetryPolicy(attempts: 2, baseDelay: .milliseconds(1), sleep: { _ in })
         configuration.pushDelay = nil  // these tests read the queue
+        configuration.model = model
         if try configuration.tokenStore.load() == nil {
             try configuration.tokenStore.save(ClientSession(token: "token", accountID: "acc", familyID: "fam"))
         }
@@ -50,8 +54,19 @@ struct OfflineClientTests {
         await #expect(throws: SyncClientError.self) { try await client.save(.contacts, id: "c", parent: "p", json: [:]) }
         await #expect(throws: SyncClientError.self) { try await client.save(.accounts, id: "a", json: [:]) }
         await #expect(throws: SyncClientError.self) { try await client.delete(.family, id: "f") }
+        await #expect(throws: SyncClientError.invalid("nope is not a collection of the model \"family\" (\(Self.familyNames))")) {
+            try await client.save("nope", id: "n", json: [:])
+        }
         #expect(try client.pendingOperations().isEmpty)
+        // With no model known at all (a replica of SDK 0.2.0 not synced since), a write is queued as given: the
+        // server checks it at push.
+        let unknowing = try Self.client(model: nil)
+        try await unknowing.save("recipes", id: "r1", json: ["title": "Soup"])
+        #expect(try unknowing.pendingOperations().map(\.collection) == ["recipes"])
+        #expect(try unknowing.items("recipes").map { $0["title"] } == ["Soup"])
     }
+
+    static let familyNames = "accounts, comments, contacts, events, family, members, messages, places, settings, threads, wall"
 
     @Test("concurrent syncs join one flight")
     func singleFlight() async throws {

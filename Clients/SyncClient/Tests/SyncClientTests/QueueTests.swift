@@ -90,13 +90,13 @@ struct QueueTests {
         let pushed = try Self.pending(replica)[0]
         try replica.pool.write { db in try Replica.save(db, .contacts, id: "a", parent: "", ["firstName": "2"]) }
         try replica.pool.write { db in
-            try Replica.landed(db, pushed, server: ["id": "a", "firstName": "1", "modified": "m1"], etag: "\"7\"")
+            try Replica.landed(db, pushed, .contacts, server: ["id": "a", "firstName": "1", "modified": "m1"], etag: "\"7\"")
         }
         let pending = try Self.pending(replica)
         #expect(pending.count == 1 && pending[0].body?["firstName"] == "2", "the later edit stays queued")
         #expect(try replica.pool.read { db in try Replica.base(db, pending[0]).etag } == "\"7\"")
         try replica.pool.write { db in
-            try Replica.landed(db, pending[0], server: ["id": "a", "firstName": "2", "modified": "m2"], etag: "\"8\"")
+            try Replica.landed(db, pending[0], .contacts, server: ["id": "a", "firstName": "2", "modified": "m2"], etag: "\"8\"")
         }
         #expect(try Self.pending(replica).isEmpty)
         #expect(try replica.pool.read { db in try Replica.visibleItem(db, .contacts, id: "a") }?["modified"] == "m2")
@@ -143,9 +143,9 @@ struct QueueTests {
         ])
     func alreadyThere(local: JSONObject, server: JSONObject, expected: Bool) {
         let op = PendingOperation(collection: .contacts, parent: nil, id: "a", kind: .put, body: local, revision: 1)
-        #expect(SyncClient.alreadyThere(op, server: server) == expected)
+        #expect(SyncClient.alreadyThere(op, .contacts, server: server) == expected)
         let delete = PendingOperation(collection: .contacts, parent: nil, id: "a", kind: .delete, body: nil, revision: 1)
-        #expect(SyncClient.alreadyThere(delete, server: nil))
-        #expect(!SyncClient.alreadyThere(delete, server: server))
+        #expect(SyncClient.alreadyThere(delete, .contacts, server: nil))
+        #expect(!SyncClient.alreadyThere(delete, .contacts, server: server))
     }
 }

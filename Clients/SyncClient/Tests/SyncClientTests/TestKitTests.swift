@@ -30,6 +30,34 @@ struct TestKitTests {
         #expect(try client.all(Contact.self).map(\.id) == ["c1", "c2"])
     }
 
+    @Test("example: an app's own model, served by the fake and synced by name")
+    func ownModel() async throws {
+        let model = ServerModel(
+            name: "garden", digest: "test",
+            collections: [
+                .init(name: "plants", kind: .list, sync: "plantsync"),
+                .init(name: "beds", kind: .paginated, sync: "bedsync", children: "sowings", order: "created", authored: true),
+                .init(name: "sowings", kind: .child, parent: "beds", authored: true),
+                .init(name: "garden", kind: .singleton, sync: "gardensync", scope: "family"),
+            ])
+        let server = FakeSyncServer(model: model)
+        let client = try Self.client(server)
+        try await client.signUp(family: "Green", username: "alice", password: "password1")
+        #expect(client.knownModel == model)
+        try await client.save("plants", id: "tomato", json: ["name": "Tomato"])
+        try await client.save("beds", id: "b1", json: ["name": "South"])
+        try await client.save("sowings", id: "s1", parent: "b1", json: ["plant": "tomato"])
+        try await client.save("garden", id: "any", json: ["name": "Allotment 12"])
+        try await client.sync()
+        server.edit("plants", id: "basil", json: ["name": "Basil"])
+        try await client.sync()
+        #expect(try client.items("plants").compactMap { $0["name"]?.stringValue } == ["Basil", "Tomato"])
+        #expect(try client.items("sowings", parent: "b1").first?["author"] != nil)
+        #expect(try client.item("garden", id: server.familyID)?["name"] == "Allotment 12")
+        #expect(try client.items(.accounts).count == 1, "the family singleton's endpoint carries the account profiles")
+        #expect(server.calls.contains("GET /plantsync") && server.calls.contains("GET /gardensync"))
+    }
+
     @Test("example: a busy server (503) is retried; a server that stays away leaves the write queued")
     func failures() async throws {
         let server = FakeSyncServer()

@@ -3,10 +3,16 @@ import GRDB
 
 extension SyncClient {
     /// The items of a collection as the app sees them: the server's JSON with unsent local edits applied, in the
-    /// server's order for threads, wall, messages and comments (newest first), by id otherwise. Children need their
-    /// `parent` (the thread or post id).
+    /// server's order for paginated and child collections (newest first), by id otherwise. Children need their
+    /// `parent` (the thread or post id). Any collection of the server's model, by name.
     public func items(_ collection: SyncCollection, parent: String? = nil) throws -> [JSONObject] {
-        try replica.pool.read { db in try Replica.visibleItems(db, collection, parent: parent) }
+        let sorted = isSorted(collection)
+        return try replica.pool.read { db in try Replica.visibleItems(db, collection, parent: parent, sorted: sorted) }
+    }
+
+    /// Whether the model sorts `collection` by a field (nil while no model is known).
+    func isSorted(_ collection: SyncCollection) -> Bool? {
+        knownModel.map { $0[collection]?.sortField != nil }
     }
 
     /// One item, as `items` shows it (nil when absent or deleted locally). For `family` and `settings` the id is the
@@ -17,8 +23,9 @@ extension SyncClient {
 
     /// The items of a model's collection, decoded (`all(Contact.self)`, `all(Message.self, parent: threadID)`).
     public func all<M: SyncModel>(_ type: M.Type, parent: String? = nil) throws -> [M] {
-        let collection = try M.syncCollection()
-        let texts = try replica.pool.read { db in try Replica.visibleTexts(db, collection, parent: parent) }
+        let collection = M.syncCollection
+        let sorted = isSorted(collection)
+        let texts = try replica.pool.read { db in try Replica.visibleTexts(db, collection, parent: parent, sorted: sorted) }
         return try Self.decode(M.self, texts: texts, parent: parent)
     }
 
@@ -49,9 +56,9 @@ extension SyncClient {
         return try JSONValue.object(object).decode(M.self)
     }
 
-    /// Whether the replica holds the whole list (`nomore`): threads, the wall, or the children of one parent.
-    public func hasAll(_ list: PagedList, parent: String? = nil) -> Bool {
-        (try? replica.pool.read { db in try Replica.flag(db, MetaKey.nomore(list.collection, parent: parent)) }) ?? false
+    /// Whether the replica holds the whole list (`nomore`): a paginated list, or the children of one parent.
+    public func hasAll(_ list: SyncCollection, parent: String? = nil) -> Bool {
+        (try? replica.pool.read { db in try Replica.flag(db, MetaKey.nomore(list, parent: parent)) }) ?? false
     }
 
     /// Any query on the replica, observed: a fresh value after every sync and every local write (GRDB
@@ -65,6 +72,7 @@ extension SyncClient {
     /// same items twice in a row.
     public func observeItems(_ collection: SyncCollection, parent: String? = nil) -> AsyncThrowingStream<[JSONObject], any Error> {
         let pool = replica.pool
+        let sorted = isSorted(collection)
         // The collection's stamp (bumped by triggers on every change of its items) is all the observation reads.
         let stamps = ValueObservation.tracking { db in try Replica.stamp(db, collection) }.removeDuplicates().values(in: pool)
         return AsyncThrowingStream { continuation in
@@ -72,7 +80,7 @@ extension SyncClient {
                 var last: [JSONObject]?
                 do {
                     for try await _ in stamps {
-                        let items = try await pool.read { db in try Replica.visibleItems(db, collection, parent: parent) }
+                        let items = try await pool.read { db in try Replica.visibleItems(db, collection, parent: parent, sorted: sorted) }
                         if items != last {
                             continuation.yield(items)
                             last = items
@@ -89,13 +97,7 @@ extension SyncClient {
 
     /// The items of a model's collection, decoded and observed (as `observeItems`).
     public func observeAll<M: SyncModel>(_ type: M.Type, parent: String? = nil) -> AsyncThrowingStream<[M], any Error> {
-        let collection: SyncCollection
-        do {
-            collection = try M.syncCollection()
-        } catch {
-            return AsyncThrowingStream { $0.finish(throwing: error) }
-        }
-        let items = observeItems(collection, parent: parent)
+        let items = observeItems(M.syncCollection, parent: parent)
         return AsyncThrowingStream { continuation in
             let task = Task {
                 do {

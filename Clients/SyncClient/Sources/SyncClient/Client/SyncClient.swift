@@ -22,6 +22,8 @@ public final class SyncClient: Sendable {
     let mediaStore: MediaStore
     /// The debounced push after a local write (`schedulePush`), at most one waiting.
     let pushTask = Locked<Task<Void, Never>?>(nil)
+    /// The server's model as last read (kept in the replica), and when this process last read it.
+    let modelState: Locked<(model: ServerModel?, checked: ContinuousClock.Instant?)>
 
     /// Opens (and migrates) the replica and loads the stored session, if any. No network.
     public init(configuration: SyncClientConfiguration) throws {
@@ -29,6 +31,8 @@ public final class SyncClient: Sendable {
         self.configuration = configuration
         replica = try Replica(path: configuration.replicaPath)
         mediaStore = try MediaStore(replicaPath: configuration.replicaPath, limit: configuration.mediaCacheBytes)
+        let model = try replica.pool.read { db in try Replica.meta(db, MetaKey.model) }
+        modelState = Locked((model.flatMap { try? JSONDecoder().decode(ServerModel.self, from: Data($0.utf8)) }, nil))
         let stored = try configuration.tokenStore.load()
         session = Locked(stored)
         statusCenter.update { $0.signedIn = stored != nil }

@@ -35,6 +35,13 @@ public struct SyncClientConfiguration: Sendable {
     /// Largest medium uploaded or downloaded (the server's default `mediaMaxBytes`, 20 MiB): a download that goes past
     /// it is stopped and its bytes deleted, so an answer that never ends cannot fill the device.
     public var mediaMaxBytes = 20 * 1024 * 1024
+    /// The data model the app was built with (its generated `ServerModel`, e.g. `.family`): used for local writes
+    /// only until the SDK has read the server's (`GET /api/v1/model`, at sign-in and at sync). Optional: an app that
+    /// handles collections by name leaves it nil.
+    public var model: ServerModel?
+    /// How often a sync reads the server's model again (a server can add collections live); it is also read at sign-in
+    /// and at the first sync of each launch.
+    public var modelCheckInterval: Duration = .seconds(3600)
 
     public init(serverURL: URL, replicaPath: String) {
         self.serverURL = serverURL

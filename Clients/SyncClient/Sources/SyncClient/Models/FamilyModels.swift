@@ -502,6 +502,47 @@ public struct Settings: Codable, Identifiable, Hashable, Sendable, SyncModel {
     }
 }
 
+extension SyncCollection {
+    /// `contacts`, a list synced by `ctcsync`.
+    public static let contacts: SyncCollection = "contacts"
+    /// `events`, a list synced by `evtsync`.
+    public static let events: SyncCollection = "events"
+    /// `places`, a list synced by `plcsync`.
+    public static let places: SyncCollection = "places"
+    /// `threads`, a paginated list synced by `msgsyncthread`.
+    public static let threads: SyncCollection = "threads"
+    /// `messages`, a child of `threads`.
+    public static let messages: SyncCollection = "messages"
+    /// `wall`, a paginated list synced by `wallsync`.
+    public static let wall: SyncCollection = "wall"
+    /// `comments`, a child of `wall`.
+    public static let comments: SyncCollection = "comments"
+    /// `family`, a singleton per family.
+    public static let family: SyncCollection = "family"
+    /// `members`, a list synced by `familysync`.
+    public static let members: SyncCollection = "members"
+    /// `settings`, a singleton per account.
+    public static let settings: SyncCollection = "settings"
+}
+
+extension ServerModel {
+    /// The data model "family" these types were generated from.
+    public static let family = ServerModel(
+        name: "family", digest: "b91ba3fbc5ed450fb09fa5b89fdf2e9a15c993b9de3a6d4923e48879f5f5cef9",
+        collections: [
+            .init(name: "contacts", kind: .list, sync: "ctcsync"),
+            .init(name: "events", kind: .list, sync: "evtsync"),
+            .init(name: "places", kind: .list, sync: "plcsync"),
+            .init(name: "threads", kind: .paginated, sync: "msgsyncthread", children: "messages", order: "lastChildCreated", orderField: "lastMessageAt"),
+            .init(name: "messages", kind: .child, parent: "threads", authored: true),
+            .init(name: "wall", kind: .paginated, sync: "wallsync", children: "comments", order: "created", authored: true),
+            .init(name: "comments", kind: .child, parent: "wall", authored: true),
+            .init(name: "family", kind: .singleton, sync: "familysync", scope: "family"),
+            .init(name: "members", kind: .list, sync: "familysync"),
+            .init(name: "settings", kind: .singleton, sync: "familysync", scope: "account"),
+        ])
+}
+
 /// Any JSON value, for the members an app's version does not know.
 public enum ModelJSON: Codable, Hashable, Sendable {
     case null

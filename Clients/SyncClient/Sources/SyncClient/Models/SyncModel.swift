@@ -18,13 +18,8 @@ public protocol SyncModel: Codable, Sendable {
 extension SyncModel {
     public var parentID: String? { nil }
 
-    /// The collection, when the SDK syncs it.
-    static func syncCollection() throws -> SyncCollection {
-        guard let collection = SyncCollection(rawValue: collectionName) else {
-            throw SyncClientError.invalid("\(collectionName) is not a collection this SDK syncs")
-        }
-        return collection
-    }
+    /// The collection the model's items live in.
+    public static var syncCollection: SyncCollection { SyncCollection(collectionName) }
 }
 
 /// The key under which the SDK hands a child model its parent's id while decoding (never sent to the server).

@@ -66,8 +66,7 @@ extension SyncClient {
     public func setConflictHandler<M: SyncModel>(
         _ type: M.Type, _ handler: @escaping @Sendable (ModelConflict<M>) async -> ModelResolution<M>
     ) throws {
-        let collection = try M.syncCollection()
-        setConflictHandler(collection) { versions in
+        setConflictHandler(M.syncCollection) { versions in
             func decode(_ object: JSONObject?) -> M? {
                 guard let object else { return nil }
                 return try? SyncClient.decode(M.self, object, parent: nil)

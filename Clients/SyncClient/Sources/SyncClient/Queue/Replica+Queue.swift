@@ -3,7 +3,7 @@ import GRDB
 extension Replica {
     /// Applies a local save at once and queues it, in one transaction. Compression: create+update is one PUT of the
     /// last state; a save after a queued delete is a PUT.
-    static func save(_ db: Database, _ collection: SyncCollection, id: String, parent: String, _ body: JSONObject) throws {
+    static func save(_ db: Database, _ collection: ServerModel.Collection, id: String, parent: String, _ body: JSONObject) throws {
         var item = body
         item["id"] = .string(id)
         let text = item.jsonText
@@ -12,25 +12,27 @@ extension Replica {
                 INSERT INTO items (collection, parent, id, local, sortKey) VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT (collection, parent, id) DO UPDATE SET local = excluded.local, localDeleted = 0,
                     sortKey = CASE WHEN items.server IS NULL THEN excluded.sortKey ELSE items.sortKey END
-                """, arguments: [collection.rawValue, parent, id, text, sortKey(collection, item)])
-        try enqueue(db, collection, id: id, parent: parent, op: .put, body: text)
+                """, arguments: [collection.name.rawValue, parent, id, text, sortKey(collection.sortField, item)])
+        try enqueue(db, collection.name, id: id, parent: parent, op: .put, body: text)
     }
 
     /// Applies a local edit of some fields at once and queues it as a JSON Merge Patch (protocol §2): the server
     /// applies it to what it holds then, so fields this app does not know, or that another device changed meanwhile,
     /// are kept. Folding: patch + patch is one patch (the later value of a field wins); a patch of an item queued for
     /// a PUT, or never pushed, is a PUT of the result.
-    static func patch(_ db: Database, _ collection: SyncCollection, id: String, parent: String, _ patch: JSONObject) throws {
+    static func patch(_ db: Database, _ collection: ServerModel.Collection, id: String, parent: String, _ patch: JSONObject) throws {
         let row = try Row.fetchOne(
             db, sql: "SELECT server, local FROM items WHERE collection = ? AND parent = ? AND id = ?",
-            arguments: [collection.rawValue, parent, id])
+            arguments: [collection.name.rawValue, parent, id])
         let server = (row?[0] as String?).flatMap { try? JSONValue.parse($0).objectValue }
         let local = (row?[1] as String?).flatMap { try? JSONValue.parse($0).objectValue }
-        var result = (local ?? server ?? [:]).withoutChildren
+        var result = (local ?? server ?? [:])
+        if let children = collection.children { result[children.rawValue] = nil }
+        result["nomore"] = nil
         for (key, value) in patch { result[key] = value }
         let queued = try Row.fetchOne(
             db, sql: "SELECT op, body FROM queue WHERE collection = ? AND parent = ? AND id = ?",
-            arguments: [collection.rawValue, parent, id])
+            arguments: [collection.name.rawValue, parent, id])
         let queuedKind = (queued?[0] as String?).flatMap(PendingOperation.Kind.init(rawValue:))
         guard server != nil, queuedKind == nil || queuedKind == .patch else {
             try save(db, collection, id: id, parent: parent, result)
@@ -41,8 +43,8 @@ extension Replica {
         result["id"] = .string(id)
         try db.execute(
             sql: "UPDATE items SET local = ?, localDeleted = 0 WHERE collection = ? AND parent = ? AND id = ?",
-            arguments: [result.jsonText, collection.rawValue, parent, id])
-        try enqueue(db, collection, id: id, parent: parent, op: .patch, body: merged.jsonText)
+            arguments: [result.jsonText, collection.name.rawValue, parent, id])
+        try enqueue(db, collection.name, id: id, parent: parent, op: .patch, body: merged.jsonText)
     }
 
     /// Applies a local delete at once and queues it. Compression: create+delete (never pushed) is nothing at all;
@@ -88,7 +90,8 @@ extension Replica {
 
     static func pending(_ db: Database) throws -> [PendingOperation] {
         try Row.fetchAll(db, sql: "SELECT collection, parent, id, op, body, rev FROM queue ORDER BY seq").compactMap { row in
-            guard let collection = SyncCollection(rawValue: row[0]), let kind = PendingOperation.Kind(rawValue: row[3]) else { return nil }
+            guard let kind = PendingOperation.Kind(rawValue: row[3]) else { return nil }
+            let collection = SyncCollection(rawValue: row[0])
             let parent: String = row[1]
             let body = (row[4] as String?).flatMap { try? JSONValue.parse($0).objectValue }
             return PendingOperation(
@@ -98,7 +101,8 @@ extension Replica {
 
     static func failed(_ db: Database) throws -> [FailedOperation] {
         try Row.fetchAll(db, sql: "SELECT collection, parent, id, op, body, status, code, detail FROM failed ORDER BY seq").compactMap { row in
-            guard let collection = SyncCollection(rawValue: row[0]), let kind = PendingOperation.Kind(rawValue: row[3]) else { return nil }
+            guard let kind = PendingOperation.Kind(rawValue: row[3]) else { return nil }
+            let collection = SyncCollection(rawValue: row[0])
             let parent: String = row[1]
             return FailedOperation(
                 collection: collection, parent: parent.isEmpty ? nil : parent, id: row[2], kind: kind,
@@ -108,7 +112,7 @@ extension Replica {
 
     /// The server took the write: its answer becomes the item's version, and the entry goes unless an edit came
     /// after the push began.
-    static func landed(_ db: Database, _ op: PendingOperation, server: JSONObject?, etag: String?) throws {
+    static func landed(_ db: Database, _ op: PendingOperation, _ layout: ServerModel.Collection, server: JSONObject?, etag: String?) throws {
         let parent = op.parent ?? ""
         let current = try Int.fetchOne(
             db, sql: "SELECT rev FROM queue WHERE collection = ? AND parent = ? AND id = ?",
@@ -122,9 +126,9 @@ extension Replica {
                 arguments: [op.collection.rawValue, parent, op.id])
         }
         if let server {
-            try storeServer(db, op.collection, parent: parent, server, etag: etag)
+            try storeServer(db, layout, parent: parent, server, etag: etag)
         } else {
-            try removeServer(db, op.collection, parent: parent, id: op.id)
+            try removeServer(db, layout, parent: parent, id: op.id)
         }
     }
 

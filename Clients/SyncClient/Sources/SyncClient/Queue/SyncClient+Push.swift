@@ -14,6 +14,7 @@ extension SyncClient {
     func pushQueue() async throws -> SyncReport {
         guard isSignedIn else { throw SyncClientError.notSignedIn }
         var report = SyncReport()
+        let model = try await serverModel()
         // Media first: an item that names one must never reach the server before it.
         report.pushed += try await pushUploads()
         // A conflict settled as "keep local" goes round again with the server's new ETag; three rounds at most.
@@ -23,7 +24,7 @@ extension SyncClient {
             guard !operations.isEmpty else { break }
             let limits = try await limits()
             for batch in Self.batches(operations, limits: limits) {
-                let outcome = try await pushBatch(batch)
+                let outcome = try await pushBatch(batch, model)
                 report.pushed += outcome.pushed
                 report.failed += outcome.failed
                 report.conflicts += outcome.conflicts
@@ -54,8 +55,10 @@ extension SyncClient {
         return batches
     }
 
-    private func pushBatch(_ batch: [PendingOperation]) async throws -> SyncReport {
+    private func pushBatch(_ batch: [PendingOperation], _ model: ServerModel) async throws -> SyncReport {
         var report = SyncReport()
+        // A collection the model no longer has is written as a list: the server refuses it, and the write fails.
+        let layouts = batch.map { model[$0.collection] ?? ServerModel.Collection(name: $0.collection, kind: .list) }
         var bases = try await replica.pool.read { db in try batch.map { try Replica.base(db, $0) } }
         // The ETag of an item pulled by a sync is not known (sync answers carry none): read it first; a version that
         // moved since the base is a conflict, settled before writing.
@@ -63,18 +66,20 @@ extension SyncClient {
         let unknown = batch.indices.filter { batch[$0].kind != .patch && bases[$0].server != nil && bases[$0].etag == nil }
         var settled = Set<Int>()
         if !unknown.isEmpty {
-            let answers = try await group(unknown.map { SubRequest(id: "\($0)", method: "GET", url: "/api/v1" + path(batch[$0])) })
+            let answers = try await group(unknown.map { SubRequest(id: "\($0)", method: "GET", url: "/api/v1" + Self.path(batch[$0], layouts[$0])) })
             for index in unknown {
                 guard let answer = answers["\(index)"] else { continue }
                 let server = answer.status == 200 ? answer.body?.objectValue : nil
-                if answer.status == 200, server?.jsonTextWithoutChildren == bases[index].server?.jsonTextWithoutChildren {
+                if answer.status == 200, server.map(layouts[index].stored) == bases[index].server.map(layouts[index].stored) {
                     bases[index].etag = answer.header("ETag")
                 } else if answer.status == 200 || answer.status == 404 {
-                    if Self.alreadyThere(batch[index], server: server) {
-                        try await replica.pool.write { db in try Replica.landed(db, batch[index], server: server, etag: answer.header("ETag")) }
+                    if Self.alreadyThere(batch[index], layouts[index], server: server) {
+                        try await replica.pool.write { db in
+                            try Replica.landed(db, batch[index], layouts[index], server: server, etag: answer.header("ETag"))
+                        }
                         report.pushed += 1
                     } else {
-                        try await settle(batch[index], base: bases[index].server, server: server, etag: answer.header("ETag"))
+                        try await settle(batch[index], layouts[index], base: bases[index].server, server: server, etag: answer.header("ETag"))
                         report.conflicts += 1
                     }
                     settled.insert(index)
@@ -94,39 +99,40 @@ extension SyncClient {
                 // No precondition: fields changed elsewhere meanwhile are kept, and the same field's last write wins.
             } else if let etag = bases[index].etag {
                 headers["If-Match"] = etag
-            } else if op.kind == .put, op.collection.kind != .singleton {
+            } else if op.kind == .put, layouts[index].kind != .singleton {
                 // Created here: it must not overwrite an item someone else created with the same id.
                 headers["If-None-Match"] = "*"
             }
             return SubRequest(
-                id: "\(index)", method: op.kind.rawValue.uppercased(), url: "/api/v1" + path(op),
+                id: "\(index)", method: op.kind.rawValue.uppercased(), url: "/api/v1" + Self.path(op, layouts[index]),
                 body: op.body.map { .object($0) }, headers: headers)
         }
         let answers = try await group(requests)
         for index in writes {
             let op = batch[index]
+            let layout = layouts[index]
             guard let answer = answers["\(index)"] else { continue }
             switch answer.status {
             case 200, 201, 204:
                 try await replica.pool.write { db in
-                    try Replica.landed(db, op, server: op.kind == .delete ? nil : answer.body?.objectValue, etag: answer.header("ETag"))
+                    try Replica.landed(db, op, layout, server: op.kind == .delete ? nil : answer.body?.objectValue, etag: answer.header("ETag"))
                 }
                 report.pushed += 1
             case let status where status == 412 || (status == 404 && !(op.kind == .put && bases[index].server == nil)):
                 // Changed or gone since (a 404 on a new child is a parent that is gone: refused below): see what the server holds (a retried write whose first attempt landed looks
                 // like this too, and is no conflict).
-                let current = try await call("GET", path(op))
+                let current = try await call("GET", Self.path(op, layout))
                 if let error = SyncClientError.from(status: current.status, body: current.json, retryAfter: current.header("Retry-After")),
                     error.isTransient
                 {
                     throw error
                 }
                 let server = current.status == 200 ? current.json?.objectValue : nil
-                if Self.alreadyThere(op, server: server) {
-                    try await replica.pool.write { db in try Replica.landed(db, op, server: server, etag: current.header("ETag")) }
+                if Self.alreadyThere(op, layout, server: server) {
+                    try await replica.pool.write { db in try Replica.landed(db, op, layout, server: server, etag: current.header("ETag")) }
                     report.pushed += 1
                 } else {
-                    try await settle(op, base: bases[index].server, server: server, etag: current.header("ETag"))
+                    try await settle(op, layout, base: bases[index].server, server: server, etag: current.header("ETag"))
                     report.conflicts += 1
                 }
             default:
@@ -154,24 +160,23 @@ extension SyncClient {
         }
     }
 
-    func path(_ op: PendingOperation) -> String {
-        op.collection.path(id: op.id, parent: op.parent) ?? "/\(op.collection.rawValue)"
+    static func path(_ op: PendingOperation, _ layout: ServerModel.Collection) -> String {
+        layout.path(id: op.id, parent: op.parent) ?? "/\(op.collection.rawValue)"
     }
 
     /// Whether the server already holds what the operation would write (its first attempt landed).
-    static func alreadyThere(_ op: PendingOperation, server: JSONObject?) -> Bool {
+    static func alreadyThere(_ op: PendingOperation, _ layout: ServerModel.Collection, server: JSONObject?) -> Bool {
         switch op.kind {
         case .delete: return server == nil
         case .put, .patch:
             guard let server, let local = op.body else { return false }
-            return sameContent(local: local, server: server)
+            return sameContent(local: local, server: server, serverSet: layout.serverSetFields)
         }
     }
 
     /// The client's fields all equal on the server (server-set fields aside; a field the client left out equals
     /// the server's null or default).
-    static func sameContent(local: JSONObject, server: JSONObject) -> Bool {
-        let serverSet: Set<String> = ["id", "modified", "author", "created", "lastMessageAt", "messages", "comments", "nomore"]
+    static func sameContent(local: JSONObject, server: JSONObject, serverSet: Set<String>) -> Bool {
         for (key, value) in local where !serverSet.contains(key) {
             if value != (server[key] ?? .null) { return false }
         }
@@ -179,39 +184,47 @@ extension SyncClient {
     }
 
     /// A conflict: the collection's handler decides (server wins by default).
-    private func settle(_ op: PendingOperation, base: JSONObject?, server: JSONObject?, etag: String?) async throws {
+    private func settle(
+        _ op: PendingOperation, _ layout: ServerModel.Collection, base: JSONObject?, server: JSONObject?, etag: String?
+    ) async throws {
         let handler = conflictHandlers.withLock { $0[op.collection] }
         let versions = ConflictVersions(collection: op.collection, id: op.id, base: base, local: Self.localVersion(op, base: base), server: server)
         let resolution = await handler?(versions) ?? .keepServer
         try await replica.pool.write { db in
             switch resolution {
             case .keepServer:
-                try Replica.landed(db, op, server: server, etag: etag)
+                try Replica.landed(db, op, layout, server: server, etag: etag)
             case .keepLocal, .merged:
                 // The server's version becomes the base; the edit stays queued and goes again with its ETag.
                 if let server {
-                    try Replica.storeServer(db, op.collection, parent: op.parent ?? "", server, etag: etag)
+                    try Replica.storeServer(db, layout, parent: op.parent ?? "", server, etag: etag)
                 } else {
-                    try Replica.removeServer(db, op.collection, parent: op.parent ?? "", id: op.id)
+                    try Replica.removeServer(db, layout, parent: op.parent ?? "", id: op.id)
                 }
                 if case .merged(let merged) = resolution {
-                    try Replica.save(db, op.collection, id: op.id, parent: op.parent ?? "", merged)
+                    try Replica.save(db, layout, id: op.id, parent: op.parent ?? "", merged)
                 }
             }
         }
     }
 }
 
-extension Dictionary where Key == String, Value == JSONValue {
-    /// The JSON text of an item without the children a sync carries inside it (as the replica stores it).
-    var jsonTextWithoutChildren: String { withoutChildren.jsonText }
+extension ServerModel.Collection {
+    /// The members the server sets and ignores when sent back: `id`, `modified`, `author` and `created` of an authored
+    /// collection, a paginated list's order field, children and `nomore`.
+    var serverSetFields: Set<String> {
+        var fields: Set<String> = ["id", "modified", "nomore"]
+        if authored || kind == .child { fields.formUnion(["author", "created"]) }
+        if let orderField { fields.insert(orderField) }
+        if let children { fields.insert(children.rawValue) }
+        return fields
+    }
 
-    /// The item without the children a sync carries inside it.
-    var withoutChildren: JSONObject {
-        var copy = self
-        copy["messages"] = nil
-        copy["comments"] = nil
+    /// An item as the replica stores it: without the children and `nomore` a paginated item carries.
+    func stored(_ item: JSONObject) -> String {
+        var copy = item
+        if let children { copy[children.rawValue] = nil }
         copy["nomore"] = nil
-        return copy
+        return copy.jsonText
     }
 }

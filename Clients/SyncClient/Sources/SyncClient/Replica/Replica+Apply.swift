@@ -3,65 +3,78 @@ import GRDB
 
 /// The rules of protocol §3-§5 applied to the replica, each called inside the one write transaction of a sync.
 extension Replica {
-    /// A full-list answer (`ctcsync`, `evtsync`, `plcsync`): `sync: false` replaces the list; then deletes, then
-    /// upserts.
-    static func apply(_ db: Database, _ collection: SyncCollection, _ answer: SyncAnswer) throws {
+    /// A list answer (§3: `{"date", "sync", "updated", "deleted"}`): `sync: false` replaces the list; then deletes,
+    /// then upserts.
+    static func apply(_ db: Database, _ collection: ServerModel.Collection, _ answer: SyncAnswer) throws {
         if !answer.sync { try clearServer(db, collection) }
         for id in answer.deleted { try removeServer(db, collection, id: id) }
         for item in answer.updated { try storeServer(db, collection, item) }
     }
 
-    /// A paginated answer (`msgsyncthread`, `wallsync`): `sync: false` or `crop: true` keeps only the fresh page;
-    /// each parent's children are replaced by the ones it carries, with their `nomore`; the list's `nomore` stored.
-    static func apply(_ db: Database, _ collection: SyncCollection, _ answer: PagedSyncAnswer) throws {
+    /// A paginated answer (§4): `sync: false` or `crop: true` keeps only the fresh page; each parent's children are
+    /// replaced by the ones it carries, with their `nomore`; the list's `nomore` stored.
+    static func apply(_ db: Database, _ collection: ServerModel.Collection, _ answer: PagedSyncAnswer) throws {
         if !answer.sync || answer.crop { try clearServer(db, collection) }
         for id in answer.deleted { try removeServer(db, collection, id: id) }
         for item in answer.updated { try storeParent(db, collection, item) }
-        try setFlag(db, MetaKey.nomore(collection), answer.nomore)
+        try setFlag(db, MetaKey.nomore(collection.name), answer.nomore)
     }
 
-    /// Stores a thread or wall post and replaces its children with the newest ones it carries.
-    static func storeParent(_ db: Database, _ collection: SyncCollection, _ object: JSONObject) throws {
+    /// Stores an item of a paginated list and replaces its children with the newest ones it carries.
+    static func storeParent(_ db: Database, _ collection: ServerModel.Collection, _ object: JSONObject) throws {
         try storeServer(db, collection, object)
         guard let id = object["id"]?.stringValue, let child = collection.childCollection,
-            let children = object[child.rawValue]?.arrayValue
+            let children = object[child.name.rawValue]?.arrayValue
         else { return }
         try clearServer(db, child, parent: id)
-        for message in children {
-            if let message = message.objectValue { try storeServer(db, child, parent: id, message) }
+        for item in children {
+            if let item = item.objectValue { try storeServer(db, child, parent: id, item) }
         }
-        try setFlag(db, MetaKey.nomore(child, parent: id), object["nomore"]?.boolValue ?? false)
+        try setFlag(db, MetaKey.nomore(child.name, parent: id), object["nomore"]?.boolValue ?? false)
     }
 
-    /// A page of `loadMore` (`{"items", "nomore"}`): appended below what the replica holds.
-    static func apply(_ db: Database, _ list: PagedList, parent: String?, _ answer: PageAnswer) throws {
+    /// A page of `loadMore` (`{"items", "nomore"}`) of a paginated list or of one parent's children: appended below
+    /// what the replica holds.
+    static func apply(_ db: Database, _ list: ServerModel.Collection, parent: String?, _ answer: PageAnswer) throws {
         for item in answer.items {
-            switch list {
-            case .threads, .wall: try storeParent(db, list.collection, item)
-            case .messages, .comments: try storeServer(db, list.collection, parent: parent ?? "", item)
+            if list.kind == .child {
+                try storeServer(db, list, parent: parent ?? "", item)
+            } else {
+                try storeParent(db, list, item)
             }
         }
-        try setFlag(db, MetaKey.nomore(list.collection, parent: parent), answer.nomore)
+        try setFlag(db, MetaKey.nomore(list.name, parent: parent), answer.nomore)
     }
 
-    /// `familysync` (protocol §5): the family and the caller's settings when present (null: unchanged), members and
-    /// accounts as deltas; `sync: false` replaces all four.
-    static func apply(_ db: Database, _ answer: FamilySyncAnswer) throws {
-        if !answer.sync {
-            for collection in [SyncCollection.family, .settings, .members, .accounts] { try clearServer(db, collection) }
+    /// A bundle answer (§5, as `familysync`): `{"date", "sync"}`, each singleton under its name (null: unchanged), each
+    /// list as `{"updated", "deleted"}`; `sync: false` replaces all of them. Answers the date and `sync`.
+    static func applyBundle(_ db: Database, _ members: [ServerModel.Collection], _ answer: JSONObject) throws -> (date: String, sync: Bool) {
+        guard let date = answer["date"]?.stringValue, let sync = answer["sync"]?.boolValue else {
+            throw SyncClientError.invalidAnswer("a bundle answer needs date and sync")
         }
-        if let family = answer.family {
-            try clearServer(db, .family)
-            try storeServer(db, .family, family)
+        if !sync {
+            for collection in members { try clearServer(db, collection) }
         }
-        if let settings = answer.settings {
-            try clearServer(db, .settings)
-            try storeServer(db, .settings, settings)
+        for collection in members {
+            let value = answer[collection.name.rawValue] ?? .null
+            if collection.kind == .singleton {
+                guard let item = value.objectValue else { continue }
+                try clearServer(db, collection)
+                try storeServer(db, collection, item)
+                continue
+            }
+            guard let delta = value.objectValue else {
+                if value == .null { continue }
+                throw SyncClientError.invalidAnswer("\(collection.name) is not {\"updated\", \"deleted\"}")
+            }
+            for id in delta["deleted"]?.arrayValue ?? [] {
+                if let id = id.stringValue { try removeServer(db, collection, id: id) }
+            }
+            for item in delta["updated"]?.arrayValue ?? [] {
+                if let item = item.objectValue { try storeServer(db, collection, item) }
+            }
         }
-        for (delta, collection) in [(answer.members, SyncCollection.members), (answer.accounts, .accounts)] {
-            for id in delta.deleted { try removeServer(db, collection, id: id) }
-            for item in delta.updated { try storeServer(db, collection, item) }
-        }
+        return (date, sync)
     }
 }
 
@@ -72,7 +85,9 @@ extension Replica {
     /// item is stored as it arrives, never held; an answer with `sync: true` (a delta) keeps its rows until its
     /// `deleted` came, since deletions go first. Throws (the caller's transaction then applies nothing) for an
     /// answer that is not a full-list answer.
-    static func applyStreamed(_ db: Database, _ collection: SyncCollection, _ reader: inout JSONByteReader) throws -> (date: String, sync: Bool) {
+    static func applyStreamed(
+        _ db: Database, _ collection: ServerModel.Collection, _ reader: inout JSONByteReader
+    ) throws -> (date: String, sync: Bool) {
         var date: String?
         var sync: Bool?
         var deleted: [String]?
@@ -106,7 +121,7 @@ extension Replica {
                 while try reader.nextElement(&firstItem) {
                     let row = try reader.withValue { bytes in try serverRow(collection, bytes, &canonical) }
                     guard let row else { continue }
-                    if streamed { try storeServer(db, collection, row, upsert: upsert) } else { held.append(row) }
+                    if streamed { try storeServer(db, collection.name, row, upsert: upsert) } else { held.append(row) }
                 }
             default: try reader.skipValue()
             }
@@ -121,22 +136,24 @@ extension Replica {
                 for id in deleted {
                     let stored = try Bool.fetchOne(
                         db, sql: "SELECT server IS NOT NULL FROM items WHERE collection = ? AND parent = '' AND id = ?",
-                        arguments: [collection.rawValue, id])
+                        arguments: [collection.name.rawValue, id])
                     if stored != true { try removeServer(db, collection, id: id) }
                 }
             }
         } else {
             if !sync { try clearServer(db, collection) }
             for id in deleted { try removeServer(db, collection, id: id) }
-            for row in held { try storeServer(db, collection, row, upsert: upsert) }
+            for row in held { try storeServer(db, collection.name, row, upsert: upsert) }
         }
         return (date, sync)
     }
 
     /// The row of one item from the bytes it came in: straight from them when `CanonicalItem` vouches for the
     /// result, else through `JSONValue` (`serverRow(_:_:)`, the reference). Nil for an item without a string id.
-    static func serverRow(_ collection: SyncCollection, _ bytes: ArraySlice<UInt8>, _ canonical: inout CanonicalItem) throws -> ServerRow? {
-        if canonical.make(bytes, sortField: collection.sortField) {
+    static func serverRow(
+        _ collection: ServerModel.Collection, _ bytes: ArraySlice<UInt8>, _ canonical: inout CanonicalItem
+    ) throws -> ServerRow? {
+        if canonical.make(bytes, sortField: collection.sortField, children: collection.children?.rawValue) {
             return ServerRow(id: canonical.id, text: String(decoding: canonical.text, as: UTF8.self), sortKey: canonical.sortKey)
         }
         guard let object = try JSONValue.parse(Data(bytes)).objectValue else { throw SyncClientError.invalidAnswer("an item that is not an object") }

@@ -6,8 +6,13 @@ enum MetaKey {
     static let limits = "limits.json"
     /// The account whose data the replica holds.
     static let account = "account"
+    /// The server's model (`GET /api/v1/model`, its JSON as served).
+    static let model = "model.json"
+    /// The collections the stored date covers, comma-separated: a collection of the model that is not among them
+    /// (one the server added since) is asked without a date, so the date never hides its items.
+    static let synced = "collections.synced"
 
-    /// Whether the replica holds the whole list (`nomore`) of threads or the wall, or all children of one parent.
+    /// Whether the replica holds the whole list (`nomore`) of a paginated collection, or all children of one parent.
     static func nomore(_ list: SyncCollection, parent: String? = nil) -> String {
         parent.map { "nomore.\(list.rawValue).\($0)" } ?? "nomore.\(list.rawValue)"
     }

@@ -53,10 +53,8 @@ extension Replica {
         migrator.registerMigration("004-stamps") { db in
             // One counter per collection, bumped by every change of its items: an observation of one collection reads
             // its own row, and stays asleep when other collections change.
+            // (Its rows are made by the triggers of migration 006, for whatever collections a model has.)
             try db.execute(sql: "CREATE TABLE stamps (collection TEXT PRIMARY KEY, n INTEGER NOT NULL DEFAULT 0)")
-            for collection in SyncCollection.allCases {
-                try db.execute(sql: "INSERT INTO stamps (collection) VALUES (?)", arguments: [collection.rawValue])
-            }
             for (event, row) in [("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD")] {
                 try db.execute(
                     sql: """
@@ -83,6 +81,31 @@ extension Replica {
                                 SELECT \(row).collection WHERE EXISTS (SELECT 1 FROM stampsBulk WHERE collection = '*');
                         END
                         """)
+            }
+        }
+        migrator.registerMigration("006-any-model") { db in
+            // Any model's collections: a collection's stamp row is made by its first change (not by `INSERT OR IGNORE`:
+            // an upsert on `items` would impose its own conflict policy on the trigger's statements). A replica made by SDK
+            // 0.2.0 synced the default model's collections from its date on: recorded, so that they are not
+            // downloaded again (a collection the replica never synced is asked without a date, `MetaKey.synced`).
+            for (event, row) in [("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD")] {
+                try db.execute(sql: "DROP TRIGGER items_stamp_\(event.lowercased())")
+                try db.execute(
+                    sql: """
+                        CREATE TRIGGER items_stamp_\(event.lowercased()) AFTER \(event) ON items
+                        WHEN NOT EXISTS (SELECT 1 FROM stampsBulk WHERE collection = \(row).collection)
+                        BEGIN
+                            INSERT INTO stamps (collection)
+                                SELECT \(row).collection WHERE NOT EXISTS (SELECT 1 FROM stamps WHERE collection = \(row).collection);
+                            UPDATE stamps SET n = n + 1 WHERE collection = \(row).collection;
+                            INSERT INTO stampsBulk (collection)
+                                SELECT \(row).collection WHERE EXISTS (SELECT 1 FROM stampsBulk WHERE collection = '*');
+                        END
+                        """)
+            }
+            if try Replica.meta(db, MetaKey.date) != nil {
+                let synced = "accounts,comments,contacts,events,family,members,messages,places,settings,threads,wall"
+                try Replica.setMeta(db, MetaKey.synced, synced)
             }
         }
         return migrator

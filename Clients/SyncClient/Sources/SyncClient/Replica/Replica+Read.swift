@@ -2,14 +2,21 @@ import GRDB
 
 extension Replica {
     /// The items of a collection as the app sees them: the server's, with unsent edits on top, in the server's order
-    /// for paginated and child lists (newest first, then id descending), by id otherwise.
-    public static func visibleItems(_ db: Database, _ collection: SyncCollection, parent: String? = nil) throws -> [JSONObject] {
-        try visibleTexts(db, collection, parent: parent).compactMap { text in (try? JSONValue.parse(text))?.objectValue }
+    /// for paginated and child lists (newest first, then id descending), by id otherwise. `sorted` says which, from
+    /// the model; without it the rows tell (a list's items have an empty sort key, a sorted list's never have one),
+    /// at the cost of a sort the primary key would spare.
+    public static func visibleItems(_ db: Database, _ collection: SyncCollection, parent: String? = nil, sorted: Bool? = nil) throws -> [JSONObject] {
+        try visibleTexts(db, collection, parent: parent, sorted: sorted).compactMap { text in (try? JSONValue.parse(text))?.objectValue }
     }
 
     /// The visible items' JSON texts, in the same order (a typed read decodes them with no `JSONValue` in between).
-    static func visibleTexts(_ db: Database, _ collection: SyncCollection, parent: String? = nil) throws -> [String] {
-        let order = collection.sortField == nil ? "id" : "sortKey DESC, id DESC"
+    static func visibleTexts(_ db: Database, _ collection: SyncCollection, parent: String? = nil, sorted: Bool? = nil) throws -> [String] {
+        let order =
+            switch sorted {
+            case true?: "sortKey DESC, id DESC"
+            case false?: "id"
+            case nil: "sortKey DESC, CASE WHEN sortKey = '' THEN id END, id DESC"
+            }
         return try String.fetchAll(
             db,
             sql: """

@@ -3,8 +3,8 @@ import GRDB
 extension Replica {
     /// The sort key of an item: its sort field (RFC 3339 UTC with milliseconds sorts as text); an item without one
     /// (created here, not yet pushed) sorts first, as the server will put it.
-    static func sortKey(_ collection: SyncCollection, _ item: JSONObject?) -> String {
-        guard let field = collection.sortField else { return "" }
+    static func sortKey(_ sortField: String?, _ item: JSONObject?) -> String {
+        guard let field = sortField else { return "" }
         return item?[field]?.stringValue ?? "~"
     }
 
@@ -17,19 +17,19 @@ extension Replica {
         var sortKey: String
     }
 
-    static func serverRow(_ collection: SyncCollection, _ item: JSONObject) -> ServerRow? {
+    static func serverRow(_ collection: ServerModel.Collection, _ item: JSONObject) -> ServerRow? {
         guard let id = item["id"]?.stringValue else { return nil }
         var stored = item
-        stored["messages"] = nil
-        stored["comments"] = nil
+        if let children = collection.children { stored[children.rawValue] = nil }
         stored["nomore"] = nil
-        return ServerRow(id: id, text: stored.jsonText, sortKey: sortKey(collection, stored))
+        return ServerRow(id: id, text: stored.jsonText, sortKey: sortKey(collection.sortField, stored))
     }
 
     /// Stores the server's version of an item, keeping an unsent local edit on top of it.
-    static func storeServer(_ db: Database, _ collection: SyncCollection, parent: String = "", _ item: JSONObject, etag: String? = nil) throws {
+    static func storeServer(_ db: Database, _ collection: ServerModel.Collection, parent: String = "", _ item: JSONObject, etag: String? = nil) throws
+    {
         guard let row = serverRow(collection, item) else { return }
-        try storeServer(db, collection, parent: parent, row, etag: etag)
+        try storeServer(db, collection.name, parent: parent, row, etag: etag)
     }
 
     /// Stores a row made by `serverRow` (or, from an answer's bytes, by `CanonicalItem`), with one prepared statement
@@ -54,30 +54,30 @@ extension Replica {
     }
 
     /// The server deleted an item: it goes, with its children, unless an unsent local edit keeps it.
-    static func removeServer(_ db: Database, _ collection: SyncCollection, parent: String = "", id: String) throws {
+    static func removeServer(_ db: Database, _ collection: ServerModel.Collection, parent: String = "", id: String) throws {
         try db.execute(
             sql: "DELETE FROM items WHERE collection = ? AND parent = ? AND id = ? AND local IS NULL AND localDeleted = 0",
-            arguments: [collection.rawValue, parent, id])
+            arguments: [collection.name.rawValue, parent, id])
         try db.execute(
             sql: "UPDATE items SET server = NULL, etag = NULL WHERE collection = ? AND parent = ? AND id = ?",
-            arguments: [collection.rawValue, parent, id])
+            arguments: [collection.name.rawValue, parent, id])
         if let child = collection.childCollection {
             try clearServer(db, child, parent: id)
-            try setMeta(db, MetaKey.nomore(child, parent: id), nil)
+            try setMeta(db, MetaKey.nomore(child.name, parent: id), nil)
         }
     }
 
     /// Forgets the server's versions of a whole list (a `sync: false` or `crop` answer replaces it), keeping rows
-    /// that carry unsent edits. For threads and the wall, their children go too.
-    static func clearServer(_ db: Database, _ collection: SyncCollection, parent: String? = nil) throws {
+    /// that carry unsent edits. For a paginated list, its children go too.
+    static func clearServer(_ db: Database, _ collection: ServerModel.Collection, parent: String? = nil) throws {
         let scope = parent == nil ? "" : " AND parent = ?"
-        var arguments: StatementArguments = [collection.rawValue]
+        var arguments: StatementArguments = [collection.name.rawValue]
         if let parent { _ = arguments.append(contentsOf: [parent]) }
         if let child = collection.childCollection, parent == nil {
             try db.execute(
-                sql: "DELETE FROM items WHERE collection = ? AND local IS NULL AND localDeleted = 0", arguments: [child.rawValue])
-            try db.execute(sql: "UPDATE items SET server = NULL, etag = NULL WHERE collection = ?", arguments: [child.rawValue])
-            try db.execute(sql: "DELETE FROM meta WHERE key LIKE ?", arguments: ["nomore.\(child.rawValue).%"])
+                sql: "DELETE FROM items WHERE collection = ? AND local IS NULL AND localDeleted = 0", arguments: [child.name.rawValue])
+            try db.execute(sql: "UPDATE items SET server = NULL, etag = NULL WHERE collection = ?", arguments: [child.name.rawValue])
+            try db.execute(sql: "DELETE FROM meta WHERE key LIKE ?", arguments: ["nomore.\(child.name.rawValue).%"])
         }
         try db.execute(
             sql: "DELETE FROM items WHERE collection = ?\(scope) AND local IS NULL AND localDeleted = 0", arguments: arguments)
@@ -88,6 +88,6 @@ extension Replica {
     /// observations keep working and see empty results.
     static func eraseData(_ db: Database) throws {
         try db.execute(sql: "DELETE FROM items; DELETE FROM queue; DELETE FROM failed")
-        try db.execute(sql: "DELETE FROM meta WHERE key <> ?", arguments: [MetaKey.limits])
+        try db.execute(sql: "DELETE FROM meta WHERE key NOT IN (?, ?)", arguments: [MetaKey.limits, MetaKey.model])
     }
 }

@@ -40,6 +40,9 @@ extension SyncClient {
             $0.lastError = nil
             if case .error = $0.state { $0.state = .idle }
         }
+        // The server's model, read with the session (a sync reads it anyway if this fails).
+        _ = try? await serverModel(refresh: true)
+        try? refreshCounts()
         // Live mode asked for before (or ended by a lost session) comes back with the session; writes made offline go.
         resumeLive()
         schedulePush()

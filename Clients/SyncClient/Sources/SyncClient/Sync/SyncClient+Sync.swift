@@ -41,13 +41,15 @@ extension SyncClient {
     private func syncOnce(fresh: Set<SyncCollection>, verifying: Bool) async throws -> SyncReport {
         guard isSignedIn else { throw SyncClientError.notSignedIn }
         var report = try await pushQueue()
+        let model = try await serverModel()
+        let endpoints = model.endpoints
         let limits = try await limits()
         let pageSize = max(1, min(configuration.pageSize, limits.nbMax))
         let children = max(0, min(configuration.maxChildren, limits.maxChildren))
         var requests = try await replica.pool.read { db in
-            try Self.syncRequests(db, pageSize: pageSize, maxChildren: children, fresh: fresh)
+            try Self.syncRequests(db, endpoints, pageSize: pageSize, maxChildren: children, fresh: fresh)
         }
-        if verifying { requests.append(try await verifyRequest()) }
+        if verifying { requests.append(try await verifyRequest(endpoints)) }
         guard requests.count <= limits.groupMaxRequests else {
             throw SyncClientError.invalid("the server takes \(limits.groupMaxRequests) calls per group; a sync needs \(requests.count)")
         }
@@ -65,7 +67,7 @@ extension SyncClient {
                         throw SyncClientError.offline("the answer stopped midway: \(error.localizedDescription)")
                     }
                 }
-                return try Self.applyStreamedSync(db, &reader)
+                return try Self.applyStreamedSync(db, endpoints, &reader)
             }
         } catch is SubAnswerUnauthorized {
             sessionEnded()
@@ -84,70 +86,96 @@ extension SyncClient {
         return report
     }
 
-    /// The sync calls of one group, from the replica's state: the stored date for every list (one date is valid for
-    /// all), no date for a `fresh` list, nor for a paginated list the replica holds no item of (protocol §4), whose
-    /// `lastId` is otherwise the last item it holds.
-    static func syncRequests(_ db: Database, pageSize: Int, maxChildren: Int, fresh: Set<SyncCollection>) throws -> [SubRequest] {
+    /// The sync calls of one group, one per sync endpoint of the model (its name is the call's id), from the
+    /// replica's state: the stored date (one date is valid for all), no date for a `fresh` collection nor for one the
+    /// stored date does not cover (`MetaKey.synced`: the server added it since), nor for a paginated list the replica
+    /// holds no item of (protocol §4), whose `lastId` is otherwise the last item it holds.
+    static func syncRequests(
+        _ db: Database, _ endpoints: [SyncEndpoint], pageSize: Int, maxChildren: Int, fresh: Set<SyncCollection>
+    ) throws -> [SubRequest] {
         let date = try Replica.meta(db, MetaKey.date)
-        func since(_ list: SyncCollection) -> String? { fresh.contains(list) ? nil : date }
+        let synced = Set((try Replica.meta(db, MetaKey.synced) ?? "").split(separator: ",").map { SyncCollection(String($0)) })
         var requests: [SubRequest] = []
-        for (id, endpoint, list) in [
-            (SyncRequestID.contacts, "ctcsync", SyncCollection.contacts), (SyncRequestID.events, "evtsync", .events),
-            (SyncRequestID.places, "plcsync", .places),
-        ] {
-            requests.append(SubRequest(id: id, method: "GET", url: "/api/v1/\(endpoint)" + (since(list).map { "?date=\(queryEscape($0))" } ?? "")))
-        }
-        for (id, endpoint, list, child) in [
-            (SyncRequestID.threads, "msgsyncthread", SyncCollection.threads, "maxmessages"), (SyncRequestID.wall, "wallsync", .wall, "maxcomments"),
-        ] {
-            var query = "nb=\(pageSize)&\(child)=\(maxChildren)"
-            if let date = since(list), let last = try Replica.lastServerID(db, list) {
-                query += "&date=\(queryEscape(date))&lastId=\(queryEscape(last))"
+        for endpoint in endpoints {
+            let covered = endpoint.members.allSatisfy { member in
+                !fresh.contains(member.name) && synced.contains(member.name) && member.children.map(synced.contains) != false
             }
-            requests.append(SubRequest(id: id, method: "GET", url: "/api/v1/\(endpoint)?\(query)"))
+            let since = covered ? date : nil
+            switch endpoint.shape {
+            case .list, .bundle:
+                requests.append(
+                    SubRequest(
+                        id: endpoint.name, method: "GET", url: "/api/v1/\(endpoint.name)" + (since.map { "?date=\(queryEscape($0))" } ?? "")))
+            case .paginated(let list):
+                var query = "nb=\(pageSize)"
+                if let child = list.children { query += "&max\(child)=\(maxChildren)" }
+                if let since, let last = try Replica.lastServerID(db, list.name) {
+                    query += "&date=\(queryEscape(since))&lastId=\(queryEscape(last))"
+                }
+                requests.append(SubRequest(id: endpoint.name, method: "GET", url: "/api/v1/\(endpoint.name)?\(query)"))
+            }
         }
-        let family = since(.members)
-        requests.append(
-            SubRequest(id: SyncRequestID.family, method: "GET", url: "/api/v1/familysync" + (family.map { "?date=\(queryEscape($0))" } ?? "")))
         return requests
     }
 
-    /// Applies the six sync answers and the new date, inside the caller's transaction. Throws (applying nothing) when
-    /// one of them failed: the replica keeps its old consistent state.
-    static func applySync(_ db: Database, _ answers: [String: SubResponse]) throws -> (date: String, replaced: [String]) {
-        func body<T: Decodable>(_ id: String, _ type: T.Type) throws -> T {
-            guard let answer = answers[id] else { throw SyncClientError.invalid("the group carried no answer \(id)") }
+    /// Applies the sync answers (by endpoint name) and the new date, inside the caller's transaction: the reference
+    /// for `applyStreamedSync`. Throws (applying nothing) when one of them failed: the replica keeps its old
+    /// consistent state.
+    static func applySync(_ db: Database, _ endpoints: [SyncEndpoint], _ answers: [String: SubResponse]) throws -> (date: String, replaced: [String])
+    {
+        var decoded: [String: JSONValue] = [:]
+        for endpoint in endpoints {
+            guard let answer = answers[endpoint.name] else { throw SyncClientError.invalid("the group carried no answer \(endpoint.name)") }
             guard answer.status == 200, let body = answer.body else { throw SyncClientError.from(answer) }
-            do {
-                return try body.decode(type)
-            } catch {
-                throw SyncClientError.server(status: 200, code: "invalid_answer", detail: "answer \(id) does not decode: \(error)")
-            }
+            decoded[endpoint.name] = body
         }
-        let contacts = try body(SyncRequestID.contacts, SyncAnswer.self)
-        let events = try body(SyncRequestID.events, SyncAnswer.self)
-        let places = try body(SyncRequestID.places, SyncAnswer.self)
-        let threads = try body(SyncRequestID.threads, PagedSyncAnswer.self)
-        let wall = try body(SyncRequestID.wall, PagedSyncAnswer.self)
-        let family = try body(SyncRequestID.family, FamilySyncAnswer.self)
-        let dates = Set([contacts.date, events.date, places.date, threads.date, wall.date, family.date])
-        guard dates.count == 1 else {
-            throw SyncClientError.server(status: 200, code: "invalid_answer", detail: "the group's answers carry different dates")
-        }
+        var dates: [String] = []
         var replaced: [String] = []
-        for (collection, answer) in [(SyncCollection.contacts, contacts), (.events, events), (.places, places)] {
-            try Replica.apply(db, collection, answer)
-            if !answer.sync { replaced.append(collection.rawValue) }
+        for endpoint in endpoints {
+            let (date, lists) = try apply(db, endpoint, decoded[endpoint.name]!)
+            dates.append(date)
+            replaced += lists
         }
-        for (collection, answer) in [(SyncCollection.threads, threads), (.wall, wall)] {
-            try Replica.apply(db, collection, answer)
-            if !answer.sync || answer.crop { replaced.append(collection.rawValue) }
+        guard let date = dates.first, Set(dates).count == 1 else {
+            throw SyncClientError.invalidAnswer("the group's answers carry different dates")
         }
-        try Replica.apply(db, family)
-        if !family.sync { replaced.append("family") }
-        // The date moves with the data, in the same transaction, never ahead of it.
-        try Replica.setMeta(db, MetaKey.date, contacts.date)
-        return (contacts.date, replaced)
+        try recordSynced(db, endpoints, date: date)
+        return (date, replaced)
+    }
+
+    /// Applies one endpoint's whole answer; its date and the collections it replaced.
+    static func apply(_ db: Database, _ endpoint: SyncEndpoint, _ body: JSONValue) throws -> (date: String, replaced: [String]) {
+        do {
+            switch endpoint.shape {
+            case .list(let list):
+                let answer = try body.decode(SyncAnswer.self)
+                try Replica.apply(db, list, answer)
+                return (answer.date, answer.sync ? [] : [list.name.rawValue])
+            case .paginated(let list):
+                let answer = try body.decode(PagedSyncAnswer.self)
+                try Replica.apply(db, list, answer)
+                return (answer.date, answer.sync && !answer.crop ? [] : [list.name.rawValue])
+            case .bundle(let members):
+                guard let object = body.objectValue else { throw SyncClientError.invalidAnswer("answer \(endpoint.name) is not an object") }
+                let (date, sync) = try Replica.applyBundle(db, members, object)
+                return (date, sync ? [] : members.map(\.name.rawValue))
+            }
+        } catch let error as SyncClientError {
+            throw error
+        } catch {
+            throw SyncClientError.invalidAnswer("answer \(endpoint.name) does not decode: \(error)")
+        }
+    }
+
+    /// The date moves with the data, in the same transaction, never ahead of it; with it, the collections it covers.
+    static func recordSynced(_ db: Database, _ endpoints: [SyncEndpoint], date: String) throws {
+        var names = Set<String>()
+        for member in endpoints.flatMap(\.members) {
+            names.insert(member.name.rawValue)
+            if let child = member.children { names.insert(child.rawValue) }
+        }
+        try Replica.setMeta(db, MetaKey.date, date)
+        try Replica.setMeta(db, MetaKey.synced, names.sorted().joined(separator: ","))
     }
 }
 
@@ -164,28 +192,27 @@ struct SubAnswerUnauthorized: Error {}
 
 extension SyncClient {
     /// Applies a sync group's answer (`{"responses": [{"id", "status", "headers", "body"}, …]}`) as `reader` reads
-    /// it, inside the caller's transaction, with the same result as `applySync`: the full lists (contacts, events,
-    /// places) are applied as their items arrive; the paginated lists and the family, bounded by their page sizes,
-    /// are decoded whole and applied after them; then the dates are checked and the new date stored. Throws
-    /// (applying nothing) when an answer failed or does not decode; once one failed, the bodies after it are only
-    /// skipped.
-    static func applyStreamedSync(_ db: Database, _ reader: inout JSONByteReader) throws -> StreamedSync {
+    /// it, inside the caller's transaction, with the same result as `applySync`: the list answers are applied as
+    /// their items arrive; the paginated lists and the bundles, bounded by their page sizes, are decoded whole and
+    /// applied after them; then the dates are checked and the new date stored. Throws (applying nothing) when an
+    /// answer failed or does not decode; once one failed, the bodies after it are only skipped.
+    static func applyStreamedSync(_ db: Database, _ endpoints: [SyncEndpoint], _ reader: inout JSONByteReader) throws -> StreamedSync {
         // Each collection's stamp moves once, at its first row, not once per row (an update per row cost about 0.5 s
         // per 100,000 rows, by the helper's measurement); collections the sync leaves alone do not move.
         try Replica.beginBulkStamps(db)
-        let result = try applyStreamedSyncRows(db, &reader)
+        let result = try applyStreamedSyncRows(db, endpoints, &reader)
         try Replica.endBulkStamps(db)
         return result
     }
 
-    private static func applyStreamedSyncRows(_ db: Database, _ reader: inout JSONByteReader) throws -> StreamedSync {
-        let fullLists = [SyncRequestID.contacts: SyncCollection.contacts, SyncRequestID.events: .events, SyncRequestID.places: .places]
-        let syncIDs: Set<String> = [
-            SyncRequestID.contacts, SyncRequestID.events, SyncRequestID.places, SyncRequestID.threads, SyncRequestID.wall, SyncRequestID.family,
-        ]
+    private static func applyStreamedSyncRows(_ db: Database, _ endpoints: [SyncEndpoint], _ reader: inout JSONByteReader) throws -> StreamedSync {
+        var lists: [String: ServerModel.Collection] = [:]
+        for endpoint in endpoints {
+            if case .list(let list) = endpoint.shape { lists[endpoint.name] = list }
+        }
+        let syncIDs = Set(endpoints.map(\.name))
         var streamed: [String: (date: String, sync: Bool)] = [:]
-        var paged: [String: PagedSyncAnswer] = [:]
-        var family: FamilySyncAnswer?
+        var whole: [String: JSONValue] = [:]
         var held: [String: SubResponse] = [:]
         var failed = false
         do {
@@ -228,12 +255,10 @@ extension SyncClient {
                                 continue
                             }
                             do {
-                                if let collection = fullLists[id] {
-                                    streamed[id] = try Replica.applyStreamed(db, collection, &reader)
-                                } else if id == SyncRequestID.family {
-                                    family = try reader.decode(FamilySyncAnswer.self)
+                                if let list = lists[id] {
+                                    streamed[id] = try Replica.applyStreamed(db, list, &reader)
                                 } else {
-                                    paged[id] = try reader.decode(PagedSyncAnswer.self)
+                                    whole[id] = try reader.readValue()
                                 }
                             } catch let error as SyncClientError where error.isTransient {
                                 throw error
@@ -260,56 +285,39 @@ extension SyncClient {
             throw SyncClientError.invalidAnswer("the group answer does not decode: \(error)")
         }
 
-        /// The decoded answer `id`, or the error it stands for.
-        func answer<T: Decodable>(_ id: String, _ decoded: T?) throws -> T {
-            if let decoded { return decoded }
+        /// The body of answer `id`, or the error it stands for.
+        func body(_ id: String) throws -> JSONValue {
+            if let decoded = whole[id] { return decoded }
             guard let response = held[id] else { throw SyncClientError.invalid("the group carried no answer \(id)") }
             guard response.status == 200, let body = response.body else { throw SyncClientError.from(response) }
-            do {
-                return try body.decode(T.self)
-            } catch {
-                throw SyncClientError.invalidAnswer("answer \(id) does not decode: \(error)")
-            }
+            return body
         }
         var dates: [String] = []
         var replaced: [String] = []
-        for (id, collection) in [(SyncRequestID.contacts, SyncCollection.contacts), (SyncRequestID.events, .events), (SyncRequestID.places, .places)]
-        {
-            if let list = streamed[id] {
+        // Every answer is checked before any whole one is applied: a failed call applies nothing (the first failure in
+        // the answer's order is the error; the bodies after it were only skipped).
+        if let failure = held.values.filter({ syncIDs.contains($0.id) && ($0.status != 200 || $0.body == nil) }).first {
+            throw SyncClientError.from(failure)
+        }
+        for endpoint in endpoints where streamed[endpoint.name] == nil { _ = try body(endpoint.name) }
+        for endpoint in endpoints {
+            if let list = streamed[endpoint.name] {
                 dates.append(list.date)
-                if !list.sync { replaced.append(collection.rawValue) }
+                if !list.sync { replaced.append(endpoint.members[0].name.rawValue) }
             } else {
-                // Not streamed (an answer before its id, say): applied whole, as `applySync` does.
-                let list = try answer(id, SyncAnswer?.none)
-                try Replica.apply(db, collection, list)
-                dates.append(list.date)
-                if !list.sync { replaced.append(collection.rawValue) }
+                // Paginated lists and bundles, and a list not streamed (an answer before its id, say): applied whole.
+                let (date, lists) = try apply(db, endpoint, try body(endpoint.name))
+                dates.append(date)
+                replaced += lists
             }
         }
-        let threads = try answer(SyncRequestID.threads, paged[SyncRequestID.threads])
-        let wall = try answer(SyncRequestID.wall, paged[SyncRequestID.wall])
-        let familyAnswer = try answer(SyncRequestID.family, family)
-        dates += [threads.date, wall.date, familyAnswer.date]
-        guard Set(dates).count == 1 else { throw SyncClientError.invalidAnswer("the group's answers carry different dates") }
-        for (collection, list) in [(SyncCollection.threads, threads), (.wall, wall)] {
-            try Replica.apply(db, collection, list)
-            if !list.sync || list.crop { replaced.append(collection.rawValue) }
-        }
-        try Replica.apply(db, familyAnswer)
-        if !familyAnswer.sync { replaced.append("family") }
-        // The date moves with the data, in the same transaction, never ahead of it.
-        try Replica.setMeta(db, MetaKey.date, dates[0])
-        return StreamedSync(date: dates[0], replaced: replaced, others: held.filter { !syncIDs.contains($0.key) })
+        guard let date = dates.first, Set(dates).count == 1 else { throw SyncClientError.invalidAnswer("the group's answers carry different dates") }
+        try recordSynced(db, endpoints, date: date)
+        return StreamedSync(date: date, replaced: replaced, others: held.filter { !syncIDs.contains($0.key) })
     }
 }
 
-/// The ids of the sub-requests of a sync group.
+/// The id of the `verify` call in a sync group (a reserved path's name, so no sync endpoint has it).
 enum SyncRequestID {
-    static let contacts = "c"
-    static let events = "e"
-    static let places = "p"
-    static let threads = "t"
-    static let wall = "w"
-    static let family = "f"
-    static let verify = "v"
+    static let verify = "verify"
 }

@@ -19,7 +19,7 @@ extension SyncClient {
                 }
             }
             if !report.repaired.isEmpty {
-                let fresh = Set(report.repaired.compactMap { SyncCollection(rawValue: $0) })
+                let fresh = Set(report.repaired.map { SyncCollection($0) })
                 let second = try await self.runSync(fresh: fresh)
                 report.date = second.date
             }
@@ -31,14 +31,16 @@ extension SyncClient {
         .verifyReport ?? VerifyReport()
     }
 
-    /// `GET /verify` for the part of each paginated list the replica holds.
-    func verifyRequest() async throws -> SubRequest {
-        let (threadsLast, wallLast) = try await replica.pool.read { db in
-            (try Replica.lastServerID(db, .threads), try Replica.lastServerID(db, .wall))
+    /// `GET /verify` for the part of each paginated list the replica holds (`<list>LastId`).
+    func verifyRequest(_ endpoints: [SyncEndpoint]) async throws -> SubRequest {
+        let query = try await replica.pool.read { db in
+            var query: [String] = []
+            for endpoint in endpoints {
+                guard case .paginated(let list) = endpoint.shape, let last = try Replica.lastServerID(db, list.name) else { continue }
+                query.append("\(list.name)LastId=\(Self.queryEscape(last))")
+            }
+            return query
         }
-        var query: [String] = []
-        if let threadsLast { query.append("threadsLastId=\(Self.queryEscape(threadsLast))") }
-        if let wallLast { query.append("wallLastId=\(Self.queryEscape(wallLast))") }
         return SubRequest(id: SyncRequestID.verify, method: "GET", url: "/api/v1/verify" + (query.isEmpty ? "" : "?" + query.joined(separator: "&")))
     }
 
@@ -47,7 +49,7 @@ extension SyncClient {
     static func localDigests(_ db: Database, lists: [String]) throws -> [String: VerifyAnswer.List] {
         var out: [String: VerifyAnswer.List] = [:]
         for name in lists {
-            guard let collection = SyncCollection(rawValue: name) else { continue }
+            let collection = SyncCollection(name)
             let rows = try Row.fetchAll(
                 db, sql: "SELECT id, server FROM items WHERE collection = ? AND parent = '' AND server IS NOT NULL",
                 arguments: [collection.rawValue])

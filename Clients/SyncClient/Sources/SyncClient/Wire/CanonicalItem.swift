@@ -1,6 +1,6 @@
 /// The replica's text of a server item made straight from the bytes the item came in, without building a
-/// `JSONValue` or running `JSONEncoder`: the same bytes as `Replica.serverRow` (compact JSON, keys sorted, children
-/// and `nomore` left out), for the items this fast path can vouch for.
+/// `JSONValue` or running `JSONEncoder`: the same bytes as `Replica.serverRow` (compact JSON, keys sorted, the
+/// children array and `nomore` left out), for the items this fast path can vouch for.
 ///
 /// It reorders the members of objects and copies every scalar as sent, which is exact when each scalar is already
 /// written the way `JSONEncoder` writes its decoded value: strings with only the escapes `JSONEncoder` uses (`\"`,
@@ -25,8 +25,9 @@ struct CanonicalItem {
     }
 
     /// Makes the text of `bytes` (one item), its id and its sort key (`sortField`'s string, "~" when absent; "" with
-    /// no sort field). False: the reference path must be taken.
-    mutating func make(_ bytes: ArraySlice<UInt8>, sortField: String?) -> Bool {
+    /// no sort field); `children` names the member that carries a paginated item's children. False: the reference
+    /// path must be taken.
+    mutating func make(_ bytes: ArraySlice<UInt8>, sortField: String?, children: String? = nil) -> Bool {
         text.removeAll(keepingCapacity: true)
         members.removeAll(keepingCapacity: true)
         return bytes.withUnsafeBufferPointer { input in
@@ -38,12 +39,12 @@ struct CanonicalItem {
             // Bytes that are not UTF-8 are for the reference path to refuse.
             if !ascii, String(validating: input, as: UTF8.self) == nil { return false }
             var reader = Walker(input: input)
-            return writeItem(&reader, sortField: sortField)
+            return writeItem(&reader, sortField: sortField, children: children)
         }
     }
 
-    /// The top level: an object whose `id` is a plain string; `messages`, `comments` and `nomore` left out.
-    private mutating func writeItem(_ walker: inout Walker, sortField: String?) -> Bool {
+    /// The top level: an object whose `id` is a plain string; its children and `nomore` left out.
+    private mutating func writeItem(_ walker: inout Walker, sortField: String?, children: String?) -> Bool {
         var index = walker.skipSpace(0)
         guard index < walker.count, walker[index] == UInt8(ascii: "{") else { return false }
         let base = members.count
@@ -65,7 +66,7 @@ struct CanonicalItem {
         guard let foundID else { return false }
         id = foundID
         sortKey = sortField == nil ? "" : foundSortKey ?? "~"
-        return writeMembers(&walker, from: base, depth: 0, skipChildren: true)
+        return writeMembers(&walker, from: base, depth: 0, skip: (children ?? "nomore", "nomore"))
     }
 
     /// Reads the members of the object at `start` onto `members` (keys checked, values skipped); the index after it.
@@ -98,7 +99,8 @@ struct CanonicalItem {
     }
 
     /// Writes the object whose members are `members[base...]`, sorted by key, then drops them.
-    private mutating func writeMembers(_ walker: inout Walker, from base: Int, depth: Int, skipChildren: Bool) -> Bool {
+    /// `skip` names the two members left out (the top level's children and `nomore`), nil below it.
+    private mutating func writeMembers(_ walker: inout Walker, from base: Int, depth: Int, skip: (String, String)?) -> Bool {
         let input = walker.input
         members[base...].sort { a, b in
             Walker.bytesPrecede(input, a.keyStart, a.keyEnd, b.keyStart, b.keyEnd)
@@ -110,7 +112,7 @@ struct CanonicalItem {
             let member = members[index]
             index += 1
             if index < members.count, walker.sameKey(member, members[index]) { return false }
-            if skipChildren, walker.equals(member, "messages") || walker.equals(member, "comments") || walker.equals(member, "nomore") {
+            if let skip, walker.equals(member, skip.0) || walker.equals(member, skip.1) {
                 continue
             }
             if !first { text.append(UInt8(ascii: ",")) }
@@ -132,7 +134,7 @@ struct CanonicalItem {
         case UInt8(ascii: "{"):
             let base = members.count
             guard collectMembers(&walker, from: start) == end else { return false }
-            return writeMembers(&walker, from: base, depth: depth, skipChildren: false)
+            return writeMembers(&walker, from: base, depth: depth, skip: nil)
         case UInt8(ascii: "["):
             text.append(UInt8(ascii: "["))
             var index = walker.skipSpace(start + 1)

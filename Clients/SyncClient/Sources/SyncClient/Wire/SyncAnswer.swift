@@ -1,4 +1,4 @@
-/// The answer of a full-list sync, `ctcsync`, `evtsync`, `plcsync` (protocol §3): what changed since the date sent.
+/// The answer of a list's sync endpoint (protocol §3, as `ctcsync`): what changed since the date sent.
 public struct SyncAnswer: Codable, Sendable, Equatable {
     /// The new date of sync, opaque: stored and sent back unmodified.
     public var date: String
@@ -17,8 +17,8 @@ public struct SyncAnswer: Codable, Sendable, Equatable {
     }
 }
 
-/// The answer of a paginated sync, `msgsyncthread`, `wallsync` (protocol §4): the top of a sorted list, with each
-/// parent carrying its newest children.
+/// The answer of a paginated list's sync endpoint (protocol §4, as `msgsyncthread`): the top of a sorted list, with
+/// each parent carrying its newest children.
 public struct PagedSyncAnswer: Codable, Sendable, Equatable {
     public var date: String
     /// False: `updated` is the first page and replaces the replica's list.
@@ -40,26 +40,7 @@ public struct PagedSyncAnswer: Codable, Sendable, Equatable {
     }
 }
 
-/// The answer of `familysync` (protocol §5): the family and the caller's settings when changed, members and account
-/// profiles as deltas.
-public struct FamilySyncAnswer: Codable, Sendable, Equatable {
-    /// Updated and deleted items of a list inside the family answer.
-    public struct Delta: Codable, Sendable, Equatable {
-        public var updated: [JSONObject]
-        public var deleted: [String]
-    }
-
-    public var date: String
-    public var sync: Bool
-    /// Nil when unchanged since the date.
-    public var family: JSONObject?
-    public var members: Delta
-    public var accounts: Delta
-    /// Nil when unchanged since the date.
-    public var settings: JSONObject?
-}
-
-/// A page of `loadMore` (`GET /threads`, `/wall`, `/threads/{id}/messages`, `/wall/{id}/comments`, protocol §4):
+/// A page of `loadMore` (`GET /<paginated>`, `GET /<paginated>/{id}/<children>`, protocol §4):
 /// the items strictly below the `lastId` sent.
 public struct PageAnswer: Codable, Sendable, Equatable {
     public var items: [JSONObject]
