@@ -14,7 +14,7 @@ public struct SyncStatus: Sendable, Equatable {
     public struct ListProgress: Sendable, Equatable {
         /// Items of the server held.
         public var count: Int
-        /// Whether the replica holds the whole list (always for full lists; `nomore` for threads and the wall).
+        /// Whether the replica holds the whole list (always for a list; `nomore` for a paginated one).
         public var complete: Bool
 
         public init(count: Int, complete: Bool) {
@@ -28,7 +28,7 @@ public struct SyncStatus: Sendable, Equatable {
     /// Writes waiting to reach the server, and writes it refused for good.
     public var pendingWrites = 0
     public var failedWrites = 0
-    /// Per list (`contacts`, `threads`…).
+    /// Per list and paginated list of the model (`contacts`, `threads`…), by name.
     public var lists: [String: ListProgress] = [:]
     public var lastSuccessfulSync: Date?
     public var lastError: String?
