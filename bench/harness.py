@@ -32,6 +32,12 @@ ap.add_argument("--smoke", action="store_true", help="tiny data, short cases, as
 ap.add_argument("--idle-seconds", type=float, default=None,
                 help="how long the open streams are watched at rest (default: the case duration, at most 10 s; streams "
                      "re-check every 30 s, so use 40 to see that)")
+ap.add_argument("--compare", action="append", default=[], metavar="LABEL=BIN",
+                help="also run every case (but the streams) with this other build on the same data, right after the "
+                     "main build's pass of each group of cases, as backend@LABEL rows: a before/after in one run. The "
+                     "other build must read the schema the main build migrated")
+ap.add_argument("--kinto", choices=["auto", "no"], default="auto",
+                help="auto: with PostgreSQL, also run Kinto's cases (bench/kinto_case.py) when Kinto is installed")
 ap.add_argument("--report", metavar="RESULTS_JSON", help="only render the table and the plot of a saved results.json")
 ap.add_argument("--perf", action="store_true",
                 help="profile the server during each case (perf record -e cpu-clock -g); writes OUT/perf-<backend>-<case>.txt, "
@@ -43,6 +49,10 @@ if args.smoke:
 if args.report:
     args.backends = ""
 BIN = os.path.abspath(os.path.join(ROOT, args.bin) if not os.path.isabs(args.bin) else args.bin)
+COMPARE = [(c.split("=", 1)[0], os.path.abspath(c.split("=", 1)[1])) for c in args.compare]
+for label, binary in COMPARE:
+    if not os.access(binary, os.X_OK):
+        sys.exit(f"bench: no server binary at {binary} (--compare {label}=…)")
 if not os.access(BIN, os.X_OK) and not args.report:
     sys.exit(f"bench: no server binary at {BIN}")
 for tool in ([] if args.report else ["wrk"]) + (["pgbench", "psql"] if "postgres" in args.backends else []):
@@ -137,13 +147,13 @@ class Postgres:
 
 
 class Server:
-    def __init__(self, database, work):
+    def __init__(self, database, work, binary=None, label=""):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log = open(os.path.join(work, "server.log"), "w")
+        self.log = open(os.path.join(work, f"server{'-' + label if label else ''}.log"), "a")  # a restart appends
         cap = str(max(30000, args.streams * 2))
         self.proc = subprocess.Popen(
-            [BIN, "serve", "--port", str(self.port), "--database", database, "--bcrypt-cost", "4", "--max-connections", cap,
+            [binary or BIN, "serve", "--port", str(self.port), "--database", database, "--bcrypt-cost", "4", "--max-connections", cap,
              "--max-streams-per-instance", cap, "--max-streams-per-account", "1000", "--max-connections-per-address", cap,
              "--signup-rate", "1000000", "--login-rate", "1000000",
              # One account drives every connection of a case: its snapshot budget raised (production: 4 per account).
@@ -174,6 +184,9 @@ class Server:
         except OSError:
             pass
 
+    def cpu(self):
+        return cpu_of(self.proc.pid)
+
     def alive(self):
         return self.proc.poll() is None
 
@@ -193,12 +206,16 @@ def cases():
         ("health", "get", "/health", "small", c),
         ("delta-changes", "get", "/api/v1/ctcsync?date={d0}", "small", c),
         ("delta-changes-c64", "get", "/api/v1/ctcsync?date={d0}", "small", 64),
+        # Every connection on one family (issue 19's tail case): the same rows, the same counter, the same lock.
+        ("delta-one-family", "get", "/api/v1/ctcsync?date={d0}", "one", c),
         ("delta-unchanged", "get", "/api/v1/ctcsync?date={d1}", "small", c),
         (f"full-{BIG_SMALL}", "get", "/api/v1/ctcsync", f"big-{BIG_SMALL}", c),
         (f"full-{BIG_LARGE}", "get", "/api/v1/ctcsync", f"big-{BIG_LARGE}", 8),
         ("msgsync-first", "get", "/api/v1/msgsyncthread?nb=20&maxmessages=10", "small", c),
         ("msgsync-delta", "get", "/api/v1/msgsyncthread?date={d0}&nb=20&maxmessages=10", "small", c),
         ("group-appstart", "group-appstart", "", "small", c),
+        # Four deltas in one POST /group on one family (Kinto's kinto-batch-4 counterpart).
+        ("group-4-deltas", "post", "/api/v1/group", "one", c),
         # The same delta once the items table holds --bulk-items more rows (other families): the delta's cost must
         # not grow with the table (issue 9's target compares p50 at 1M rows with p50 at 10k).
         ("delta-changes+bulk", "get", "/api/v1/ctcsync?date={d0}", "small", c),
@@ -210,8 +227,11 @@ def cases():
     return out
 
 
+GROUP_4_DELTAS = json.dumps({"requests": [{"id": n, "method": "GET", "url": f"/api/v1/{n}?date={{d0}}"}
+                                          for n in ("ctcsync", "evtsync", "plcsync", "familysync")]})
+
 # The pgbench script of each case (bench/pgbench/<name>.sql); cases not listed have none.
-PGBENCH = {"delta-changes": "delta-changes", "delta-changes-c64": "delta-changes", "delta-changes+bulk": "delta-changes", "delta-unchanged": "delta-unchanged",
+PGBENCH = {"delta-changes": "delta-changes", "delta-changes-c64": "delta-changes", "delta-one-family": "delta-one-family", "delta-changes+bulk": "delta-changes", "delta-unchanged": "delta-unchanged",
            f"full-{BIG_SMALL}": "full-small", f"full-{BIG_LARGE}": "full-large", "msgsync-first": "msgsync-first",
            "msgsync-delta": "msgsync-delta", "group-appstart": "group-appstart", "put-writes": "put-writes"}
 
@@ -224,7 +244,7 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
     rss0 = server.status("VmRSS")
     server.reset_peak()
     tx0, t0 = (pg.transactions() if pg else 0), time.time()
-    cpu0, db_cpu0 = cpu_of(server.proc.pid), (pg.cpu_seconds() if pg else 0)
+    cpu0, db_cpu0 = server.cpu(), (pg.cpu_seconds() if pg else 0)
     threads = min(args.threads, conns)
     perf = None
     if args.perf:
@@ -235,7 +255,7 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
     wrk = subprocess.run(["wrk", f"-t{threads}", f"-c{conns}", f"-d{max(1, round(duration or DUR))}s", "--timeout", "30s", "-s",
                           os.path.join(HERE, "wrk", "case.lua"), server.url], env=env, capture_output=True, text=True)
     elapsed = time.time() - t0
-    cpu1, db_cpu1 = cpu_of(server.proc.pid), (pg.cpu_seconds() if pg else 0)
+    cpu1, db_cpu1 = server.cpu(), (pg.cpu_seconds() if pg else 0)
     if perf:
         perf.send_signal(signal.SIGINT)
         perf.wait(60)
@@ -249,7 +269,9 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
     secs = r["duration_us"] / 1e6
     e = r["errors"]
     row = {"case": name, "connections": conns, "requests": r["requests"], "rps": r["requests"] / secs,
-           "p50_ms": r["latency_us"]["p50"] / 1000, "p99_ms": r["latency_us"]["p99"] / 1000,
+           "p50_ms": r["latency_us"]["p50"] / 1000, "p90_ms": r["latency_us"]["p90"] / 1000,
+           "p99_ms": r["latency_us"]["p99"] / 1000, "max_ms": r["latency_us"]["max"] / 1000,
+           "tail": r["latency_us"]["p99"] / max(1, r["latency_us"]["p50"]),
            "bytes_per_answer": r["bytes"] / max(1, r["requests"]), "rss_before_mb": rss0, "rss_peak_mb": server.status("VmHWM"),
            "rss_after_mb": server.status("VmRSS"), "socket_errors": e["connect"] + e["read"] + e["write"] + e["timeout"],
            "status_errors": e["status"], "status": r["status"] if r["status_counted"] else None,
@@ -257,7 +279,8 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
            "server_cpu_ms_per_req": 1000 * (cpu1 - cpu0) / max(1, r["requests"]),
            "db_cpu_ms_per_req": 1000 * (db_cpu1 - db_cpu0) / max(1, r["requests"]) if pg else None,
            "server_cpu_share": (cpu1 - cpu0) / elapsed / (os.cpu_count() or 1)}
-    log(f"{name}: {row['rps']:.0f} req/s, p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms, "
+    log(f"{name}: {row['rps']:.0f} req/s, p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms (×{row['tail']:.1f}), "
+        f"max {row['max_ms']:.0f} ms, "
         f"{row['bytes_per_answer']:.0f} B/answer, peak RSS {row['rss_peak_mb']:.0f} MiB, errors {row['socket_errors']}+{row['status_errors']}")
     return row
 
@@ -383,7 +406,7 @@ def bench_backend(backend, work):
     BACKEND = backend
     pg = Postgres(work) if backend == "postgres" else None
     server = Server(pg.url if pg else f"sqlite:{os.path.join(work, 'bench.sqlite')}", work)
-    results, seed = [], {}
+    results, seed, compared, kinto_rows = [], {}, {}, []
     try:
         data = os.path.join(work, "data")
         t0 = time.time()
@@ -395,39 +418,79 @@ def bench_backend(backend, work):
         if pg:
             load_keys(pg, data)
             seed["items"] = int(pg.sql("SELECT count(*) FROM items"))
-        files = {"small": os.path.join(data, "families.txt"), **{f"big-{n}": os.path.join(data, f"big-{n}.txt") for n in BIG}}
+        files = {"small": os.path.join(data, "families.txt"), "one": os.path.join(data, "one-family.txt"),
+                 **{f"big-{n}": os.path.join(data, f"big-{n}.txt") for n in BIG}}
+        with open(files["small"]) as f, open(files["one"], "w") as one:
+            one.write(f.readline())
         now_ms = int(time.time() * 1000)
-        for name, case, path, fam, conns in cases():
-            if name == "delta-changes+bulk":
-                if not args.bulk_items or args.smoke:
-                    continue
-                seed["items_before_bulk"] = add_bulk_items(pg, work, args.bulk_items)
-                seed["items_after_bulk"] = seed["items_before_bulk"] + args.bulk_items
-            row = run_wrk(server, pg, name, case, path, files[fam], conns, work)
-            if pg and name in PGBENCH and not row.get("failed"):
-                pb = run_pgbench(pg, PGBENCH[name], conns, now_ms, args.families, work)
-                if pb:
-                    row.update({"pgbench_tps": pb["tps"], "pgbench_latency_ms": pb["latency_avg_ms"], "pgbench_failed": pb["failed"],
-                                "ratio_pgbench": row["rps"] / pb["tps"] if pb["tps"] else None})
-            results.append(row)
-            if not server.alive():
-                log(f"{backend}: THE SERVER EXITED during {name} (see {server.log.name})")
-                break
+        database = pg.url if pg else f"sqlite:{os.path.join(work, 'bench.sqlite')}"
+        # Groups of cases: those before the bulk rows are added, then the rest; each compared build runs a group
+        # right after the main build, on the same data.
+        all_cases = cases()
+        split = next((i for i, c in enumerate(all_cases) if c[0] == "delta-changes+bulk"), len(all_cases))
+        for group in (all_cases[:split], all_cases[split:]):
+            main_rows = {}
+            for name, case, path, fam, conns in group:
+                if name == "delta-changes+bulk":
+                    if not args.bulk_items or args.smoke:
+                        continue
+                    seed["items_before_bulk"] = add_bulk_items(pg, work, args.bulk_items)
+                    seed["items_after_bulk"] = seed["items_before_bulk"] + args.bulk_items
+                if case == "post":
+                    os.environ["BENCH_BODY"] = GROUP_4_DELTAS
+                row = run_wrk(server, pg, name, case, path, files[fam], conns, work)
+                if pg and name in PGBENCH and not row.get("failed"):
+                    pb = run_pgbench(pg, PGBENCH[name], conns, now_ms, args.families, work)
+                    if pb:
+                        row.update({"pgbench_tps": pb["tps"], "pgbench_latency_ms": pb["latency_avg_ms"], "pgbench_failed": pb["failed"],
+                                    "ratio_pgbench": row["rps"] / pb["tps"] if pb["tps"] else None})
+                results.append(row)
+                main_rows[name] = row
+                if not server.alive():
+                    log(f"{backend}: THE SERVER EXITED during {name} (see {server.log.name})")
+                    break
+            for label, binary in COMPARE:
+                server.stop()
+                other = Server(database, work, binary, label)
+                try:
+                    for name, case, path, fam, conns in group:
+                        if name not in main_rows:
+                            continue
+                        if case == "post":
+                            os.environ["BENCH_BODY"] = GROUP_4_DELTAS
+                        row = run_wrk(other, pg, name, case, path, files[fam], conns, work)
+                        tps = main_rows[name].get("pgbench_tps")
+                        if tps and row.get("rps"):
+                            row.update({"pgbench_tps": tps, "ratio_pgbench": row["rps"] / tps})
+                        compared.setdefault(label, []).append(row)
+                finally:
+                    other.stop()
+                server = Server(database, work)
         if args.streams and server.alive() and (not args.cases or "streams" in args.cases):
             streams_case(server, pg, work, files["small"], results)
+        if pg and args.kinto == "auto" and not args.smoke:
+            sys.path.insert(0, HERE)
+            import kinto_case
+            kinto_rows = kinto_case.run(pg, work, free_port(), args.connections, run_wrk, log)
     finally:
         alive = server.alive()
         server.stop()
         if pg:
             pg.stop()
-    health = next((r["rps"] for r in results if r["case"] == "health" and r.get("rps")), None)
-    for r in results:
-        r["backend"] = backend
-        r["ratio_health"] = (r["rps"] / health) if (health and r.get("rps")) else None
     with open(server.log.name) as f:
         server_log = f.read()
-    return {"backend": backend, "seed": seed, "results": results, "server_alive_at_end": alive,
-            "server_log_errors": [l for l in server_log.splitlines() if re.search(r"error|critical|fatal", l, re.I)][:20]}
+    runs = [{"backend": backend, "seed": seed, "results": results, "server_alive_at_end": alive,
+             "server_log_errors": [l for l in server_log.splitlines() if re.search(r"error|critical|fatal", l, re.I)][:20]}]
+    runs += [{"backend": f"{backend}@{label}", "seed": seed, "results": rows, "server_alive_at_end": True,
+              "server_log_errors": []} for label, rows in compared.items()]
+    if kinto_rows:
+        runs.append({"backend": "kinto", "seed": {}, "results": kinto_rows, "server_alive_at_end": True, "server_log_errors": []})
+    for run in runs:
+        health = next((r["rps"] for r in run["results"] if r["case"] == "health" and r.get("rps")), None)
+        for r in run["results"]:
+            r["backend"] = run["backend"]
+            r["ratio_health"] = (r["rps"] / health) if (health and r.get("rps")) else None
+    return runs
 
 
 def fmt(v, spec):
@@ -439,20 +502,22 @@ def fmt(v, spec):
 
 
 def table(runs):
-    lines = ["| backend | case | conns | req/s | p50 ms | p99 ms | bytes/answer | server RSS MiB before → peak | ÷ /health | "
-             "pgbench tps | ÷ pgbench | DB xact/s | server CPU ms/req | DB CPU ms/req | errors |", "|" + "---|" * 15]
+    lines = ["| backend | case | conns | req/s | p50 ms | p90 ms | p99 ms | max ms | p99 ÷ p50 | bytes/answer | "
+             "server RSS MiB before → peak | ÷ /health | pgbench tps | ÷ pgbench | DB xact/s | server CPU ms/req | "
+             "DB CPU ms/req | × Kinto | errors |", "|" + "---|" * 19]
     for run in runs:
         for r in run["results"]:
             if r.get("failed"):
-                lines.append(f"| {run['backend']} | {r['case']} | failed |" + " |" * 12)
+                lines.append(f"| {run['backend']} | {r['case']} | failed |" + " |" * 16)
                 continue
             errors = (r.get("socket_errors") or 0) + (r.get("status_errors") or 0)
             lines.append("| " + " | ".join([
                 run["backend"], r["case"], str(r.get("connections", "")), fmt(r.get("rps"), ",.0f"), fmt(r.get("p50_ms"), ".1f"),
-                fmt(r.get("p99_ms"), ".1f"), fmt(r.get("bytes_per_answer"), ",.0f"), f"{fmt(r.get('rss_before_mb'), ',.0f')} → {fmt(r.get('rss_peak_mb'), ',.0f')}",
+                fmt(r.get("p90_ms"), ".1f"), fmt(r.get("p99_ms"), ".1f"), fmt(r.get("max_ms"), ",.0f"), fmt(r.get("tail"), ".1f"),
+                fmt(r.get("bytes_per_answer"), ",.0f"), f"{fmt(r.get('rss_before_mb'), ',.0f')} → {fmt(r.get('rss_peak_mb'), ',.0f')}",
                 fmt(r.get("ratio_health"), ".3f"), fmt(r.get("pgbench_tps"), ",.0f"), fmt(r.get("ratio_pgbench"), ".2f"),
                 fmt(r.get("db_xact_per_s"), ",.0f"), fmt(r.get("server_cpu_ms_per_req"), ".2f"),
-                fmt(r.get("db_cpu_ms_per_req"), ".2f"), str(errors)]) + " |")
+                fmt(r.get("db_cpu_ms_per_req"), ".2f"), fmt(r.get("ratio_kinto"), ".1f"), str(errors)]) + " |")
     return "\n".join(lines)
 
 
@@ -464,11 +529,11 @@ def plot(runs, path, when=None):
     except ImportError:
         log("no matplotlib (pip install matplotlib): no plot")
         return
-    fig, axes = plt.subplots(1, 2, figsize=(15, 5.5))
+    fig, axes = plt.subplots(1, 3, figsize=(22, 5.5))
     names = []
     for run in runs:
         for r in run["results"]:
-            if r.get("ratio_health") and r["case"] != "health" and r["case"] not in names:
+            if r.get("ratio_health") and r["case"] != "health" and r["case"] not in names:  # health is 1 by definition
                 names.append(r["case"])
     width = 0.8 / max(1, len(runs))
     for k, run in enumerate(runs):
@@ -480,14 +545,36 @@ def plot(runs, path, when=None):
     axes[0].set_title("requests/s ÷ GET /health requests/s (same run)")
     axes[0].legend()
     axes[0].grid(axis="y", alpha=0.3)
-    pg_rows = [r for run in runs if run["backend"] == "postgres" for r in run["results"] if r.get("ratio_pgbench")]
+    pg_rows = [r for run in runs if run["backend"].startswith("postgres") for r in run["results"] if r.get("ratio_pgbench")]
     axes[1].bar(range(len(pg_rows)), [r["ratio_pgbench"] for r in pg_rows], color="tab:orange")
     axes[1].axhline(0.5, color="grey", linestyle="--", linewidth=1, label="target 0.5 (reads, group)")
     axes[1].axhline(0.3, color="grey", linestyle=":", linewidth=1, label="target 0.3 (writes)")
-    axes[1].set_xticks(range(len(pg_rows)), [r["case"] for r in pg_rows], rotation=40, ha="right")
+    axes[1].set_xticks(range(len(pg_rows)), [r["case"] + r["backend"][len("postgres"):] for r in pg_rows], rotation=40, ha="right")
     axes[1].set_title("PostgreSQL: requests/s ÷ pgbench tps of the same SQL")
     axes[1].legend()
     axes[1].grid(axis="y", alpha=0.3)
+    # The tail: p99 as bars, p50 as a dot and max as a tick on each, per case and backend (log scale).
+    lat_names = []
+    for run in runs:
+        for r in run["results"]:
+            if r.get("p99_ms") and r["case"] not in lat_names:
+                lat_names.append(r["case"])
+    for k, run in enumerate(runs):
+        by = {r["case"]: r for r in run["results"]}
+        xs = [i + k * width for i in range(len(lat_names))]
+        rows = [by.get(n) or {} for n in lat_names]
+        bars = axes[2].bar(xs, [r.get("p99_ms") or 0 for r in rows], width, label=f"{run['backend']} p99", alpha=0.8)
+        colour = bars.patches[0].get_facecolor() if bars.patches else None
+        axes[2].plot(xs, [r.get("p50_ms") or float("nan") for r in rows], "o", color="black", markersize=3,
+                     label="p50" if k == 0 else None)
+        axes[2].plot(xs, [r.get("max_ms") or float("nan") for r in rows], "_", color=colour, markersize=9,
+                     label=f"{run['backend']} max")
+    axes[2].axhline(25, color="grey", linestyle="--", linewidth=1, label="target p99 25 ms")
+    axes[2].set_xticks([i + width * (len(runs) - 1) / 2 for i in range(len(lat_names))], lat_names, rotation=40, ha="right")
+    axes[2].set_yscale("log")
+    axes[2].set_title("latency ms: p99 (bar), p50 (dot), max (tick)")
+    axes[2].legend(fontsize=7)
+    axes[2].grid(axis="y", alpha=0.3)
     fig.suptitle(f"SyncAPI bench, {when or time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, {args.duration:g} s per case, "
                  f"wrk -c{args.connections}")
     fig.tight_layout()
@@ -539,7 +626,7 @@ def main():
         work = tempfile.mkdtemp(prefix=f"syncapi-bench-{backend}-")
         log(f"{backend}: working in {work}")
         try:
-            runs.append(bench_backend(backend, work))
+            runs += bench_backend(backend, work)
         finally:
             if not os.environ.get("BENCH_KEEP"):
                 shutil.rmtree(work, ignore_errors=True)
@@ -547,14 +634,18 @@ def main():
             "connections": args.connections, "families": args.families, "big": BIG, "streams": args.streams, "smoke": args.smoke,
             "seconds": round(time.time() - started), "load_average_at_end": os.getloadavg(),
             "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()}
+    if any(run["backend"] == "kinto" for run in runs):
+        sys.path.insert(0, HERE)
+        import kinto_case
+        kinto_case.ratios(runs)
     md = table(runs)
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump({"meta": meta, "runs": runs}, f, indent=1)
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(md + "\n")
-    keys = ["backend", "case", "connections", "requests", "rps", "p50_ms", "p99_ms", "bytes_per_answer", "rss_before_mb", "rss_peak_mb",
+    keys = ["backend", "case", "connections", "requests", "rps", "p50_ms", "p90_ms", "p99_ms", "max_ms", "tail", "bytes_per_answer", "rss_before_mb", "rss_peak_mb",
             "rss_after_mb", "ratio_health", "pgbench_tps", "pgbench_latency_ms", "ratio_pgbench", "db_xact_per_s", "socket_errors",
-            "status_errors", "streams_opened", "stream_changes", "server_cpu_ms_per_req", "db_cpu_ms_per_req", "server_cpu_share"]
+            "status_errors", "streams_opened", "stream_changes", "server_cpu_ms_per_req", "db_cpu_ms_per_req", "server_cpu_share", "ratio_kinto"]
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, keys, extrasaction="ignore")
         w.writeheader()

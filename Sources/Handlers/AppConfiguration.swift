@@ -8,6 +8,8 @@ public struct AppConfiguration: Sendable {
     /// `database` is a connection pooler in transaction mode (PgBouncer): no named prepared statements, and `LISTEN`
     /// on `listenDatabase`, a direct URL of the same database (required then).
     public var databasePooler = false
+    /// The PostgreSQL pool: its size, and whether it opens whole at start (`serve` does; tests keep it lazy).
+    public var databasePool = PoolSize()
     public var listenDatabase: DatabaseURL?
     /// Largest accepted request body, in bytes (protocol §2: default 1 MiB).
     public var bodyMaxBytes = 1 << 20

@@ -22,7 +22,7 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
     }
     let opened = try OpenedStore.open(
         configuration.database, deadline: configuration.databaseDeadline, pooler: configuration.databasePooler,
-        listen: configuration.listenDatabase, logger: logger)
+        listen: configuration.listenDatabase, pool: configuration.databasePool, logger: logger)
     let router = buildRouter(store: opened.store, media: opened.media, hub: opened.hub, configuration: configuration, logger: logger)
     var app = Application(
         responder: TimeLimitedResponder(

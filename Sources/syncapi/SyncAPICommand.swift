@@ -120,8 +120,11 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Most open /changes streams on this instance.") var maxStreamsPerInstance = 10_000
     @Option(help: "Most answers of one account downloading from a database snapshot at once (full lists, groups of reads).")
     var maxSnapshotAnswersPerAccount = 4
-    @Option(help: "Most answers downloading from a database snapshot at once on this instance (keep it below the pool's 20).")
-    var maxSnapshotAnswersPerInstance = 8
+    @Option(
+        help: "Most answers downloading from a database snapshot at once on this instance (default 8, at most half the pool; below the pool's size).")
+    var maxSnapshotAnswersPerInstance: Int?
+    @Option(help: "PostgreSQL connections of this instance, all opened at start (env SYNCAPI_DATABASE_CONNECTIONS).")
+    var databaseConnections: Int?
     @Option(help: "Most accounts of one family.") var maxAccountsPerFamily = 20
     @Option(help: "Most live items of one family.") var maxItemsPerFamily: Int64 = FamilyQuotas().items
     @Option(help: "Most bytes of item content one family stores.") var maxStoredBytesPerFamily: Int64 = FamilyQuotas().storedBytes
@@ -167,11 +170,18 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("family quotas: at least 1 account, 1 item and 1024 stored bytes; media bytes may be 0")
         }
         configuration.accounts.maxAccountsPerFamily = maxAccountsPerFamily
-        guard maxSnapshotAnswersPerAccount >= 1, maxSnapshotAnswersPerInstance >= 1 else {
+        let connections = databaseConnections ?? ProcessInfo.processInfo.environment["SYNCAPI_DATABASE_CONNECTIONS"].flatMap { Int($0) } ?? 20
+        guard connections >= 2 else { throw ValidationError("--database-connections is at least 2") }
+        let snapshotAnswers = maxSnapshotAnswersPerInstance ?? min(8, connections / 2)
+        guard maxSnapshotAnswersPerAccount >= 1, snapshotAnswers >= 1 else {
             throw ValidationError("--max-snapshot-answers-per-account and --max-snapshot-answers-per-instance are at least 1")
         }
+        guard snapshotAnswers < connections else {
+            throw ValidationError("--max-snapshot-answers-per-instance must stay below --database-connections (\(connections))")
+        }
         configuration.maxSnapshotAnswersPerAccount = maxSnapshotAnswersPerAccount
-        configuration.maxSnapshotAnswersPerInstance = maxSnapshotAnswersPerInstance
+        configuration.maxSnapshotAnswersPerInstance = snapshotAnswers
+        configuration.databasePool = PoolSize(connections: connections, openAtStart: true)
         configuration.quotas = FamilyQuotas(
             items: maxItemsPerFamily, storedBytes: maxStoredBytesPerFamily, mediaBytes: maxMediaBytesPerFamily)
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresNIO
 import SyncAPI
 import TestSupport
 import Testing
@@ -157,5 +158,35 @@ struct ProcessTests {
         let lost = acknowledged.filter { !stored.contains($0) }
         #expect(lost.isEmpty, "acknowledged writes lost after SIGKILL: \(lost)")
         print("sigkill \(backend): \(acknowledged.count) acknowledged writes checked after the kill")
+    }
+
+    @Test(
+        "the PostgreSQL pool opens whole at start (--database-connections), before any request; a size that leaves no connection beside the snapshot answers is refused"
+    )
+    func poolOpensAtStart() async throws {
+        let database = try await TestPostgres.shared.newDatabaseURL()
+        let server = try await ServerProcess.start(["--database", database, "--database-connections", "6"])
+        defer { server.killAndReap() }
+        // The pool's 6 (the LISTEN connection is one of them), with no request served but /health (which reads nothing).
+        let probe = TransactionProbe(url: database)
+        let open = try await probe.run { probe in
+            var count = 0
+            for _ in 0..<50 {
+                count = 0
+                for try await n in try await probe.client.query(
+                    "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                ).decode(Int.self) { count = n }
+                if count >= 6 { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return count
+        }
+        #expect(open == 6, "the whole pool, LISTEN included")
+        await #expect(throws: (any Error).self) {
+            try await TestPostgres.run([
+                try ServerProcess.binary(), "serve", "--database", database, "--database-connections", "8",
+                "--max-snapshot-answers-per-instance", "8",
+            ])
+        }
     }
 }

@@ -2,7 +2,9 @@
 --
 -- Why one script: the cases differ only by request shape, so they are chosen by environment variables:
 --   BENCH_FAMILIES  file of "token D0 D1 familyId" lines (bench/seed.py); one family is drawn per request
---   BENCH_CASE      get | put-contact | group-appstart
+--   BENCH_CASE      get | post | put-contact | group-appstart
+--   BENCH_BODY      for post: the JSON body, with {d0} {d1} replaced like the path
+--   BENCH_AUTH      the Authorization scheme put before the family's token (default Bearer; Basic for Kinto)
 --   BENCH_PATH      for get: the path, with {d0} {d1} replaced by the family's dates (D0: before 15 writes, D1: after)
 --   BENCH_OUT       where done() writes the JSON summary (requests, bytes, errors, latency percentiles in µs)
 --   BENCH_STATUS    when set, counts answers by status class (2xx..5xx) in response(); costs a little wrk CPU
@@ -10,6 +12,8 @@ local families = {}
 local case = os.getenv("BENCH_CASE") or "get"
 local template = os.getenv("BENCH_PATH") or "/health"
 local counting = os.getenv("BENCH_STATUS") ~= nil
+local body_template = os.getenv("BENCH_BODY") or ""
+local scheme = os.getenv("BENCH_AUTH") or "Bearer"
 local threads = {}
 local counter = 0
 status = {0, 0, 0, 0, 0}  -- global: done() reads it from each thread
@@ -43,13 +47,16 @@ local appstart = '{"requests":[' ..
 
 function request()
    local f = families[math.random(#families)]
-   local headers = {["Authorization"] = "Bearer " .. f.token}
+   local headers = {["Authorization"] = scheme .. " " .. f.token}
    if case == "put-contact" then
       counter = counter + 1
       headers["Content-Type"] = "application/json"
       local body = string.format('{"firstName":"Writer %d","lastName":"Bench","emails":["w%d@example.org"],"phones":["+33 6 12345678"]}',
          counter, math.random(1000000))
       return wrk.format("PUT", string.format("/api/v1/contacts/w%d", math.random(200)), headers, body)
+   elseif case == "post" then
+      headers["Content-Type"] = "application/json"
+      return wrk.format("POST", fill(template, f), headers, fill(body_template, f))
    elseif case == "group-appstart" then
       headers["Content-Type"] = "application/json"
       return wrk.format("POST", "/api/v1/group", headers, fill(appstart, f))

@@ -58,6 +58,19 @@ public struct DatabaseURLError: Error, CustomStringConvertible, Sendable {
     public init(_ description: String) { self.description = description }
 }
 
+/// The PostgreSQL pool of one instance. `openAtStart` (what `serve` does) keeps every connection open from the start:
+/// a connection opened under load, with its statements parsed and planned for the first time there, was where the
+/// slowest requests went (issue 19); connections past the minimum are closed when idle, and reopened by the next
+/// burst, so a pool that may shrink pays that again after each quiet minute.
+public struct PoolSize: Sendable {
+    public var connections: Int
+    public var openAtStart: Bool
+    public init(connections: Int = 20, openAtStart: Bool = false) {
+        self.connections = connections
+        self.openAtStart = openAtStart
+    }
+}
+
 /// A store ready to use, plus the client that must run in the service group (PostgreSQL only).
 public struct OpenedStore: Sendable {
     public let store: any SyncStore
@@ -86,8 +99,10 @@ public struct OpenedStore: Sendable {
     /// - `pooler`: the URL is a connection pooler in transaction mode (PgBouncer): no named prepared statement (a
     ///   pooled server connection may be another one at the next transaction), and `LISTEN`, which needs one session,
     ///   goes to `listen`, a direct URL of the same database, which is then required.
+    /// - `pool`: how many PostgreSQL connections, and whether they all open at start.
     public static func open(
-        _ url: DatabaseURL, deadline: Duration = .seconds(10), pooler: Bool = false, listen: DatabaseURL? = nil, logger: Logger
+        _ url: DatabaseURL, deadline: Duration = .seconds(10), pooler: Bool = false, listen: DatabaseURL? = nil,
+        pool: PoolSize = PoolSize(), logger: Logger
     ) throws -> OpenedStore {
         switch url {
         case .sqlite(let path):
@@ -99,7 +114,7 @@ public struct OpenedStore: Sendable {
                 throw DatabaseURLError("cannot open the SQLite database \(path): \(error.localizedDescription)")
             }
         case .postgres:
-            let client = try postgresClient(url, logger: logger)
+            let client = try postgresClient(url, pool: pool, logger: logger)
             let hub = ChangeHub(revocationsLive: false)
             var listenClient: PostgresClient?
             if let listen {
@@ -116,7 +131,7 @@ public struct OpenedStore: Sendable {
         }
     }
 
-    static func postgresClient(_ url: DatabaseURL, logger: Logger) throws -> PostgresClient {
+    static func postgresClient(_ url: DatabaseURL, pool: PoolSize = PoolSize(), logger: Logger) throws -> PostgresClient {
         guard case .postgres(let host, let port, let username, let password, let database, let requireTLS) = url else {
             throw DatabaseURLError("not a postgres:// URL")
         }
@@ -124,6 +139,8 @@ public struct OpenedStore: Sendable {
             host: host, port: port, username: username, password: password, database: database,
             tls: requireTLS ? .require(.makeClientConfiguration()) : .disable)
         configuration.options.connectTimeout = .seconds(5)
+        configuration.options.maximumConnections = pool.connections
+        if pool.openAtStart { configuration.options.minimumConnections = pool.connections }
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 }
