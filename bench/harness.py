@@ -233,7 +233,8 @@ GROUP_4_DELTAS = json.dumps({"requests": [{"id": n, "method": "GET", "url": f"/a
 # The pgbench script of each case (bench/pgbench/<name>.sql); cases not listed have none.
 PGBENCH = {"delta-changes": "delta-changes", "delta-changes-c64": "delta-changes", "delta-one-family": "delta-one-family", "delta-changes+bulk": "delta-changes", "delta-unchanged": "delta-unchanged",
            f"full-{BIG_SMALL}": "full-small", f"full-{BIG_LARGE}": "full-large", "msgsync-first": "msgsync-first",
-           "msgsync-delta": "msgsync-delta", "group-appstart": "group-appstart", "put-writes": "put-writes"}
+           "msgsync-delta": "msgsync-delta", "group-appstart": "group-appstart", "group-4-deltas": "group-4-deltas",
+           "put-writes": "put-writes"}
 
 
 def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):

@@ -1,15 +1,10 @@
--- pgbench script of the bench case "full-large": exactly the statements the server sends to PostgreSQL for one
--- request of that case (captured with log_statement=all from the release build of commit 83a43d7, see
--- docs/performance.md), in the same order and transaction shape. No token lookup: the server's session cache
--- answers it. The server prepares its hottest statements (delta, family lock, item read) and sends the others as
--- unnamed statements; here the family's keys (family id, the version inside its date) come from bench_keys (loaded
--- by bench/harness.py) through a sub-select on its primary key, so one pgbench transaction draws a random family
--- like one wrk request does.
--- Run by bench/harness.py: pgbench -n -M prepared -c <case's connections> -T <duration> -D now=… -D nfam=… -f this.
+-- pgbench script of the bench case "full-100000": exactly the statement the server sends to PostgreSQL for one request of
+-- that case (PostgresStore+Streams.swift, with the bound values written in; see docs/performance.md): the family's
+-- counter joined to every live row, one statement, no transaction. The family's id comes from bench_keys.
+-- Run by bench/harness.py: pgbench -n -M prepared -c <case's connections> -T <duration> -D big_small=… -f this.
 \set n :big_large
-SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+SELECT f.version, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
 FROM families f
-LEFT JOIN items i ON i.family_id = f.id AND i.collection = ANY('{contacts}'::text[]) AND i.parent_id = ''
-  AND i.version > 0 AND (false OR NOT i.deleted)
+LEFT JOIN items i ON i.family_id = f.id AND i.collection = 'contacts' AND i.parent_id = '' AND NOT i.deleted
 WHERE f.id = (SELECT family_id FROM bench_keys WHERE n = :n)
-ORDER BY i.version;
+ORDER BY i.version, i.id;

@@ -39,11 +39,18 @@ extension PostgresStore: ItemExecutor {
         try await readDelta(familyID: familyID, collections: collections, since: since)
     }
 
+    /// One statement (`PostgresPageStatements.swift`), not the shared orchestration's several.
     public func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
-        try await readPageSync(familyID: familyID, query: query, since: since)
+        try await inSingleStatement { statements in
+            guard let rows = try await statements.pageSync(familyID: familyID, query: query, since: since) else {
+                throw SyncError.unauthorized
+            }
+            return rows
+        }
     }
 
+    /// One statement (`PostgresPageStatements.swift`).
     public func page(familyID: String, query: PageQuery) async throws -> PageRows? {
-        try await readPage(familyID: familyID, query: query)
+        try await inSingleStatement { try await $0.page(familyID: familyID, query: query) }
     }
 }

@@ -1,7 +1,7 @@
 import Logging
 import PostgresNIO
 
-/// Full lists read from a cursor, page by page, so that an answer of 100,000 items never sits whole in memory.
+/// Full lists read page by page as the rows arrive, so that an answer of 100,000 items never sits whole in memory.
 extension PostgresStore {
     public var isInReadSnapshot: Bool { pinned != nil }
 
@@ -9,10 +9,38 @@ extension PostgresStore {
         familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
         page: @escaping @Sendable ([StoredItem]) async throws -> Void
     ) async throws {
+        // One statement: the counter rides on every row (a join to the family's row), so it comes from the same
+        // snapshot as the rows, with no transaction around them (issue 19: it was BEGIN, SET TRANSACTION, the counter,
+        // the rows and COMMIT, five round trips). PostgresNIO reads rows from the socket as they are consumed.
         do {
-            try await transaction(readOnlySnapshot: true) { conn in
-                try await start(try await version(on: conn, familyID: familyID))
-                try await forEachLivePage(on: conn, familyID: familyID, collection: collection, page)
+            try await client.withConnection { conn in
+                let rows = try await conn.query(
+                    """
+                    SELECT f.version, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+                    FROM families f
+                    LEFT JOIN items i ON i.family_id = f.id AND i.collection = \(collection) AND i.parent_id = '' AND NOT i.deleted
+                    WHERE f.id = \(familyID)
+                    ORDER BY i.version, i.id
+                    """, logger: logger)
+                var started = false
+                var batch: [StoredItem] = []
+                batch.reserveCapacity(StreamPaging.pageSize)
+                for try await (version, id, iv, deleted, body, sortMs, sortVersion, tag) in rows.decode(
+                    (Int64, String?, Int64?, Bool?, String?, Int64?, Int64?, String?).self)
+                {
+                    if !started {
+                        started = true
+                        try await start(version)
+                    }
+                    guard let id, let iv else { continue }
+                    batch.append(StoredItem(id: id, version: iv, deleted: deleted ?? false, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag))
+                    if batch.count == StreamPaging.pageSize {
+                        try await page(batch)
+                        batch.removeAll(keepingCapacity: true)
+                    }
+                }
+                guard started else { throw SyncError.unauthorized }
+                if !batch.isEmpty { try await page(batch) }
             }
         } catch {
             throw PostgresFailure(error).domainError(for: error, logger: logger)

@@ -187,21 +187,37 @@ public struct PostgresStore: SyncStore {
     /// returns, `ROLLBACK` when it throws). With `readOnlySnapshot`, every statement of `body` reads one snapshot
     /// (REPEATABLE READ, READ ONLY).
     func transaction<T: Sendable>(readOnlySnapshot: Bool = false, _ body: (PostgresConnection) async throws -> T) async throws -> T {
-        try await client.withConnection { conn in
+        if readOnlySnapshot { return try await client.withConnection { conn in try await snapshot(on: conn, body) } }
+        return try await client.withConnection { conn in
             // A write begins only within its request's deadline (a 503 is never followed by a late commit).
-            let write = readOnlySnapshot ? nil : try Deadline.beginWrite(onAbandon: { _ = conn.close() as EventLoopFuture<Void> })
+            let write = try Deadline.beginWrite(onAbandon: { _ = conn.close() as EventLoopFuture<Void> })
             defer { Deadline.endWrite(write) }
             do {
-                return try await conn.withTransaction(logger: logger) { conn in
-                    if readOnlySnapshot {
-                        try await conn.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
-                    }
-                    return try await body(conn)
-                }
+                return try await conn.withTransaction(logger: logger) { conn in try await body(conn) }
             } catch let error as PostgresTransactionError {
                 throw Self.cause(of: error)
             }
         }
+    }
+
+    /// Runs `body` in a REPEATABLE READ, READ ONLY transaction on `conn`, opened by one statement (`BEGIN` then
+    /// `SET TRANSACTION` was two round trips). A transaction whose `ROLLBACK` failed closes its connection, so that
+    /// the pool never hands out a connection left inside it.
+    private func snapshot<T: Sendable>(on conn: PostgresConnection, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await conn.query("START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
+        let value: T
+        do {
+            value = try await body(conn)
+        } catch {
+            do {
+                try await conn.query("ROLLBACK", logger: logger)
+            } catch {
+                _ = conn.close() as EventLoopFuture<Void>
+            }
+            throw error
+        }
+        try await conn.query("COMMIT", logger: logger)
+        return value
     }
 
     /// Runs `body` in one transaction on `conn` (already leased).

@@ -22,8 +22,9 @@ extension SQLiteStore: ItemExecutor {
         try await inSnapshot(body)
     }
 
+    /// Straight on the reader's thread: one synchronous statement needs no task of `ConnectionThreadExecutor`.
     public func item(familyID: String, key: ItemKey) async throws -> StoredItem? {
-        try await readItem(familyID: familyID, key: key)
+        try await read { db in try SQLiteItemStatements(db: db).item(familyID: familyID, key: key) }
     }
 
     public func write(
@@ -35,8 +36,15 @@ extension SQLiteStore: ItemExecutor {
         return outcome
     }
 
+    /// Straight on the reader's thread, in its WAL snapshot: the hottest read needs no task of
+    /// `ConnectionThreadExecutor` (issue 19: a task and a condition variable per delta).
     public func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
-        try await readDelta(familyID: familyID, collections: collections, since: since)
+        try await read { db in
+            guard let delta = try SQLiteItemStatements(db: db).delta(familyID: familyID, collections: collections, since: since) else {
+                throw SyncError.unauthorized
+            }
+            return delta
+        }
     }
 
     public func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
