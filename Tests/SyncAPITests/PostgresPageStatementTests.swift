@@ -57,7 +57,8 @@ struct PostgresPageStatementTests {
                 #expect(page?.items == referencePage?.items && page?.children == referencePage?.children, "page \(query)")
             }
             await #expect(throws: SyncError.self) {
-                try await store.pageSync(familyID: "no-such-family", query: PageQuery(collection: "wall", anchorID: nil, limit: 5, tags: nil, children: nil), since: 1)
+                try await store.pageSync(
+                    familyID: "no-such-family", query: PageQuery(collection: "wall", anchorID: nil, limit: 5, tags: nil, children: nil), since: 1)
             }
         }
     }

@@ -73,7 +73,7 @@ extension PostgresItemStatements {
             sql.appendLiteral("), false)))")
         }
         if let children = query.children {
-            children(&sql, familyID, children, parents: since != nil ? "SELECT id FROM changed UNION SELECT id FROM top" : "SELECT id FROM top")
+            appendChildren(&sql, familyID, children, parents: since != nil ? "SELECT id FROM changed UNION SELECT id FROM top" : "SELECT id FROM top")
         }
         sql.appendLiteral(Self.order)
 
@@ -123,7 +123,7 @@ extension PostgresItemStatements {
         sql.appendLiteral(" SELECT \(Self.named(version: "NULL::int8", sortMs: "NULL::int8"))")
         if query.anchorID != nil { part(&sql, .anchor, from: "anchor") }
         part(&sql, .top, from: "top")
-        if let children = query.children { children(&sql, familyID, children, parents: "SELECT id FROM top") }
+        if let children = query.children { appendChildren(&sql, familyID, children, parents: "SELECT id FROM top") }
         sql.appendLiteral(Self.order)
 
         var anchorFound = false
@@ -178,7 +178,7 @@ extension PostgresItemStatements {
 
     /// ` UNION ALL` the newest `limit + 1` live children of each parent the `parents` query names (a lateral read of
     /// `items_order` per parent).
-    private func children(
+    private func appendChildren(
         _ sql: inout PostgresQuery.StringInterpolation, _ familyID: String, _ children: ChildrenQuery, parents: String
     ) {
         sql.appendLiteral(" UNION ALL SELECT \(Part.child.rawValue), p.pid, 0, c.* FROM (\(parents)) p(pid) CROSS JOIN LATERAL (")

@@ -33,7 +33,8 @@ extension PostgresStore {
                         try await start(version)
                     }
                     guard let id, let iv else { continue }
-                    batch.append(StoredItem(id: id, version: iv, deleted: deleted ?? false, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag))
+                    batch.append(
+                        StoredItem(id: id, version: iv, deleted: deleted ?? false, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag))
                     if batch.count == StreamPaging.pageSize {
                         try await page(batch)
                         batch.removeAll(keepingCapacity: true)

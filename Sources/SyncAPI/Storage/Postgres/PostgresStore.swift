@@ -187,7 +187,26 @@ public struct PostgresStore: SyncStore {
     /// returns, `ROLLBACK` when it throws). With `readOnlySnapshot`, every statement of `body` reads one snapshot
     /// (REPEATABLE READ, READ ONLY).
     func transaction<T: Sendable>(readOnlySnapshot: Bool = false, _ body: (PostgresConnection) async throws -> T) async throws -> T {
-        if readOnlySnapshot { return try await client.withConnection { conn in try await snapshot(on: conn, body) } }
+        if readOnlySnapshot {
+            // One statement opens the snapshot (`BEGIN` then `SET TRANSACTION` was two round trips). A transaction whose
+            // `ROLLBACK` failed closes its connection, so that the pool never hands out a connection left inside it.
+            return try await client.withConnection { conn in
+                try await conn.query("START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
+                let value: T
+                do {
+                    value = try await body(conn)
+                } catch {
+                    do {
+                        try await conn.query("ROLLBACK", logger: logger)
+                    } catch {
+                        _ = conn.close() as EventLoopFuture<Void>
+                    }
+                    throw error
+                }
+                try await conn.query("COMMIT", logger: logger)
+                return value
+            }
+        }
         return try await client.withConnection { conn in
             // A write begins only within its request's deadline (a 503 is never followed by a late commit).
             let write = try Deadline.beginWrite(onAbandon: { _ = conn.close() as EventLoopFuture<Void> })
@@ -198,26 +217,6 @@ public struct PostgresStore: SyncStore {
                 throw Self.cause(of: error)
             }
         }
-    }
-
-    /// Runs `body` in a REPEATABLE READ, READ ONLY transaction on `conn`, opened by one statement (`BEGIN` then
-    /// `SET TRANSACTION` was two round trips). A transaction whose `ROLLBACK` failed closes its connection, so that
-    /// the pool never hands out a connection left inside it.
-    private func snapshot<T: Sendable>(on conn: PostgresConnection, _ body: (PostgresConnection) async throws -> T) async throws -> T {
-        try await conn.query("START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
-        let value: T
-        do {
-            value = try await body(conn)
-        } catch {
-            do {
-                try await conn.query("ROLLBACK", logger: logger)
-            } catch {
-                _ = conn.close() as EventLoopFuture<Void>
-            }
-            throw error
-        }
-        try await conn.query("COMMIT", logger: logger)
-        return value
     }
 
     /// Runs `body` in one transaction on `conn` (already leased).
