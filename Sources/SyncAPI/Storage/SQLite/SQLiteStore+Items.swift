@@ -22,9 +22,9 @@ extension SQLiteStore: ItemExecutor {
         try await inSnapshot(body)
     }
 
-    /// One row: on the calling thread (`readHere`).
+    /// Straight on the reader's thread: one synchronous statement needs no task of `ConnectionThreadExecutor`.
     public func item(familyID: String, key: ItemKey) async throws -> StoredItem? {
-        try readHere { db in try SQLiteItemStatements(db: db).item(familyID: familyID, key: key) }
+        try await read { db in try SQLiteItemStatements(db: db).item(familyID: familyID, key: key) }
     }
 
     public func write(
@@ -36,18 +36,15 @@ extension SQLiteStore: ItemExecutor {
         return outcome
     }
 
-    /// In one WAL snapshot, with no task of `ConnectionThreadExecutor` (issue 19: a task and a condition variable per
-    /// delta).
+    /// Straight on the reader's thread, in its WAL snapshot: the hottest read needs no task of
+    /// `ConnectionThreadExecutor` (issue 19: a task and a condition variable per delta).
     public func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
-        let body: @Sendable (Database) throws -> Delta = { db in
+        try await read { db in
             guard let delta = try SQLiteItemStatements(db: db).delta(familyID: familyID, collections: collections, since: since) else {
                 throw SyncError.unauthorized
             }
             return delta
         }
-        // A delta since a date is the hottest read: on the calling thread (see `readHere`). A whole list (no date) can
-        // be 100,000 rows: on the reader's own thread, so that it never holds one of the few request threads.
-        return since == nil ? try await read(body) : try readHere(body)
     }
 
     public func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {

@@ -67,13 +67,6 @@ public struct SQLiteStore: SyncStore {
         do { return try await reader.read(body) } catch { throw Self.mapped(error) }
     }
 
-    /// A short read on the calling thread, in the pinned snapshot or a WAL snapshot of its own: GRDB runs a synchronous
-    /// read on the caller's thread, where its async read hops to the reader's queue and back (issue 19: a delta spent
-    /// more time switching threads than in SQLite). Only for reads bounded in size: it holds the caller's thread.
-    func readHere<T>(_ body: (Database) throws -> T) throws -> T {
-        do { return try reader.read(body) } catch { throw Self.mapped(error) }
-    }
-
     /// A read from its own WAL snapshot, whatever is pinned; operational failures become 503 `unavailable`.
     func fresh<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do { return try await pool.read(body) } catch { throw Self.mapped(error) }
