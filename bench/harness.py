@@ -8,7 +8,7 @@ and reports every case as requests/s, p50, p99, bytes per answer, the server's p
 same run: to GET /health of the same build and to pgbench. Writes OUTDIR/results.json, results.csv, table.md and
 performance.png; prints the table. With --smoke, asserts every case got 2xx answers and no 5xx or socket error.
 """
-import argparse, csv, json, os, re, resource, shutil, signal, socket, subprocess, sys, tempfile, time
+import argparse, csv, json, os, re, resource, shlex, shutil, signal, socket, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -113,6 +113,9 @@ class Postgres:
         subprocess.run(self.as_pg + [pg_bin("initdb"), "-D", self.dir, "-U", "postgres", "-A", "trust", "--no-sync"],
                        check=True, stdout=subprocess.DEVNULL)
         opts = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {work} -c max_connections=200"
+        # Extra server settings for an investigation (e.g. BENCH_PG_OPTS="-c log_min_duration_statement=50"; with
+        # BENCH_KEEP=1 the log stays in the working folder).
+        opts += " " + os.environ.get("BENCH_PG_OPTS", "")
         subprocess.run(self.as_pg + [pg_bin("pg_ctl"), "-D", self.dir, "-l", os.path.join(work, "pg.log"), "-o", opts, "-w", "start"],
                        check=True, stdout=subprocess.DEVNULL)
         self.url = f"postgres://postgres@127.0.0.1:{self.port}/postgres"
@@ -157,7 +160,9 @@ class Server:
              "--max-streams-per-instance", cap, "--max-streams-per-account", "1000", "--max-connections-per-address", cap,
              "--signup-rate", "1000000", "--login-rate", "1000000",
              # One account drives every connection of a case: its snapshot budget raised (production: 4 per account).
-             "--max-snapshot-answers-per-account", "1000", "--max-snapshot-answers-per-instance", "16"],
+             "--max-snapshot-answers-per-account", "1000", "--max-snapshot-answers-per-instance", "16"]
+            # Extra flags for an experiment (a later flag wins), e.g. BENCH_SERVE_ARGS="--database-connections 6".
+            + shlex.split(os.environ.get("BENCH_SERVE_ARGS", "")),
             stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "LOG_LEVEL": os.environ.get("LOG_LEVEL", "warning")})
         for _ in range(300):
             if self.proc.poll() is not None:

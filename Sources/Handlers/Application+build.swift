@@ -34,6 +34,7 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
         logger: logger)
     if let client = opened.postgresClient { app.addServices(client) }
     if let client = opened.listenClient { app.addServices(client) }
+    if let client = opened.snapshotClient { app.addServices(client) }
     if let listener = opened.listener { app.addServices(listener) }
     app.addServices(
         TombstonePurger(

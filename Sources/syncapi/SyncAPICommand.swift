@@ -121,9 +121,14 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Most answers of one account downloading from a database snapshot at once (full lists, groups of reads).")
     var maxSnapshotAnswersPerAccount = 4
     @Option(
-        help: "Most answers downloading from a database snapshot at once on this instance (default 8, at most half the pool; below the pool's size).")
+        help:
+            "Most answers downloading from a database snapshot at once on this instance (default 8); PostgreSQL gives them a pool of their own of this size."
+    )
     var maxSnapshotAnswersPerInstance: Int?
-    @Option(help: "PostgreSQL connections of this instance, all opened at start (env SYNCAPI_DATABASE_CONNECTIONS).")
+    @Option(
+        help:
+            "PostgreSQL connections for statements, all opened at start (env SYNCAPI_DATABASE_CONNECTIONS; default twice the cores plus 2: about what the database runs at once without a long tail). Snapshot answers have their own pool."
+    )
     var databaseConnections: Int?
     @Option(help: "Most accounts of one family.") var maxAccountsPerFamily = 20
     @Option(help: "Most live items of one family.") var maxItemsPerFamily: Int64 = FamilyQuotas().items
@@ -170,18 +175,19 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("family quotas: at least 1 account, 1 item and 1024 stored bytes; media bytes may be 0")
         }
         configuration.accounts.maxAccountsPerFamily = maxAccountsPerFamily
-        let connections = databaseConnections ?? ProcessInfo.processInfo.environment["SYNCAPI_DATABASE_CONNECTIONS"].flatMap { Int($0) } ?? 20
+        let connections =
+            databaseConnections ?? ProcessInfo.processInfo.environment["SYNCAPI_DATABASE_CONNECTIONS"].flatMap { Int($0) }
+            ?? PoolSize.defaultConnections
         guard connections >= 2 else { throw ValidationError("--database-connections is at least 2") }
-        let snapshotAnswers = maxSnapshotAnswersPerInstance ?? min(8, connections / 2)
+        let snapshotAnswers = maxSnapshotAnswersPerInstance ?? 8
         guard maxSnapshotAnswersPerAccount >= 1, snapshotAnswers >= 1 else {
             throw ValidationError("--max-snapshot-answers-per-account and --max-snapshot-answers-per-instance are at least 1")
         }
-        guard snapshotAnswers < connections else {
-            throw ValidationError("--max-snapshot-answers-per-instance must stay below --database-connections (\(connections))")
-        }
         configuration.maxSnapshotAnswersPerAccount = maxSnapshotAnswersPerAccount
         configuration.maxSnapshotAnswersPerInstance = snapshotAnswers
-        configuration.databasePool = PoolSize(connections: connections, openAtStart: true)
+        // Snapshot answers get a pool of their own, as large as their budget: held by slow downloads, they never take
+        // a connection from the statements (PostgreSQL; SQLite has no pool).
+        configuration.databasePool = PoolSize(connections: connections, openAtStart: true, snapshotConnections: snapshotAnswers)
         configuration.quotas = FamilyQuotas(
             items: maxItemsPerFamily, storedBytes: maxStoredBytesPerFamily, mediaBytes: maxMediaBytesPerFamily)
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }

@@ -161,13 +161,16 @@ struct ProcessTests {
     }
 
     @Test(
-        "the PostgreSQL pool opens whole at start (--database-connections), before any request; a size that leaves no connection beside the snapshot answers is refused"
+        "the PostgreSQL pools open whole at start (--database-connections for statements, --max-snapshot-answers-per-instance for snapshot answers), before any request"
     )
     func poolOpensAtStart() async throws {
         let database = try await TestPostgres.shared.newDatabaseURL()
-        let server = try await ServerProcess.start(["--database", database, "--database-connections", "6"])
+        let server = try await ServerProcess.start([
+            "--database", database, "--database-connections", "6", "--max-snapshot-answers-per-instance", "3",
+        ])
         defer { server.killAndReap() }
-        // The pool's 6 (the LISTEN connection is one of them), with no request served but /health (which reads nothing).
+        // The statements' 6 (the LISTEN connection is one of them) and the snapshot answers' 3, with no request served
+        // but /health (which reads nothing).
         let probe = TransactionProbe(url: database)
         let open = try await probe.run { probe in
             var count = 0
@@ -176,17 +179,14 @@ struct ProcessTests {
                 for try await n in try await probe.client.query(
                     "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
                 ).decode(Int.self) { count = n }
-                if count >= 6 { break }
+                if count >= 9 { break }
                 try await Task.sleep(for: .milliseconds(100))
             }
             return count
         }
-        #expect(open == 6, "the whole pool, LISTEN included")
+        #expect(open == 9, "both pools whole, LISTEN included")
         await #expect(throws: (any Error).self) {
-            try await TestPostgres.run([
-                try ServerProcess.binary(), "serve", "--database", database, "--database-connections", "8",
-                "--max-snapshot-answers-per-instance", "8",
-            ])
+            try await TestPostgres.run([try ServerProcess.binary(), "serve", "--database", database, "--database-connections", "1"])
         }
     }
 }

@@ -13,7 +13,7 @@ extension PostgresStore {
         // snapshot as the rows, with no transaction around them (issue 19: it was BEGIN, SET TRANSACTION, the counter,
         // the rows and COMMIT, five round trips). PostgresNIO reads rows from the socket as they are consumed.
         do {
-            try await client.withConnection { conn in
+            try await answersClient.withConnection { conn in
                 let rows = try await conn.query(
                     """
                     SELECT f.version, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
