@@ -150,7 +150,9 @@ public struct OpenedStore: Sendable {
                 }
                 let readClient = try postgresClient(read, pool: PoolSize(connections: pool.connections), logger: logger)
                 var readStore = PostgresStore(client: readClient, logger: logger, deadline: deadline)
-                readStore.usesPreparedStatements = !pooler
+                // No named prepared statements: one prepared before the standby replayed the schema (or a migration) fails,
+                // and PostgresNIO keeps that failure for the connection's life.
+                readStore.usesPreparedStatements = false
                 standbys.append(Standby(store: readStore, name: "\(host):\(port)"))
                 readClients.append(readClient)
             }

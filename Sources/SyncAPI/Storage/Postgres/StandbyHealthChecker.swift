@@ -19,10 +19,11 @@ public struct StandbyHealthChecker: Service {
     }
 
     /// The lag in seconds: zero when everything received is replayed (an idle primary sends nothing, and the last
-    /// replayed commit's time then grows old without any lag); nil when the standby is not in recovery or cannot say.
+    /// replayed commit's time then grows old without any lag); nil when the standby is not in recovery, has not
+    /// replayed the schema yet, or cannot say.
     static let lagQuery: PostgresQuery = """
         SELECT CASE
-            WHEN NOT pg_is_in_recovery() THEN NULL
+            WHEN NOT pg_is_in_recovery() OR to_regclass('families') IS NULL THEN NULL
             WHEN pg_last_wal_receive_lsn() IS NOT NULL AND pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
             ELSE EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp())::float8
         END
@@ -37,7 +38,7 @@ public struct StandbyHealthChecker: Service {
                 }
                 return nil
             }
-            guard let lag else { return (false, "not a standby in recovery, or its lag is unknown") }
+            guard let lag else { return (false, "not a standby in recovery, no schema yet, or its lag is unknown") }
             if lag > Double(maxLag.components.seconds) + Double(maxLag.components.attoseconds) / 1e18 {
                 return (false, "lags \(lag) s")
             }
