@@ -16,30 +16,12 @@ import Testing
 struct StandbyReadTests {
     @Test("random clients syncing under writers, the standby 300 ms behind: exact, never sync false", .timeLimit(.minutes(5)))
     func laggingStandby() async throws {
-        try await HeavyTestGate.shared.run {
-            let servers = try await TestStandby.start(applyDelay: "300ms")
-            do {
-                try await Self.runLagging(servers)
-            } catch {
-                await servers.tearDown()
-                throw error
-            }
-            await servers.tearDown()
-        }
+        try await HeavyTestGate.shared.run { try await Self.runLagging(try await SharedServers.shared.servers()) }
     }
 
     @Test("the standby stopped under load, then started again: no 5xx, reads come back to it", .timeLimit(.minutes(5)))
     func stoppedStandby() async throws {
-        try await HeavyTestGate.shared.run {
-            let servers = try await TestStandby.start()
-            do {
-                try await Self.runStopped(servers)
-            } catch {
-                await servers.tearDown()
-                throw error
-            }
-            await servers.tearDown()
-        }
+        try await HeavyTestGate.shared.run { try await Self.runStopped(try await SharedServers.shared.servers()) }
     }
 
     @Test("--read-database with the SQLite backend is refused at start, with the reason")
@@ -77,11 +59,11 @@ struct StandbyReadTests {
             try await waitForStandbyReads(client, replica: &first, load: load, within: .seconds(60))
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for (n, api) in families.enumerated() {
-                    group.addTask { try await writer(api, name: "w\(n)", for: .seconds(8), load: load) }
+                    group.addTask { try await writer(api, name: "w\(n)", for: .seconds(6), load: load) }
                     for r in 0..<2 {
                         group.addTask {
                             var replica = try await Replica.start(api)
-                            let end = ContinuousClock.now + .seconds(8)
+                            let end = ContinuousClock.now + .seconds(6)
                             var round = 0
                             while ContinuousClock.now < end {
                                 round += 1
@@ -126,7 +108,7 @@ struct StandbyReadTests {
             let clock = ContinuousClock()
             let readers = 3
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await writer(api, name: "w", for: .seconds(8), load: load) }
+                group.addTask { try await writer(api, name: "w", for: .seconds(6), load: load) }
                 group.addTask {
                     try await Task.sleep(for: .seconds(2))
                     try await servers.stopStandby()
@@ -134,7 +116,7 @@ struct StandbyReadTests {
                 for _ in 0..<readers {
                     group.addTask {
                         var replica = try await Replica.start(api)
-                        let end = clock.now + .seconds(8)
+                        let end = clock.now + .seconds(6)
                         while clock.now < end {
                             try await Task.sleep(for: .milliseconds(Int.random(in: 0...200)))
                             try await replica.sync(load: load)
@@ -161,6 +143,20 @@ struct StandbyReadTests {
     }
 
     // MARK: Helpers
+
+    /// One primary and one standby 300 ms behind for the suite (each test has its own database): starting them is
+    /// the costly part on a loaded machine. They stop with the test process.
+    actor SharedServers {
+        static let shared = SharedServers()
+        private var starting: Task<TestStandby, any Error>?
+
+        func servers() async throws -> TestStandby {
+            if let starting { return try await starting.value }
+            let task = Task { try await TestStandby.start(applyDelay: "300ms") }
+            starting = task
+            return try await task.value
+        }
+    }
 
     /// Requests made and every answer that was not what the protocol promises (a status other than 200, `sync: false`).
     final class Load: Sendable {
