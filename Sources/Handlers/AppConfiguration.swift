@@ -11,6 +11,11 @@ public struct AppConfiguration: Sendable {
     /// The PostgreSQL pool: its size, and whether it opens whole at start (`serve` does; tests keep it lazy).
     public var databasePool = PoolSize()
     public var listenDatabase: DatabaseURL?
+    /// PostgreSQL hot standbys of `database` (protocol §13): deltas and page syncs are read there when a standby has
+    /// replayed the state the request names, else on the primary.
+    public var readDatabases: [DatabaseURL] = []
+    /// A standby lagging more than this is left out of reads until it catches up.
+    public var readMaxLag = Duration.seconds(5)
     /// Largest accepted request body, in bytes (protocol §2: default 1 MiB).
     public var bodyMaxBytes = 1 << 20
     /// Largest medium `POST /media` takes, in bytes (protocol §10: default 20 MiB).

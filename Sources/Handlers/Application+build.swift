@@ -22,7 +22,8 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
     }
     let opened = try OpenedStore.open(
         configuration.database, deadline: configuration.databaseDeadline, pooler: configuration.databasePooler,
-        listen: configuration.listenDatabase, pool: configuration.databasePool, logger: logger)
+        listen: configuration.listenDatabase, pool: configuration.databasePool, reads: configuration.readDatabases,
+        readMaxLag: configuration.readMaxLag, logger: logger)
     let router = buildRouter(store: opened.store, media: opened.media, hub: opened.hub, configuration: configuration, logger: logger)
     var app = Application(
         responder: TimeLimitedResponder(
@@ -36,6 +37,8 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
     if let client = opened.listenClient { app.addServices(client) }
     if let client = opened.snapshotClient { app.addServices(client) }
     if let listener = opened.listener { app.addServices(listener) }
+    for client in opened.readClients { app.addServices(client) }
+    if let checker = opened.standbyChecker { app.addServices(checker) }
     app.addServices(
         TombstonePurger(
             store: opened.store, media: opened.media, retentionSeconds: configuration.tombstoneRetentionSeconds, logger: logger))

@@ -57,6 +57,28 @@ struct DatabaseOptions: ParsableArguments {
         }
     }
 
+    /// The hot standbys' URLs (`--read-database`, repeatable, then `SYNCAPI_READ_DATABASES`, comma-separated), each
+    /// with the password of `--database` when it names none.
+    func readURLs(_ flags: [String]) throws -> [DatabaseURL] {
+        let texts =
+            flags.isEmpty
+            ? (ProcessInfo.processInfo.environment["SYNCAPI_READ_DATABASES"] ?? "").split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }.filter { !$0.isEmpty } : flags
+        return try texts.map { text in
+            do {
+                var url = try DatabaseURL(parsing: text)
+                guard case .postgres(_, _, _, let own, _, _) = url else {
+                    throw ValidationError("--read-database names a PostgreSQL hot standby: a postgres:// URL")
+                }
+                if own == nil, case .postgres(_, _, _, let password?, _, _) = try self.url() { url = url.withPassword(password) }
+                return url
+            } catch let error as DatabaseURLError {
+                throw ValidationError("--read-database: \(error.description)")
+            }
+        }
+    }
+
     /// The database URL: flag, then `SYNCAPI_DATABASE`, then the embedded default; the password from a file when
     /// one is named. Errors never echo the URL's password.
     func url() throws -> DatabaseURL {
@@ -136,6 +158,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Most bytes of media one family stores.") var maxMediaBytesPerFamily: Int64 = FamilyQuotas().mediaBytes
     @Option(help: "Most password hashes queued at once (default 4 per core); past it, account calls answer 503.")
     var maxPendingHashes: Int?
+    @Option(
+        help:
+            "A PostgreSQL hot standby of --database for exact sync reads (repeatable; env SYNCAPI_READ_DATABASES, comma-separated).")
+    var readDatabase: [String] = []
+    @Option(help: "Seconds a --read-database may lag before reads leave it (default 5; env SYNCAPI_READ_MAX_LAG).")
+    var readMaxLag: Double?
 
     func run() async throws {
         var configuration = AppConfiguration()
@@ -146,6 +174,13 @@ struct Serve: AsyncParsableCommand {
         configuration.database = try database.url()
         configuration.databasePooler = database.pooler
         configuration.listenDatabase = try database.listenURL()
+        configuration.readDatabases = try database.readURLs(readDatabase)
+        if !configuration.readDatabases.isEmpty, case .sqlite = configuration.database {
+            throw ValidationError("--read-database names PostgreSQL hot standbys: it needs a postgres:// --database, not SQLite")
+        }
+        let maxLag = readMaxLag ?? ProcessInfo.processInfo.environment["SYNCAPI_READ_MAX_LAG"].flatMap { Double($0) } ?? 5
+        guard maxLag > 0, maxLag.isFinite else { throw ValidationError("--read-max-lag must be more than 0 seconds") }
+        configuration.readMaxLag = .milliseconds(Int64(maxLag * 1000))
         configuration.accounts.signupEnabled = !disableSignup && ProcessInfo.processInfo.environment["SYNCAPI_SIGNUP"] != "false"
         configuration.bcryptCost = bcryptCost
         configuration.bodyMaxBytes = bodyMaxBytes

@@ -28,6 +28,7 @@ struct OperationsRoutes {
             descriptor: MetricNameDescriptor(
                 namespace: "syncapi", metricName: "snapshot_answers", unitName: "",
                 helpText: "Places taken in the budget of answers that hold a snapshot while their client downloads."))
+        let readRoutes = (store as? ReadRoutingStore).map { ReadRouteMetrics(counts: $0.routes, registry: metrics) }
         router.resource("health", [.get: { _, _ in HTTPBodies.response(json: #"{"status":"ok"}"#) }])
         let readiness = ReadinessProbe { try await store.ping() }
         router.resource(
@@ -46,6 +47,7 @@ struct OperationsRoutes {
                     subscriptions.set(Double(hub?.subscriptions ?? 0))
                     answers.set(Double(AnswerStream.open))
                     snapshotPlaces.set(Double(snapshots.count))
+                    readRoutes?.update()
                     return Response(
                         status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.emitToBuffer())))

@@ -85,7 +85,9 @@ public struct PoolSize: Sendable {
 public struct OpenedStore: Sendable {
     public let store: any SyncStore
     /// Where media bytes live: the same database (chunks in PostgreSQL, files beside the SQLite file).
-    public var media: any MediaStore { store as! any MediaStore }
+    public var media: any MediaStore { primaryMedia ?? store as! any MediaStore }
+    /// The primary's media when `store` routes reads to standbys (media stay on the primary).
+    var primaryMedia: (any MediaStore)?
     /// Run this (`run()`) for the store to work; nil for SQLite.
     public let postgresClient: PostgresClient?
     /// Wakes live change streams when their family's data moves.
@@ -95,6 +97,10 @@ public struct OpenedStore: Sendable {
     public let listener: PostgresChangeListener?
     /// The client of the `LISTEN` connection when it is not the store's (`--listen-database`: a pooler in between).
     public var listenClient: PostgresClient? = nil
+    /// The clients of the hot standbys (`--read-database`), to run as services; empty without any.
+    public var readClients: [PostgresClient] = []
+    /// Watches the hot standbys, to run as a service; nil without any.
+    public var standbyChecker: StandbyHealthChecker? = nil
 
     /// The client of the snapshot answers' own pool, if they have one (`PoolSize.snapshotConnections`).
     public var snapshotClient: PostgresClient? = nil
@@ -105,6 +111,7 @@ public struct OpenedStore: Sendable {
             if let postgresClient { group.addTask { await postgresClient.run() } }
             if let listenClient { group.addTask { await listenClient.run() } }
             if let snapshotClient { group.addTask { await snapshotClient.run() } }
+            for client in readClients { group.addTask { await client.run() } }
         }
     }
 
@@ -114,12 +121,17 @@ public struct OpenedStore: Sendable {
     ///   pooled server connection may be another one at the next transaction), and `LISTEN`, which needs one session,
     ///   goes to `listen`, a direct URL of the same database, which is then required.
     /// - `pool`: how many PostgreSQL connections, and whether they all open at start.
+    /// - `reads`: hot standbys of the database (`--read-database`, protocol §13) for the reads that may go to one,
+    ///   left out while lagging more than `readMaxLag`.
     public static func open(
         _ url: DatabaseURL, deadline: Duration = .seconds(10), pooler: Bool = false, listen: DatabaseURL? = nil,
-        pool: PoolSize = PoolSize(), logger: Logger
+        pool: PoolSize = PoolSize(), reads: [DatabaseURL] = [], readMaxLag: Duration = .seconds(5), logger: Logger
     ) throws -> OpenedStore {
         switch url {
         case .sqlite(let path):
+            guard reads.isEmpty else {
+                throw DatabaseURLError("--read-database names PostgreSQL hot standbys: it needs a postgres:// --database, not SQLite")
+            }
             guard !pooler, listen == nil else { throw DatabaseURLError("--database-pooler and --listen-database are for PostgreSQL") }
             do {
                 let hub = ChangeHub()
@@ -143,9 +155,33 @@ public struct OpenedStore: Sendable {
             }
             // Behind a pooler with no direct URL there is no LISTEN (`serve` refuses that; `migrate` needs none).
             let listener = pooler && listen == nil ? nil : PostgresChangeListener(client: listenClient ?? client, hub: hub, logger: logger)
-            var opened = OpenedStore(store: store, postgresClient: client, hub: hub, listener: listener)
+            guard !reads.isEmpty else {
+                var opened = OpenedStore(store: store, postgresClient: client, hub: hub, listener: listener)
+                opened.listenClient = listenClient
+                opened.snapshotClient = store.snapshotClient
+                return opened
+            }
+            var standbys: [Standby] = []
+            var readClients: [PostgresClient] = []
+            for read in reads {
+                guard case .postgres(let host, let port, _, _, _, _) = read else {
+                    throw DatabaseURLError("--read-database must be a postgres:// URL")
+                }
+                let readClient = try postgresClient(read, pool: PoolSize(connections: pool.connections), logger: logger)
+                var readStore = PostgresStore(client: readClient, logger: logger, deadline: deadline)
+                // No named prepared statements: one prepared before the standby replayed the schema (or a migration) fails,
+                // and PostgresNIO keeps that failure for the connection's life.
+                readStore.usesPreparedStatements = false
+                standbys.append(Standby(store: readStore, name: "\(host):\(port)"))
+                readClients.append(readClient)
+            }
+            let routing = ReadRoutingStore(primary: store, standbys: standbys, logger: logger)
+            var opened = OpenedStore(store: routing, postgresClient: client, hub: hub, listener: listener)
+            opened.primaryMedia = store
             opened.listenClient = listenClient
             opened.snapshotClient = store.snapshotClient
+            opened.readClients = readClients
+            opened.standbyChecker = StandbyHealthChecker(standbys: standbys, maxLag: readMaxLag, logger: logger)
             return opened
         }
     }
