@@ -38,6 +38,10 @@ ap.add_argument("--compare", action="append", default=[], metavar="LABEL=BIN",
                      "other build must read the schema the main build migrated")
 ap.add_argument("--kinto", choices=["auto", "no"], default="auto",
                 help="auto: with PostgreSQL, also run Kinto's cases (bench/kinto_case.py) when Kinto is installed")
+ap.add_argument("--standbys", type=int, default=0, metavar="N",
+                help="PostgreSQL: after the cases, start N hot standbys of the bench database (pg_basebackup -R), restart "
+                     "the server with --read-database for each and run the read cases again (backend postgres+Nstandbys): "
+                     "database CPU per request on the primary and on the standbys, and the share of reads the standbys served")
 ap.add_argument("--report", metavar="RESULTS_JSON", help="only render the table and the plot of a saved results.json")
 ap.add_argument("--perf", action="store_true",
                 help="profile the server during each case (perf record -e cpu-clock -g); writes OUT/perf-<backend>-<case>.txt, "
@@ -112,11 +116,14 @@ class Postgres:
             shutil.chown(work, "postgres")
         subprocess.run(self.as_pg + [pg_bin("initdb"), "-D", self.dir, "-U", "postgres", "-A", "trust", "--no-sync"],
                        check=True, stdout=subprocess.DEVNULL)
+        self.start(work, "pg.log")
+
+    def start(self, work, log_name):
         opts = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {work} -c max_connections=200"
         # Extra server settings for an investigation (e.g. BENCH_PG_OPTS="-c log_min_duration_statement=50"; with
         # BENCH_KEEP=1 the log stays in the working folder).
         opts += " " + os.environ.get("BENCH_PG_OPTS", "")
-        subprocess.run(self.as_pg + [pg_bin("pg_ctl"), "-D", self.dir, "-l", os.path.join(work, "pg.log"), "-o", opts, "-w", "start"],
+        subprocess.run(self.as_pg + [pg_bin("pg_ctl"), "-D", self.dir, "-l", os.path.join(work, log_name), "-o", opts, "-w", "start"],
                        check=True, stdout=subprocess.DEVNULL)
         self.url = f"postgres://postgres@127.0.0.1:{self.port}/postgres"
 
@@ -149,8 +156,19 @@ class Postgres:
                        stderr=subprocess.DEVNULL)
 
 
+class Standby(Postgres):
+    """A hot standby of `primary`: pg_basebackup -R -X stream into the working folder, then started (hot_standby is
+    on by default), streaming from the primary."""
+
+    def __init__(self, primary, work, k):
+        self.dir, self.port, self.as_pg = os.path.join(work, f"standby{k}"), free_port(), primary.as_pg
+        subprocess.run(self.as_pg + [pg_bin("pg_basebackup"), "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres",
+                                     "-D", self.dir, "-R", "-X", "stream", "-c", "fast"], check=True, stdout=subprocess.DEVNULL)
+        self.start(work, f"standby{k}.log")
+
+
 class Server:
-    def __init__(self, database, work, binary=None, label=""):
+    def __init__(self, database, work, binary=None, label="", extra=()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(os.path.join(work, f"server{'-' + label if label else ''}.log"), "a")  # a restart appends
@@ -160,9 +178,10 @@ class Server:
              "--max-streams-per-instance", cap, "--max-streams-per-account", "1000", "--max-connections-per-address", cap,
              "--signup-rate", "1000000", "--login-rate", "1000000",
              # One account drives every connection of a case: its snapshot budget raised (production: 4 per account).
-             "--max-snapshot-answers-per-account", "1000", "--max-snapshot-answers-per-instance", "16"]
+             # The instance's budget (and its PostgreSQL pool of snapshot answers) keeps its default, 8.
+             "--max-snapshot-answers-per-account", "1000"]
             # Extra flags for an experiment (a later flag wins), e.g. BENCH_SERVE_ARGS="--database-connections 6".
-            + shlex.split(os.environ.get("BENCH_SERVE_ARGS", "")),
+            + list(extra) + shlex.split(os.environ.get("BENCH_SERVE_ARGS", "")),
             stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "LOG_LEVEL": os.environ.get("LOG_LEVEL", "warning")})
         for _ in range(300):
             if self.proc.poll() is not None:
@@ -191,6 +210,13 @@ class Server:
 
     def cpu(self):
         return cpu_of(self.proc.pid)
+
+    def read_routes(self):
+        """syncapi_read_transactions_total by served_by (standby, primary, fallback), from GET /metrics."""
+        import urllib.request
+        text = urllib.request.urlopen(self.url + "/metrics", timeout=10).read().decode()
+        return {m.group(1): float(m.group(2))
+                for m in re.finditer(r'^syncapi_read_transactions_total\{served_by="(\w+)"\} ([\d.e+]+)$', text, re.M)}
 
     def alive(self):
         return self.proc.poll() is None
@@ -407,12 +433,60 @@ def add_bulk_items(pg, work, n):
     return before
 
 
+# The cases whose reads may go to a standby (protocol §13: a delta, a page sync), run again with --read-database.
+STANDBY_CASES = ("delta-changes", "delta-one-family", "delta-unchanged", "msgsync-delta")
+
+
+def standby_phase(pg, server, database, work, files, rows):
+    """Issue 19 item 4's measured run: the read cases again with N hot standbys behind --read-database, as rows of
+    backend postgres+Nstandbys. db_cpu_ms_per_req stays the primary's; standby_db_cpu_ms_per_req is all standbys' together;
+    standby_share is the share of sync reads the standbys answered (GET /metrics). Returns the server to go on with."""
+    label = f"{args.standbys}standbys"
+    standbys = []
+    try:
+        for k in range(args.standbys):
+            standbys.append(Standby(pg, work, k + 1))
+        # Both standbys replay everything the seed wrote before the first case.
+        target = pg.sql("SELECT pg_current_wal_lsn()")
+        for sb in standbys:
+            for _ in range(600):
+                if sb.sql(f"SELECT pg_last_wal_replay_lsn() >= '{target}'::pg_lsn") == "t":
+                    break
+                time.sleep(0.1)
+        server.stop()
+        extra = [a for sb in standbys for a in ("--read-database", sb.url)]
+        server = Server(database, work, label=label, extra=extra)
+        time.sleep(2)  # the health checker's first round marks the standbys healthy
+        log(f"postgres: {args.standbys} hot standbys streaming, server restarted with {' '.join(extra)}")
+        for name, case, path, fam, conns in cases():
+            if name not in STANDBY_CASES:
+                continue
+            routes0, sb_cpu0 = server.read_routes(), sum(sb.cpu_seconds() for sb in standbys)
+            sb_tx0 = sum(sb.transactions() for sb in standbys)
+            row = run_wrk(server, pg, name, case, path, files[fam], conns, work)
+            routes1, sb_cpu1 = server.read_routes(), sum(sb.cpu_seconds() for sb in standbys)
+            sb_tx1 = sum(sb.transactions() for sb in standbys)
+            if row.get("requests"):
+                served = {k: routes1.get(k, 0) - routes0.get(k, 0) for k in ("standby", "primary", "fallback")}
+                row.update({"standby_db_cpu_ms_per_req": 1000 * (sb_cpu1 - sb_cpu0) / row["requests"],
+                            "standby_xact": sb_tx1 - sb_tx0, "read_routes": served,
+                            "standby_share": served["standby"] / max(1, sum(served.values()))})
+                log(f"{name} with {label}: primary DB CPU {row['db_cpu_ms_per_req']:.3f} ms/req, standbys "
+                    f"{row['standby_db_cpu_ms_per_req']:.3f} ms/req, reads served {served}")
+            rows.append(row)
+    finally:
+        server.stop()
+        for sb in standbys:
+            sb.stop()
+    return Server(database, work)
+
+
 def bench_backend(backend, work):
     global BACKEND
     BACKEND = backend
     pg = Postgres(work) if backend == "postgres" else None
     server = Server(pg.url if pg else f"sqlite:{os.path.join(work, 'bench.sqlite')}", work)
-    results, seed, compared, kinto_rows = [], {}, {}, []
+    results, seed, compared, kinto_rows, standby_rows = [], {}, {}, [], []
     try:
         data = os.path.join(work, "data")
         t0 = time.time()
@@ -472,6 +546,8 @@ def bench_backend(backend, work):
                 finally:
                     other.stop()
                 server = Server(database, work)
+        if pg and args.standbys > 0:
+            server = standby_phase(pg, server, database, work, files, standby_rows)
         if args.streams and server.alive() and (not args.cases or "streams" in args.cases):
             streams_case(server, pg, work, files["small"], results)
         if pg and args.kinto == "auto" and not args.smoke:
@@ -489,6 +565,9 @@ def bench_backend(backend, work):
              "server_log_errors": [l for l in server_log.splitlines() if re.search(r"error|critical|fatal", l, re.I)][:20]}]
     runs += [{"backend": f"{backend}@{label}", "seed": seed, "results": rows, "server_alive_at_end": True,
               "server_log_errors": []} for label, rows in compared.items()]
+    if standby_rows:
+        runs.append({"backend": f"{backend}+{args.standbys}standbys", "seed": seed, "results": standby_rows,
+                     "server_alive_at_end": True, "server_log_errors": []})
     if kinto_rows:
         runs.append({"backend": "kinto", "seed": {}, "results": kinto_rows, "server_alive_at_end": True, "server_log_errors": []})
     for run in runs:
@@ -524,6 +603,18 @@ def table(runs):
                 fmt(r.get("ratio_health"), ".3f"), fmt(r.get("pgbench_tps"), ",.0f"), fmt(r.get("ratio_pgbench"), ".2f"),
                 fmt(r.get("db_xact_per_s"), ",.0f"), fmt(r.get("server_cpu_ms_per_req"), ".2f"),
                 fmt(r.get("db_cpu_ms_per_req"), ".2f"), fmt(r.get("ratio_kinto"), ".1f"), str(errors)]) + " |")
+    standby_rows = [(run, r) for run in runs for r in run["results"] if r.get("standby_share") is not None]
+    if standby_rows:
+        alone = {(run["backend"].split("+")[0], r["case"]): r for run in runs for r in run["results"] if "+" not in run["backend"]}
+        lines += ["", "| backend | case | req/s | share read on standbys | primary DB CPU ms/req | standbys DB CPU ms/req | "
+                  "primary DB CPU ÷ without standbys | req/s ÷ without standbys |", "|" + "---|" * 8]
+        for run, r in standby_rows:
+            base = alone.get((run["backend"].split("+")[0], r["case"])) or {}
+            lines.append("| " + " | ".join([
+                run["backend"], r["case"], fmt(r.get("rps"), ",.0f"), fmt(r["standby_share"], ".2f"),
+                fmt(r.get("db_cpu_ms_per_req"), ".3f"), fmt(r.get("standby_db_cpu_ms_per_req"), ".3f"),
+                fmt(r["db_cpu_ms_per_req"] / base["db_cpu_ms_per_req"] if base.get("db_cpu_ms_per_req") else None, ".2f"),
+                fmt(r["rps"] / base["rps"] if base.get("rps") else None, ".2f")]) + " |")
     return "\n".join(lines)
 
 
