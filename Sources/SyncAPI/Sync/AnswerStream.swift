@@ -25,6 +25,12 @@ public final class AnswerStream: Sendable {
         var producerTask: Task<Void, Never>?
         /// Run once when the stream is cancelled.
         var onCancel: [@Sendable () -> Void] = []
+        /// The time limits of the waits in progress (the date's, the consumer's, the producer's), cancelled when
+        /// their wait ends: an armed timer holds the whole stream, chunks and all, until it fires (issue 19: a group
+        /// or a full list kept its answer for the request time limit after it was sent, 20 KB per group).
+        var dateTimer: Scheduled<Void>?
+        var consumerTimer: Scheduled<Void>?
+        var producerTimer: Scheduled<Void>?
     }
 
     private let state = Mutex(State())
@@ -72,10 +78,15 @@ public final class AnswerStream: Sendable {
 
     /// Resumes the consumer waiting for the date, once a chunk is ready or the stream ended.
     private func releaseDate() {
-        let (waiter, date) = state.withLock { state -> (CheckedContinuation<String, any Error>?, String?) in
-            defer { state.dateWaiter = nil }
-            return (state.dateWaiter, state.date)
+        let (waiter, date, timer) = state.withLock { state -> (CheckedContinuation<String, any Error>?, String?, Scheduled<Void>?) in
+            guard let waiter = state.dateWaiter else { return (nil, nil, nil) }
+            defer {
+                state.dateWaiter = nil
+                state.dateTimer = nil
+            }
+            return (waiter, state.date, state.dateTimer)
         }
+        timer?.cancel()
         guard let waiter else { return }
         if let date { waiter.resume(returning: date) } else { waiter.resume(throwing: CancellationError()) }
     }
@@ -94,6 +105,8 @@ public final class AnswerStream: Sendable {
                 if state.cancelled { return .cancelled }
                 if let consumer = state.consumer {
                     state.consumer = nil
+                    state.consumerTimer?.cancel()
+                    state.consumerTimer = nil
                     return .handOver(consumer)
                 }
                 state.chunks.append(chunk)
@@ -113,9 +126,10 @@ public final class AnswerStream: Sendable {
             case .wait:
                 let limit = stallLimit
                 let wait = wait
-                MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(limit.wholeNanoseconds)) {
+                let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(limit.wholeNanoseconds)) {
                     self.cancelIfStalled(wait: wait)
                 }
+                arm(timer, \.producerTimer) { $0.producer != nil && $0.waits == wait }
             case .cancelled: continuation.resume(throwing: CancellationError())
             }
         }
@@ -123,13 +137,22 @@ public final class AnswerStream: Sendable {
 
     /// Ends the stream, with an error when the answer could not be completed.
     public func finish(throwing error: (any Error)? = nil) {
-        let (consumer, dateWaiter) = state.withLock { state in
+        typealias Waiters = (CheckedContinuation<ByteBuffer?, any Error>?, CheckedContinuation<String, any Error>?)
+        let (consumer, dateWaiter) = state.withLock { state -> Waiters in
             state.end = error.map { .failure($0) } ?? .success(())
-            defer {
+            let consumer = state.chunks.isEmpty ? state.consumer : nil
+            if consumer != nil {
                 state.consumer = nil
-                if error != nil { state.dateWaiter = nil }
+                state.consumerTimer?.cancel()
+                state.consumerTimer = nil
             }
-            return (state.chunks.isEmpty ? state.consumer : nil, error != nil ? state.dateWaiter : nil)
+            guard error != nil else { return (consumer, nil) }
+            defer {
+                state.dateWaiter = nil
+                state.dateTimer?.cancel()
+                state.dateTimer = nil
+            }
+            return (consumer, state.dateWaiter)
         }
         if let consumer {
             if let error { consumer.resume(throwing: error) } else { consumer.resume(returning: nil) }
@@ -154,15 +177,19 @@ public final class AnswerStream: Sendable {
                 continuation.resume(with: ready)
                 return
             }
-            MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(limit.wholeNanoseconds)) {
+            let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(limit.wholeNanoseconds)) {
                 let waiter = self.state.withLock { state in
-                    defer { state.dateWaiter = nil }
+                    defer {
+                        state.dateWaiter = nil
+                        state.dateTimer = nil
+                    }
                     return state.dateWaiter
                 }
                 guard let waiter else { return }
                 self.cancel()
                 waiter.resume(throwing: SyncError.unavailable)
             }
+            arm(timer, \.dateTimer) { $0.dateWaiter != nil }
         }
     }
 
@@ -173,7 +200,11 @@ public final class AnswerStream: Sendable {
             let (ready, producer) = state.withLock { state -> (Result<ByteBuffer?, any Error>?, CheckedContinuation<Void, any Error>?) in
                 if !state.chunks.isEmpty {
                     let chunk = state.chunks.removeFirst()
-                    defer { state.producer = nil }
+                    defer {
+                        state.producer = nil
+                        state.producerTimer?.cancel()
+                        state.producerTimer = nil
+                    }
                     return (.success(chunk), state.producer)
                 }
                 switch state.end {
@@ -194,17 +225,33 @@ public final class AnswerStream: Sendable {
             // A producer that stopped producing (a database that stopped answering mid-list) ends the answer, broken,
             // rather than hold the consumer and its connection for good.
             let timed = wait
-            MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(producerStallLimit.wholeNanoseconds)) {
+            let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(producerStallLimit.wholeNanoseconds)) {
                 let consumer = self.state.withLock { state -> CheckedContinuation<ByteBuffer?, any Error>? in
                     guard state.consumerWaits == timed, let consumer = state.consumer else { return nil }
                     state.consumer = nil
+                    state.consumerTimer = nil
                     return consumer
                 }
                 guard let consumer else { return }
                 self.cancel()
                 consumer.resume(throwing: SyncError.unavailable)
             }
+            arm(timer, \.consumerTimer) { $0.consumerWaits == timed && $0.consumer != nil }
         }
+    }
+
+    /// Keeps `timer` in `slot` while the wait it limits goes on; cancels it at once when that wait ended before the
+    /// timer could be kept (it was set outside the lock).
+    private func arm(
+        _ timer: Scheduled<Void>, _ slot: WritableKeyPath<State, Scheduled<Void>?>,
+        whileWaiting waiting: (State) -> Bool
+    ) {
+        let kept = state.withLock { state in
+            guard waiting(state) else { return false }
+            state[keyPath: slot] = timer
+            return true
+        }
+        if !kept { timer.cancel() }
     }
 
     private func cancelIfStalled(wait: Int) {
@@ -219,6 +266,8 @@ public final class AnswerStream: Sendable {
             state.chunks = []
             defer {
                 state.producer = nil
+                state.producerTimer?.cancel()
+                state.producerTimer = nil
                 state.onCancel = []
             }
             return (state.producer, state.producerTask, state.onCancel)
