@@ -442,6 +442,13 @@ def standby_phase(pg, server, database, work, files, rows):
     backend postgres+Nstandbys. db_cpu_ms_per_req stays the primary's; standby_db_cpu_ms_per_req is all standbys' together;
     standby_share is the share of sync reads the standbys answered (GET /metrics). Returns the server to go on with."""
     label = f"{args.standbys}standbys"
+    # The baseline on the same data: the cases before ran writes, so the deltas now carry more changes than in the
+    # main pass. Each read case runs once more on the primary alone, right before the standbys start.
+    alone = {}
+    for name, case, path, fam, conns in cases():
+        if name in STANDBY_CASES and server.alive():
+            alone[name] = run_wrk(server, pg, f"{name}-alone", case, path, files[fam], conns, work)
+            rows.append(alone[name])
     standbys = []
     try:
         for k in range(args.standbys):
@@ -468,9 +475,12 @@ def standby_phase(pg, server, database, work, files, rows):
             sb_tx1 = sum(sb.transactions() for sb in standbys)
             if row.get("requests"):
                 served = {k: routes1.get(k, 0) - routes0.get(k, 0) for k in ("standby", "primary", "fallback")}
+                base = alone.get(name) or {}
                 row.update({"standby_db_cpu_ms_per_req": 1000 * (sb_cpu1 - sb_cpu0) / row["requests"],
                             "standby_xact": sb_tx1 - sb_tx0, "read_routes": served,
-                            "standby_share": served["standby"] / max(1, sum(served.values()))})
+                            "standby_share": served["standby"] / max(1, sum(served.values())),
+                            "alone_rps": base.get("rps"), "alone_db_cpu_ms_per_req": base.get("db_cpu_ms_per_req"),
+                            "alone_p99_ms": base.get("p99_ms")})
                 log(f"{name} with {label}: primary DB CPU {row['db_cpu_ms_per_req']:.3f} ms/req, standbys "
                     f"{row['standby_db_cpu_ms_per_req']:.3f} ms/req, reads served {served}")
             rows.append(row)
@@ -605,16 +615,21 @@ def table(runs):
                 fmt(r.get("db_cpu_ms_per_req"), ".2f"), fmt(r.get("ratio_kinto"), ".1f"), str(errors)]) + " |")
     standby_rows = [(run, r) for run in runs for r in run["results"] if r.get("standby_share") is not None]
     if standby_rows:
-        alone = {(run["backend"].split("+")[0], r["case"]): r for run in runs for r in run["results"] if "+" not in run["backend"]}
-        lines += ["", "| backend | case | req/s | share read on standbys | primary DB CPU ms/req | standbys DB CPU ms/req | "
-                  "primary DB CPU ÷ without standbys | req/s ÷ without standbys |", "|" + "---|" * 8]
+        # Without standbys: the same case on the same data right before the standbys started (alone_*); a results.json
+        # from before that baseline existed falls back to the main pass's row (on data with fewer writes).
+        main = {(run["backend"].split("+")[0], r["case"]): r for run in runs for r in run["results"] if "+" not in run["backend"]}
+        lines += ["", "| backend | case | req/s | p99 ms | share read on standbys | primary DB CPU ms/req | "
+                  "standbys DB CPU ms/req | primary DB CPU ÷ without standbys | req/s ÷ without standbys | "
+                  "p99 ÷ without standbys |", "|" + "---|" * 10]
         for run, r in standby_rows:
-            base = alone.get((run["backend"].split("+")[0], r["case"])) or {}
+            old = main.get((run["backend"].split("+")[0], r["case"])) or {}
+            base = {k: r.get(f"alone_{k}", old.get(k)) for k in ("rps", "db_cpu_ms_per_req", "p99_ms")}
+            ratio = lambda k: r[k] / base[k] if base.get(k) and r.get(k) is not None else None
             lines.append("| " + " | ".join([
-                run["backend"], r["case"], fmt(r.get("rps"), ",.0f"), fmt(r["standby_share"], ".2f"),
-                fmt(r.get("db_cpu_ms_per_req"), ".3f"), fmt(r.get("standby_db_cpu_ms_per_req"), ".3f"),
-                fmt(r["db_cpu_ms_per_req"] / base["db_cpu_ms_per_req"] if base.get("db_cpu_ms_per_req") else None, ".2f"),
-                fmt(r["rps"] / base["rps"] if base.get("rps") else None, ".2f")]) + " |")
+                run["backend"], r["case"], fmt(r.get("rps"), ",.0f"), fmt(r.get("p99_ms"), ".1f"),
+                fmt(r["standby_share"], ".2f"), fmt(r.get("db_cpu_ms_per_req"), ".3f"),
+                fmt(r.get("standby_db_cpu_ms_per_req"), ".3f"), fmt(ratio("db_cpu_ms_per_req"), ".3f"),
+                fmt(ratio("rps"), ".2f"), fmt(ratio("p99_ms"), ".2f")]) + " |")
     return "\n".join(lines)
 
 

@@ -12,7 +12,14 @@ public final class ChangeHub: Sendable {
         /// The highest counter value a notice named while streams followed the family.
         var version: Int64?
         var subscribers = 0
-        var waiters: [Int: CheckedContinuation<UInt64, Never>] = [:]
+        var waiters: [Int: Waiter] = [:]
+    }
+
+    /// A stream waiting for its family, and the timer of its wait: cancelled when the stream wakes, since an armed
+    /// timer stays in its event loop's queue until it fires (one per wake-up, for up to the recheck interval).
+    private struct Waiter {
+        let continuation: CheckedContinuation<UInt64, Never>
+        var timer: Scheduled<Void>?
     }
 
     private let state = Mutex<(families: [String: Family], nextWaiter: Int)>(([:], 0))
@@ -51,7 +58,7 @@ public final class ChangeHub: Sendable {
     /// The family's data (or one of its tokens) changed: wake its streams. `version`, when the notice carries it, is
     /// the counter value the write committed: a woken stream then needs no database read to name the new date.
     public func notify(family: String, version: Int64? = nil) {
-        let woken: ([CheckedContinuation<UInt64, Never>], UInt64) = state.withLock { state in
+        let woken: ([Waiter], UInt64) = state.withLock { state in
             guard var entry = state.families[family] else { return ([], 0) }
             entry.generation &+= 1
             if let version { entry.version = max(entry.version ?? version, version) }
@@ -60,7 +67,10 @@ public final class ChangeHub: Sendable {
             state.families[family] = entry
             return (waiters, entry.generation)
         }
-        for waiter in woken.0 { waiter.resume(returning: woken.1) }
+        for waiter in woken.0 {
+            waiter.timer?.cancel()
+            waiter.continuation.resume(returning: woken.1)
+        }
     }
 
     /// The highest counter value notified for `family` while it had streams, if any.
@@ -86,7 +96,7 @@ public final class ChangeHub: Sendable {
                 let current: UInt64? = state.withLock { state in
                     var entry = state.families[family, default: Family()]
                     guard entry.generation == seen, !Task.isCancelled else { return entry.generation }
-                    entry.waiters[id] = continuation
+                    entry.waiters[id] = Waiter(continuation: continuation)
                     state.families[family] = entry
                     return nil
                 }
@@ -94,9 +104,16 @@ public final class ChangeHub: Sendable {
                     continuation.resume(returning: current)
                     return
                 }
-                MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(timeout.wholeNanoseconds)) {
+                let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(timeout.wholeNanoseconds)) {
                     self.release(family: family, waiter: id)
                 }
+                // Kept with its waiter, or cancelled at once when the waiter was woken before (outside the lock).
+                let kept = state.withLock { state in
+                    guard state.families[family]?.waiters[id] != nil else { return false }
+                    state.families[family]?.waiters[id]?.timer = timer
+                    return true
+                }
+                if !kept { timer.cancel() }
             }
         } onCancel: {
             release(family: family, waiter: id)
@@ -105,12 +122,15 @@ public final class ChangeHub: Sendable {
 
     /// Resumes one waiter with the current generation, if it is still waiting.
     private func release(family: String, waiter id: Int) {
-        let woken: (CheckedContinuation<UInt64, Never>, UInt64)? = state.withLock { state in
+        let woken: (Waiter, UInt64)? = state.withLock { state in
             guard var entry = state.families[family], let waiter = entry.waiters.removeValue(forKey: id) else { return nil }
             state.families[family] = entry.subscribers > 0 || !entry.waiters.isEmpty ? entry : nil
             return (waiter, entry.generation)
         }
-        if let (waiter, generation) = woken { waiter.resume(returning: generation) }
+        if let (waiter, generation) = woken {
+            waiter.timer?.cancel()
+            waiter.continuation.resume(returning: generation)
+        }
     }
 
     /// Families with streams (for tests and metrics).
@@ -118,4 +138,7 @@ public final class ChangeHub: Sendable {
 
     /// Open subscriptions, over every family (for tests and metrics: zero once every stream has ended).
     public var subscriptions: Int { state.withLock { $0.families.values.reduce(0) { $0 + $1.subscribers } } }
+
+    /// Streams waiting for a notice now, over every family (for tests).
+    var waiting: Int { state.withLock { $0.families.values.reduce(0) { $0 + $1.waiters.count } } }
 }

@@ -1,3 +1,5 @@
+import NIOCore
+import NIOPosix
 import Synchronization
 
 /// The budget of answers that hold a database snapshot while their client downloads them (security audit H6, code
@@ -56,8 +58,9 @@ public final class SnapshotBudget: Sendable {
             throw SyncError.tooManyRequests(
                 retryAfter: 5, detail: "This account is downloading \(perAccount) answers already; retry when one is done.")
         case .wait(let id):
-            let timer = Task { [wait] in
-                try? await Task.sleep(for: wait)
+            // An event loop timer, removed when the place comes first (a cancelled `Task.sleep` would stay queued for
+            // the whole wait).
+            let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(wait.wholeNanoseconds)) {
                 self.expire(id)
             }
             defer { timer.cancel() }
