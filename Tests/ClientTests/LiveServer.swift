@@ -58,9 +58,7 @@ struct LiveServer: Sendable {
     }
 
     static func replicaPath() -> String {
-        let folder = NSTemporaryDirectory() + "syncapi-client-tests"
-        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        return "\(folder)/\(UUID().uuidString).sqlite"
+        TestScratch.path("replica-", suffix: ".sqlite")
     }
 
     /// A raw HTTP call with a token (a writer that is not the SDK).

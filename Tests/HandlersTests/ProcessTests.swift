@@ -9,7 +9,7 @@ import Testing
 @Suite("The syncapi process", .serialized)
 struct ProcessTests {
     static func temporaryFolder() throws -> String {
-        let folder = NSTemporaryDirectory() + "syncapi-process-\(UUID().uuidString)"
+        let folder = TestScratch.path("process-")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         return folder
     }

@@ -16,7 +16,7 @@ struct ServerProcess {
         var lastError: (any Error)?
         for _ in 0..<5 {
             let port = Int.random(in: 20_000..<60_000)
-            let log = NSTemporaryDirectory() + "syncapi-server-\(UUID().uuidString).log"
+            let log = TestScratch.path("server-", suffix: ".log")
             // As docs/operations.md recommends: two malloc arenas, so peak memory does not depend on how many threads
             // happened to allocate (the memory tests measure the server, not glibc's arena spread).
             let pid = try spawn(
@@ -76,7 +76,7 @@ enum Curl {
 
     /// Runs curl; the status and HTTP version come from `-w`, the body from a file.
     static func call(_ arguments: [String]) async throws -> Answer {
-        let bodyPath = NSTemporaryDirectory() + "syncapi-curl-\(UUID().uuidString)"
+        let bodyPath = TestScratch.path("curl-")
         defer { try? FileManager.default.removeItem(atPath: bodyPath) }
         let out = try await TestPostgres.run(["curl", "-s", "-m", "20", "-o", bodyPath, "-w", "%{http_code} %{http_version}"] + arguments)
         let parts = out.split(separator: " ")

@@ -27,7 +27,7 @@ struct StandbyReadTests {
     @Test("--read-database with the SQLite backend is refused at start, with the reason")
     func refusedWithSQLite() async throws {
         var configuration = AppConfiguration()
-        configuration.database = .sqlite(path: NSTemporaryDirectory() + "standby-\(UUID().uuidString).sqlite")
+        configuration.database = .sqlite(path: TestScratch.path("standby-", suffix: ".sqlite"))
         configuration.readDatabases = [try DatabaseURL(parsing: "postgres://postgres@127.0.0.1:5432/x")]
         var logger = Logger(label: "standby")
         logger.logLevel = .critical

@@ -13,8 +13,7 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
     public func freshDatabaseURL() async throws -> DatabaseURL {
         switch self {
         case .sqlite:
-            let folder = NSTemporaryDirectory() + "syncapi-tests"
-            return .sqlite(path: "\(folder)/\(UUID().uuidString).sqlite")
+            return .sqlite(path: TestScratch.path("db-", suffix: ".sqlite"))
         case .postgres:
             return try DatabaseURL(parsing: try await TestPostgres.shared.newDatabaseURL())
         }
