@@ -10,10 +10,18 @@ struct PostgresItemStatements: ItemStatements {
 
     /// The columns every item query reads, in `StoredItem` order.
     static let columns = "id, version, deleted, body, sort_ms, sort_version, tag"
-    typealias ItemColumns = (String, Int64, Bool, String?, Int64?, Int64?, String?)
 
-    static func storedItem(_ c: ItemColumns) -> StoredItem {
-        StoredItem(id: c.0, version: c.1, deleted: c.2, body: c.3, sortMs: c.4, sortVersion: c.5, tag: c.6)
+    /// The item in the next seven columns (`columns`).
+    static func storedItem(_ r: inout ColumnReader) throws -> StoredItem {
+        StoredItem(
+            id: try r.next(), version: try r.next(), deleted: try r.next(), body: try r.next(), sortMs: try r.next(),
+            sortVersion: try r.next(), tag: try r.next())
+    }
+
+    /// The item of a row of exactly `columns`.
+    static func storedItem(_ row: PostgresRow) throws -> StoredItem {
+        var r = ColumnReader(row)
+        return try storedItem(&r)
     }
 
     func family(_ familyID: String, lock: Bool) async throws -> FamilyCounter? {
@@ -32,8 +40,8 @@ struct PostgresItemStatements: ItemStatements {
     }
 
     func item(familyID: String, key: ItemKey) async throws -> StoredItem? {
-        for try await c in try await conn.run(PreparedStatements.Item(familyID: familyID, key: key), prepared: prepared, logger: logger) {
-            return Self.storedItem(c)
+        for try await item in try await conn.run(PreparedStatements.Item(familyID: familyID, key: key), prepared: prepared, logger: logger) {
+            return item
         }
         return nil
     }
@@ -136,8 +144,8 @@ struct PostgresItemStatements: ItemStatements {
         sql.appendLiteral(oldestFirst ? " ORDER BY sort_ms ASC, id ASC LIMIT " : " ORDER BY sort_ms DESC, id DESC LIMIT ")
         sql.appendInterpolation(limit)
         var out: [StoredItem] = []
-        for try await c in try await conn.query(PostgresQuery(stringInterpolation: sql), logger: logger).decode(ItemColumns.self) {
-            out.append(Self.storedItem(c))
+        for try await row in try await conn.query(PostgresQuery(stringInterpolation: sql), logger: logger) {
+            out.append(try Self.storedItem(row))
         }
         return out
     }
@@ -169,10 +177,10 @@ struct PostgresItemStatements: ItemStatements {
             ) c
             ORDER BY p.pid, c.sort_ms DESC, c.id DESC
             """, logger: logger)
-        for try await (pid, id, version, deleted, body, sortMs, sortVersion, tag) in rows.decode(
-            (String, String, Int64, Bool, String?, Int64?, Int64?, String?).self)
-        {
-            out[pid, default: []].append(Self.storedItem((id, version, deleted, body, sortMs, sortVersion, tag)))
+        for try await row in rows {
+            var r = ColumnReader(row)
+            let pid: String = try r.next()
+            out[pid, default: []].append(try Self.storedItem(&r))
         }
         return out
     }

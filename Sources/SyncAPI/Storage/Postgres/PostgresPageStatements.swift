@@ -85,7 +85,8 @@ extension PostgresItemStatements {
         var bottom: StoredItem?
         var gone: [String] = []
         var kids: [String: [StoredItem]] = [:]
-        for try await row in try await conn.query(PostgresQuery(stringInterpolation: sql), logger: logger).decode(PartRow.self) {
+        for try await raw in try await conn.query(PostgresQuery(stringInterpolation: sql), logger: logger) {
+            let row = try Self.partRow(raw)
             switch Part(rawValue: row.0) {
             case .family: family = FamilyCounter(version: row.4 ?? 0, horizon: row.7 ?? 0)
             case .anchor: anchor = Self.item(row)
@@ -129,7 +130,8 @@ extension PostgresItemStatements {
         var anchorFound = false
         var items: [StoredItem] = []
         var kids: [String: [StoredItem]] = [:]
-        for try await row in try await conn.query(PostgresQuery(stringInterpolation: sql), logger: logger).decode(PartRow.self) {
+        for try await raw in try await conn.query(PostgresQuery(stringInterpolation: sql), logger: logger) {
+            let row = try Self.partRow(raw)
             switch Part(rawValue: row.0) {
             case .anchor: anchorFound = true
             case .top: items.append(Self.item(row))
@@ -202,6 +204,15 @@ extension PostgresItemStatements {
 
     /// Parts in order; in a part, `gone` by version, children by parent, and items in the list's order.
     private static let order = " ORDER BY part, pid, ord, sort_ms DESC, id DESC"
+
+    /// A row's columns, each decoded as its own type (`ColumnReader`).
+    private static func partRow(_ raw: PostgresRow) throws -> PartRow {
+        var r = ColumnReader(raw)
+        return (
+            try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(),
+            try r.next(), try r.next()
+        )
+    }
 
     private static func item(_ row: PartRow) -> StoredItem {
         StoredItem(

@@ -25,9 +25,16 @@ extension PostgresStore {
                 var started = false
                 var batch: [StoredItem] = []
                 batch.reserveCapacity(StreamPaging.pageSize)
-                for try await (version, id, iv, deleted, body, sortMs, sortVersion, tag) in rows.decode(
-                    (Int64, String?, Int64?, Bool?, String?, Int64?, Int64?, String?).self)
-                {
+                for try await row in rows {
+                    var r = ColumnReader(row)
+                    let version: Int64 = try r.next()
+                    let id: String? = try r.next()
+                    let iv: Int64? = try r.next()
+                    let deleted: Bool? = try r.next()
+                    let body: String? = try r.next()
+                    let sortMs: Int64? = try r.next()
+                    let sortVersion: Int64? = try r.next()
+                    let tag: String? = try r.next()
                     if !started {
                         started = true
                         try await start(version)
@@ -85,8 +92,8 @@ extension PostgresStore {
             """, logger: logger)
         var batch: [StoredItem] = []
         batch.reserveCapacity(StreamPaging.pageSize)
-        for try await columns in rows.decode(PostgresItemStatements.ItemColumns.self) {
-            batch.append(PostgresItemStatements.storedItem(columns))
+        for try await row in rows {
+            batch.append(try PostgresItemStatements.storedItem(row))
             if batch.count == StreamPaging.pageSize {
                 try await page(batch)
                 batch.removeAll(keepingCapacity: true)

@@ -30,7 +30,13 @@ enum PreparedStatements {
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+        func decodeRow(_ row: PostgresRow) throws -> Row {
+            var r = ColumnReader(row)
+            return (
+                try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(),
+                try r.next(), try r.next()
+            )
+        }
     }
 
     /// One item by its key, live or tombstone.
@@ -39,7 +45,7 @@ enum PreparedStatements {
             SELECT id, version, deleted, body, sort_ms, sort_version, tag FROM items
             WHERE family_id = $1 AND collection = $2 AND parent_id = $3 AND id = $4
             """
-        typealias Row = PostgresItemStatements.ItemColumns
+        typealias Row = StoredItem
         let familyID: String
         let key: ItemKey
 
@@ -52,7 +58,7 @@ enum PreparedStatements {
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+        func decodeRow(_ row: PostgresRow) throws -> Row { try PostgresItemStatements.storedItem(row) }
     }
 
     /// Locks the family row: every write of the family is ordered by it.
