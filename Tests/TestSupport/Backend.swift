@@ -13,7 +13,12 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
     public func freshDatabaseURL() async throws -> DatabaseURL {
         switch self {
         case .sqlite:
-            return .sqlite(path: TestScratch.path("db-", suffix: ".sqlite"))
+            // A folder of its own: SQLite keeps media in `media/` beside the database, and a purge removes old
+            // unfinished uploads there (a test's purge with a clock hours ahead removed another test's upload in flight
+            // when the databases shared a folder).
+            let folder = TestScratch.path("db-")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            return .sqlite(path: folder + "/syncapi.sqlite")
         case .postgres:
             return try DatabaseURL(parsing: try await TestPostgres.shared.newDatabaseURL())
         }
