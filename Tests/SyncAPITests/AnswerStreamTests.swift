@@ -11,13 +11,6 @@ import Testing
 /// cancelled when their wait ends.
 @Suite("Answer streams")
 struct AnswerStreamTests {
-    /// Waits up to 5 s for `isFreed`; true once it holds.
-    static func freed(_ isFreed: () -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !isFreed(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        return isFreed()
-    }
-
     /// A stream whose every time limit is a minute, and a producer that waits a little before its first chunk (so
     /// the consumer waits for the date) and then sends `chunks` chunks of 1 KB.
     static func answer(chunks: Int) -> AnswerStream {
@@ -54,7 +47,7 @@ struct AnswerStreamTests {
             }
         }
         #expect(received > 30_000)
-        #expect(try await Self.freed { weakStream == nil }, "the answer is still held after it was read (a timer of its 60 s limits)")
+        #expect(try await eventually { weakStream == nil }, "the answer is still held after it was read (a timer of its 60 s limits)")
     }
 
     @Test("an answer whose client went away half-way is freed at once")
@@ -68,6 +61,6 @@ struct AnswerStreamTests {
             _ = try await stream.next()
             stream.cancel()
         }
-        #expect(try await Self.freed { weakStream == nil }, "the cancelled answer is still held (a timer of its 60 s limits)")
+        #expect(try await eventually { weakStream == nil }, "the cancelled answer is still held (a timer of its 60 s limits)")
     }
 }

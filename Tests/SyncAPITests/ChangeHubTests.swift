@@ -9,20 +9,13 @@ import Testing
 /// cancelled when the wait ends.
 @Suite("Change hub")
 struct ChangeHubTests {
-    /// Waits up to 5 s for `condition`; true once it holds.
-    static func eventually(_ condition: () -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        return condition()
-    }
-
     @Test("a notice wakes the family's waiting stream with the new generation, and only that family's")
     func noticeWakes() async throws {
         let hub = ChangeHub()
         let seen = hub.subscribe(family: "f1")
         let other = Task { await hub.wait(family: "f2", seen: 0, timeout: .seconds(60)) }
         let waiter = Task { await hub.wait(family: "f1", seen: seen, timeout: .seconds(60)) }
-        #expect(try await Self.eventually { hub.waiting == 2 })
+        #expect(try await eventually { hub.waiting == 2 })
         hub.notify(family: "f1", version: 42)
         #expect(await waiter.value == seen &+ 1)
         #expect(hub.latestVersion(family: "f1") == 42)
@@ -54,17 +47,17 @@ struct ChangeHubTests {
             weakHub = hub
             let seen = hub.subscribe(family: "f1")
             let waiters = (0..<3).map { _ in Task { await hub.wait(family: "f1", seen: seen, timeout: .seconds(60)) } }
-            #expect(try await Self.eventually { hub.waiting == 3 })
+            #expect(try await eventually { hub.waiting == 3 })
             hub.notify(family: "f1")
             for waiter in waiters { #expect(await waiter.value == seen &+ 1) }
             // A cancelled wait gives its timer back too.
             let cancelled = Task { await hub.wait(family: "f1", seen: seen &+ 1, timeout: .seconds(60)) }
-            #expect(try await Self.eventually { hub.waiting == 1 })
+            #expect(try await eventually { hub.waiting == 1 })
             cancelled.cancel()
             _ = await cancelled.value
             hub.unsubscribe(family: "f1")
         }
         #expect(
-            try await Self.eventually { weakHub == nil }, "the hub is still held after its waits ended (a timer of their 60 s limits)")
+            try await eventually { weakHub == nil }, "the hub is still held after its waits ended (a timer of their 60 s limits)")
     }
 }

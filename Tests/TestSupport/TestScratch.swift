@@ -2,7 +2,7 @@ import Foundation
 
 /// Where the tests of one run write their files (databases, server logs, a process test's PostgreSQL): one folder per
 /// test process. Its first use removes the folders of earlier test processes that have ended, so nothing piles up
-/// run after run (each full run used to leave about 500 MB in the temporary directory), while a failed run's files
+/// run after run (a full run used to leave about 600 MB in the temporary directory), while a failed run's files
 /// stay for a look until the next run.
 public enum TestScratch {
     static let prefix = "syncapi-test-run-"

@@ -4,7 +4,7 @@ import PostgresNIO
 ///
 /// PostgresNIO's `decode((A, B, …).self)` decodes through a parameter pack that is not specialized in this module:
 /// every row built its tuple's type metadata in the Swift runtime again (a profile of full lists on PostgreSQL, issue
-/// 19: about 12 % of the server's samples in `swift_getTupleTypeMetadata` and the generic metadata caches).
+/// 19: about 13 % of the server's samples in `swift_getTupleTypeMetadata` and the generic metadata caches).
 struct ColumnReader {
     /// The row has fewer columns than the statement's reader asked for (a statement and its reader disagree).
     struct MissingColumn: Error {}
