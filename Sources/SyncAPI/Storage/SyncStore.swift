@@ -1,3 +1,5 @@
+import NIOCore
+
 /// The storage interface of the engine: everything SyncAPI keeps goes through it, and it speaks only SQL.
 ///
 /// Two implementations, `SQLiteStore` (embedded default) and `PostgresStore`, pass one conformance suite.
@@ -90,14 +92,16 @@ public protocol SyncStore: Sendable {
     var isInReadSnapshot: Bool { get }
     /// On a pinned store: the family's counter in its snapshot.
     func pinnedVersion(familyID: String) async throws -> Int64
-    /// On a pinned store: every live row of a full list in the pinned snapshot, page by page, oldest change
-    /// first, read in the calling task (a group's answer streams sub-answer after sub-answer from its snapshot).
-    func forEachPinnedLivePage(familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void) async throws
-    /// Every live row of a full list, from one snapshot of its own, page by page, oldest change first (then by id):
-    /// `start` gets the family's counter before any page, and the next page is read only once `page` returned.
+    /// On a pinned store: the body of every live row of a full list in the pinned snapshot, page by page, oldest
+    /// change first, read in the calling task (a group's answer streams sub-answer after sub-answer from its
+    /// snapshot).
+    func forEachPinnedLivePage(familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws
+    /// The body of every live row of a full list, from one snapshot of its own, page by page, oldest change first
+    /// (then by id): `start` gets the family's counter before any page, and the next page is read only once `page`
+    /// returned.
     func streamLiveRows(
         familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
-        page: @escaping @Sendable ([StoredItem]) async throws -> Void
+        page: @escaping @Sendable (LiveBodies) async throws -> Void
     ) async throws
 }
 
@@ -105,6 +109,12 @@ public protocol SyncStore: Sendable {
 enum StreamPaging {
     static let pageSize = 256
 }
+
+/// A page of a full list as it is answered: the stored canonical JSON of each live row, oldest change first, as bytes.
+///
+/// A full list copies each row's body into the answer and nothing else (issue 19): on PostgreSQL each body is a slice
+/// of the row the socket delivered, with no `String` made and no other column read.
+public typealias LiveBodies = [ByteBuffer]
 
 extension SyncStore {
     /// Creates or upgrades the schema to the newest version.

@@ -42,38 +42,43 @@ extension SyncEngine {
     }
 }
 
-/// `{"date":…,"sync":false,"updated":[…],"deleted":[]}` in chunks of about `chunkBytes`, as rows arrive.
+/// `{"date":…,"sync":false,"updated":[…],"deleted":[]}` in chunks of about `chunkBytes`, as rows arrive: each
+/// row's stored body is copied once, from the database's bytes into the chunk that is written to the socket.
 struct FullListChunks {
     static let chunkBytes = 32 * 1024
-    private var writer = JSONWriter(capacity: chunkBytes + 4096)
+    private var chunk = Self.newChunk()
     private var first = true
 
     init(date: String) {
-        writer.raw("{\"date\":")
-        writer.string(date)
-        writer.raw(",\"sync\":false,\"updated\":[")
+        var head = JSONWriter(capacity: 96)
+        head.raw("{\"date\":")
+        head.string(date)
+        head.raw(",\"sync\":false,\"updated\":[")
+        chunk.writeBytes(head.bytes)
     }
+
+    private static func newChunk() -> ByteBuffer { ByteBufferAllocator().buffer(capacity: chunkBytes + 4096) }
 
     /// Adds rows; returns the chunks of about `chunkBytes` that are ready (a page of large rows makes several, so a
     /// chunk never holds more than `chunkBytes` and one row).
-    mutating func add(_ rows: [StoredItem]) -> [[UInt8]] {
-        var ready: [[UInt8]] = []
-        for row in rows {
-            if !first { writer.raw(",") }
+    mutating func add(_ bodies: LiveBodies) -> [ByteBuffer] {
+        var ready: [ByteBuffer] = []
+        for body in bodies {
+            if !first { chunk.writeInteger(UInt8(ascii: ",")) }
             first = false
-            writer.raw(row.body ?? "null")
-            if writer.bytes.count >= Self.chunkBytes {
-                ready.append(writer.bytes)
-                writer = JSONWriter(capacity: Self.chunkBytes + 4096)
+            chunk.writeImmutableBuffer(body)
+            if chunk.readableBytes >= Self.chunkBytes {
+                ready.append(chunk)
+                chunk = Self.newChunk()
             }
         }
         return ready
     }
 
     /// The last chunk.
-    mutating func end() -> [UInt8] {
-        writer.raw("],\"deleted\":[]}")
-        return writer.bytes
+    mutating func end() -> ByteBuffer {
+        chunk.writeStaticString("],\"deleted\":[]}")
+        return chunk
     }
 }
 
@@ -90,12 +95,12 @@ final class FullListEncoder: Sendable {
         chunks.withLock { $0 = FullListChunks(date: date) }
     }
 
-    func add(_ rows: [StoredItem]) async throws {
-        for full in chunks.withLock({ $0?.add(rows) ?? [] }) { try await stream.send(ByteBuffer(bytes: full)) }
+    func add(_ bodies: LiveBodies) async throws {
+        for full in chunks.withLock({ $0?.add(bodies) ?? [] }) { try await stream.send(full) }
     }
 
     func end() async throws {
-        if let rest = chunks.withLock({ $0?.end() }) { try await stream.send(ByteBuffer(bytes: rest)) }
+        if let rest = chunks.withLock({ $0?.end() }) { try await stream.send(rest) }
     }
 }
 
@@ -112,10 +117,10 @@ extension SyncEngine {
         var answer = SyncAnswer(date: date, body: [], notModified: false)
         answer.cursor = { emit in
             var chunks = FullListChunks(date: date)
-            try await store.forEachPinnedLivePage(familyID: familyID, collection: name) { rows in
-                for chunk in chunks.add(rows) { try await emit(ByteBuffer(bytes: chunk)) }
+            try await store.forEachPinnedLivePage(familyID: familyID, collection: name) { bodies in
+                for chunk in chunks.add(bodies) { try await emit(chunk) }
             }
-            try await emit(ByteBuffer(bytes: chunks.end()))
+            try await emit(chunks.end())
         }
         return answer
     }

@@ -7,41 +7,35 @@ extension PostgresStore {
 
     public func streamLiveRows(
         familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
-        page: @escaping @Sendable ([StoredItem]) async throws -> Void
+        page: @escaping @Sendable (LiveBodies) async throws -> Void
     ) async throws {
         // One statement: the counter rides on every row (a join to the family's row), so it comes from the same
         // snapshot as the rows, with no transaction around them (issue 19: it was BEGIN, SET TRANSACTION, the counter,
-        // the rows and COMMIT, five round trips). PostgresNIO reads rows from the socket as they are consumed.
+        // the rows and COMMIT, five round trips). PostgresNIO reads rows from the socket as they are consumed. Only
+        // the body is read: a live row always has one, so a NULL body is the join's row of a family with no items.
         do {
             try await answersClient.withConnection { conn in
                 let rows = try await conn.query(
                     """
-                    SELECT f.version, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+                    SELECT f.version, i.body
                     FROM families f
                     LEFT JOIN items i ON i.family_id = f.id AND i.collection = \(collection) AND i.parent_id = '' AND NOT i.deleted
                     WHERE f.id = \(familyID)
                     ORDER BY i.version, i.id
                     """, logger: logger)
                 var started = false
-                var batch: [StoredItem] = []
+                var batch = LiveBodies()
                 batch.reserveCapacity(StreamPaging.pageSize)
                 for try await row in rows {
-                    var r = ColumnReader(row)
-                    let version: Int64 = try r.next()
-                    let id: String? = try r.next()
-                    let iv: Int64? = try r.next()
-                    let deleted: Bool? = try r.next()
-                    let body: String? = try r.next()
-                    let sortMs: Int64? = try r.next()
-                    let sortVersion: Int64? = try r.next()
-                    let tag: String? = try r.next()
+                    var columns = ColumnReader(row)
+                    let version: Int64 = try columns.next()
+                    let body: ByteBuffer? = try columns.next()
                     if !started {
                         started = true
                         try await start(version)
                     }
-                    guard let id, let iv else { continue }
-                    batch.append(
-                        StoredItem(id: id, version: iv, deleted: deleted ?? false, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag))
+                    guard let body else { continue }
+                    batch.append(body)
                     if batch.count == StreamPaging.pageSize {
                         try await page(batch)
                         batch.removeAll(keepingCapacity: true)
@@ -60,7 +54,7 @@ extension PostgresStore {
         return try await guarded { try await version(on: pinned, familyID: familyID) }
     }
 
-    public func forEachPinnedLivePage(familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void) async throws {
+    public func forEachPinnedLivePage(familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws {
         guard let pinned else { throw SyncError.unavailable }
         do {
             try await forEachLivePage(on: pinned, familyID: familyID, collection: collection, page)
@@ -79,21 +73,24 @@ extension PostgresStore {
         throw SyncError.unauthorized
     }
 
-    /// Every live row of a full list, read on `conn` page by page, oldest change first. PostgresNIO reads rows from
-    /// the socket as they are consumed: the cursor moves at the client's pace.
+    /// The body of every live row of a full list, read on `conn` page by page, oldest change first. PostgresNIO reads
+    /// rows from the socket as they are consumed: the cursor moves at the client's pace.
     func forEachLivePage(
-        on conn: PostgresConnection, familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void
+        on conn: PostgresConnection, familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void
     ) async throws {
         let rows = try await conn.query(
             """
-            SELECT \(unescaped: PostgresItemStatements.columns) FROM items
+            SELECT body FROM items
             WHERE family_id = \(familyID) AND collection = \(collection) AND parent_id = '' AND NOT deleted
             ORDER BY version, id
             """, logger: logger)
-        var batch: [StoredItem] = []
+        var batch = LiveBodies()
         batch.reserveCapacity(StreamPaging.pageSize)
         for try await row in rows {
-            batch.append(try PostgresItemStatements.storedItem(row))
+            var columns = ColumnReader(row)
+            let body: ByteBuffer? = try columns.next()
+            guard let body else { continue }
+            batch.append(body)
             if batch.count == StreamPaging.pageSize {
                 try await page(batch)
                 batch.removeAll(keepingCapacity: true)

@@ -63,12 +63,12 @@ extension ReadRoutingStore {
     }
     public var isInReadSnapshot: Bool { false }
     public func pinnedVersion(familyID: String) async throws -> Int64 { try await primary.pinnedVersion(familyID: familyID) }
-    public func forEachPinnedLivePage(familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void) async throws {
+    public func forEachPinnedLivePage(familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws {
         try await primary.forEachPinnedLivePage(familyID: familyID, collection: collection, page)
     }
     public func streamLiveRows(
         familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
-        page: @escaping @Sendable ([StoredItem]) async throws -> Void
+        page: @escaping @Sendable (LiveBodies) async throws -> Void
     ) async throws {
         try await primary.streamLiveRows(familyID: familyID, collection: collection, start: start, page: page)
     }

@@ -1,4 +1,5 @@
 import GRDB
+import NIOCore
 
 /// Full lists read page by page from one WAL snapshot, so that an answer of 100,000 items never sits whole in memory.
 extension SQLiteStore {
@@ -6,7 +7,7 @@ extension SQLiteStore {
 
     public func streamLiveRows(
         familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
-        page: @escaping @Sendable ([StoredItem]) async throws -> Void
+        page: @escaping @Sendable (LiveBodies) async throws -> Void
     ) async throws {
         // A snapshot of its own: every page comes from the same state of the database as the counter.
         let snapshot = try Self.mapped { try pool.makeSnapshot() }
@@ -19,7 +20,7 @@ extension SQLiteStore {
         return try await Self.version(pinned, familyID: familyID)
     }
 
-    public func forEachPinnedLivePage(familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void) async throws {
+    public func forEachPinnedLivePage(familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws {
         guard let pinned else { throw SyncError.unavailable }
         try await Self.forEachLivePage(pinned, familyID: familyID, collection: collection, page)
     }
@@ -33,34 +34,51 @@ extension SQLiteStore {
         return version
     }
 
-    /// Every live row of a full list in `snapshot`, page by page; the next page is read once `page` returned.
+    /// The body of every live row of a full list in `snapshot`, page by page; the next page is read once `page`
+    /// returned.
     static func forEachLivePage(
-        _ snapshot: DatabaseSnapshot, familyID: String, collection: String, _ page: ([StoredItem]) async throws -> Void
+        _ snapshot: DatabaseSnapshot, familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void
     ) async throws {
         var after: (version: Int64, id: String) = (0, "")
         while true {
-            let rows = try await livePage(snapshot, familyID: familyID, collection: collection, after: after)
-            guard let last = rows.last else { return }
-            try await page(rows)
-            guard rows.count == StreamPaging.pageSize else { return }
-            after = (last.version, last.id)
+            let (bodies, last) = try await livePage(snapshot, familyID: familyID, collection: collection, after: after)
+            guard let last else { return }
+            try await page(bodies)
+            guard bodies.count == StreamPaging.pageSize else { return }
+            after = last
         }
     }
 
-    /// The next page of live rows after `after` (keyset order: version, then id).
+    /// The next page of live rows after `after` (keyset order: version, then id): their bodies, in one buffer that
+    /// each body is a slice of, and the position of the last.
     static func livePage(
         _ snapshot: DatabaseSnapshot, familyID: String, collection: String, after: (version: Int64, id: String)
-    ) async throws -> [StoredItem] {
+    ) async throws -> (LiveBodies, (version: Int64, id: String)?) {
         try await read(snapshot) { db in
-            try Row.fetchAll(
-                cached: db,
-                sql: """
-                    SELECT \(SQLiteItemStatements.columns) FROM items
-                    WHERE family_id = ? AND collection = ? AND parent_id = '' AND NOT deleted AND (version, id) > (?, ?)
-                    ORDER BY version, id LIMIT ?
-                    """,
-                arguments: [familyID, collection, after.version, after.id, StreamPaging.pageSize]
-            ).map(SQLiteItemStatements.storedItem)
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: """
+                        SELECT version, id, body FROM items
+                        WHERE family_id = ? AND collection = ? AND parent_id = '' AND NOT deleted AND (version, id) > (?, ?)
+                        ORDER BY version, id LIMIT ?
+                        """),
+                arguments: [familyID, collection, after.version, after.id, StreamPaging.pageSize])
+            var buffer = ByteBuffer()
+            var ends: [Int] = []
+            ends.reserveCapacity(StreamPaging.pageSize)
+            var last: (version: Int64, id: String)?
+            while let row = try rows.next() {
+                last = (row[0], row[1])
+                let body: String? = row[2]
+                buffer.writeString(body ?? "null")
+                ends.append(buffer.writerIndex)
+            }
+            var start = 0
+            let bodies = ends.map { end in
+                defer { start = end }
+                return buffer.getSlice(at: start, length: end - start) ?? ByteBuffer()
+            }
+            return (bodies, last)
         }
     }
 
