@@ -42,7 +42,7 @@ enum Golden {
 
     /// A fresh replica in a temporary file.
     static func replica() throws -> Replica {
-        try Replica(path: NSTemporaryDirectory() + "syncclient-test-\(UUID().uuidString).sqlite")
+        try Replica(path: Scratch.path("syncclient-test-"))
     }
 
     static func ids(_ replica: Replica, _ collection: SyncCollection, parent: String? = nil) throws -> [String] {

@@ -11,7 +11,7 @@ struct OfflineClientTests {
     /// A client whose server is a closed port, signed in with a stored session, retrying fast.
     /// `model`: the one the app was built with (the server's is never read here).
     static func client(
-        path: String = NSTemporaryDirectory() + "syncclient-offline-\(UUID().uuidString).sqlite", model: ServerModel? = .family
+        path: String = Scratch.path("syncclient-offline-"), model: ServerModel? = .family
     ) throws -> SyncClient {
         var configuration = SyncClientConfiguration(serverURL: URL(string: "http://127.0.0.1:9")!, replicaPath: path)
         configuration.retryPolicy = RetryPolicy(attempts: 2, baseDelay: .milliseconds(1), sleep: { _ in })
@@ -25,7 +25,7 @@ struct OfflineClientTests {
 
     @Test("offline: saves and deletes show at once, sync fails as offline, the queue survives a restart")
     func offlineWrites() async throws {
-        let path = NSTemporaryDirectory() + "syncclient-offline-\(UUID().uuidString).sqlite"
+        let path = Scratch.path("syncclient-offline-")
         do {
             let client = try Self.client(path: path)
             #expect(client.isSignedIn)
@@ -155,7 +155,7 @@ struct OfflineClientTests {
     @Test("live mode against an unreachable server keeps retrying and stops at once")
     func liveStops() async throws {
         var configuration = SyncClientConfiguration(
-            serverURL: URL(string: "http://127.0.0.1:9")!, replicaPath: NSTemporaryDirectory() + "syncclient-live-\(UUID().uuidString).sqlite")
+            serverURL: URL(string: "http://127.0.0.1:9")!, replicaPath: Scratch.path("syncclient-live-"))
         configuration.liveMaximumBackoff = .milliseconds(20)
         try configuration.tokenStore.save(ClientSession(token: "token", accountID: "acc", familyID: "fam"))
         let client = try SyncClient(configuration: configuration)

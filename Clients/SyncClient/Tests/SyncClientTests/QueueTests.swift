@@ -74,7 +74,7 @@ struct QueueTests {
 
     @Test("the queue survives closing and reopening the replica")
     func persisted() throws {
-        let path = NSTemporaryDirectory() + "syncclient-queue-\(UUID().uuidString).sqlite"
+        let path = Scratch.path("syncclient-queue-")
         do {
             let replica = try Replica(path: path)
             try replica.pool.write { db in try Replica.save(db, .places, id: "home", parent: "", ["name": "Home"]) }

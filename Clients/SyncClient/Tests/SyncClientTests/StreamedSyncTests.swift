@@ -256,7 +256,7 @@ struct StreamedSyncTests {
     func interruptedSync() async throws {
         let transport = PiecesTransport()
         var configuration = SyncClientConfiguration(
-            serverURL: URL(string: "https://fake.example")!, replicaPath: NSTemporaryDirectory() + "streamed-\(UUID().uuidString).sqlite")
+            serverURL: URL(string: "https://fake.example")!, replicaPath: Scratch.path("streamed-"))
         configuration.transport = transport
         configuration.pushDelay = nil
         configuration.retryPolicy = RetryPolicy(attempts: 2, baseDelay: .milliseconds(1), sleep: { _ in })

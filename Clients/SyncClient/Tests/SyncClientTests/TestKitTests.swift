@@ -10,7 +10,7 @@ struct TestKitTests {
     /// A client on a fresh replica, talking to `server`, writes waiting for `sync()`, retries instant.
     static func client(_ server: FakeSyncServer) throws -> SyncClient {
         var configuration = SyncClientConfiguration(
-            serverURL: URL(string: "https://fake.example")!, replicaPath: NSTemporaryDirectory() + "testkit-\(UUID().uuidString).sqlite")
+            serverURL: URL(string: "https://fake.example")!, replicaPath: Scratch.path("testkit-"))
         configuration.transport = server
         configuration.pushDelay = nil
         configuration.retryPolicy = RetryPolicy(attempts: 3, baseDelay: .milliseconds(1), sleep: { _ in })

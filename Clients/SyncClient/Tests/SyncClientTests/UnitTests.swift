@@ -134,7 +134,7 @@ struct UnitTests {
     func scheme() throws {
         func open(_ url: String, insecure: Bool = false) -> Bool {
             var configuration = SyncClientConfiguration(
-                serverURL: URL(string: url)!, replicaPath: NSTemporaryDirectory() + "scheme-\(UUID().uuidString).sqlite")
+                serverURL: URL(string: url)!, replicaPath: Scratch.path("scheme-"))
             configuration.allowsInsecureHTTP = insecure
             return (try? SyncClient(configuration: configuration)) != nil
         }
@@ -154,7 +154,7 @@ struct UnitTests {
 
     @Test("stamps: a write moves its collection's stamp; a bulk apply moves each touched collection once, others not")
     func stamps() throws {
-        let replica = try Replica(path: NSTemporaryDirectory() + "stamps-\(UUID().uuidString).sqlite")
+        let replica = try Replica(path: Scratch.path("stamps-"))
         func stamp(_ c: SyncCollection) throws -> Int { try replica.pool.read { try Replica.stamp($0, c) } }
         func insert(_ db: Database, _ c: SyncCollection, _ id: String) throws {
             try db.execute(sql: "INSERT INTO items (collection, id, server) VALUES (?, ?, '{}')", arguments: [c.rawValue, id])
@@ -215,7 +215,7 @@ struct UnitTests {
 
     @Test("the token file is private (0600) and replaced atomically")
     func tokenFile() throws {
-        let path = NSTemporaryDirectory() + "syncclient-token-\(UUID().uuidString)"
+        let path = Scratch.path("syncclient-token-", suffix: "")
         let store = FileTokenStore(path: path)
         #expect(try store.load() == nil)
         try store.save(ClientSession(token: "t", accountID: "a", familyID: "f", expiresAt: "2030-01-01T00:00:00.000Z"))
@@ -230,7 +230,7 @@ struct UnitTests {
 
     @Test("migrations: a new replica gets every table, reopening is a no-op, an unknown future migration is refused")
     func migrations() throws {
-        let path = NSTemporaryDirectory() + "syncclient-migrate-\(UUID().uuidString).sqlite"
+        let path = Scratch.path("syncclient-migrate-")
         let replica = try Replica(path: path)
         let tables = try replica.pool.read { db in
             try String.fetchAll(
@@ -281,7 +281,7 @@ struct UnitTests {
 
     @Test("the replica and its companions are readable by their owner only")
     func replicaPermissions() throws {
-        let path = NSTemporaryDirectory() + "syncclient-perm-\(UUID().uuidString).sqlite"
+        let path = Scratch.path("syncclient-perm-")
         let replica = try Replica(path: path)
         try replica.pool.write { db in try db.execute(sql: "CREATE TABLE IF NOT EXISTS probe (x)") }
         for file in [path, path + "-wal"] {
@@ -295,7 +295,7 @@ struct UnitTests {
         #expect(await ClientCommandLine.run(["help"]) == 0)
         #expect(await ClientCommandLine.run([]) == 2)
         #expect(await ClientCommandLine.run(["ls", "contacts"]) == 2, "no --server")
-        let replica = NSTemporaryDirectory() + "syncclient-cli-\(UUID().uuidString).sqlite"
+        let replica = Scratch.path("syncclient-cli-")
         #expect(await ClientCommandLine.run(["frobnicate", "--server", "http://127.0.0.1:9", "--replica", replica]) == 2)
         // put and delete work offline: queued in the replica.
         let common = ["--server", "http://127.0.0.1:9", "--replica", replica]
