@@ -64,6 +64,35 @@ struct StreamedAnswerTests {
         }
     }
 
+    /// As many readers as the account's budget of streamed answers, each sending its next full sync or group of
+    /// reads the moment it has read the last one: the place of an answer read to its end is free by then (it is given
+    /// back before the end), so none is refused.
+    @Test("readers of one account, as many as its budget, back to back: never a 429", arguments: Backend.allCases)
+    func budgetFreedBeforeTheEnd(backend: Backend) async throws {
+        try await TestApp.run(backend) { client in
+            let api = try await APIClient.signedUp(client)
+            try await Self.seed(api, count: 40)
+            let group = #"{"requests":[{"id":"c","method":"GET","url":"/api/v1/ctcsync"},{"id":"e","method":"GET","url":"/api/v1/evtsync"}]}"#
+            let statuses = try await withThrowingTaskGroup(of: [Int].self) { readers in
+                for reader in 0..<AppConfiguration().maxSnapshotAnswersPerAccount {
+                    readers.addTask {
+                        var statuses: [Int] = []
+                        for n in 0..<150 {
+                            let answer =
+                                (reader + n) % 2 == 0
+                                ? try await api.call(.get, "/api/v1/ctcsync") : try await api.call(.post, "/api/v1/group", body: group)
+                            statuses.append(answer.status.code)
+                        }
+                        return statuses
+                    }
+                }
+                return try await readers.reduce(into: [Int]()) { $0 += $1 }
+            }
+            let counts = Dictionary(grouping: statuses, by: { $0 }).mapValues(\.count)
+            #expect(counts == [200: 150 * AppConfiguration().maxSnapshotAnswersPerAccount], "\(counts)")
+        }
+    }
+
     @Test("8 concurrent full syncs of 2,500 long contacts (7 MB) leave the server's memory flat, and no streamed read is left behind")
     func flatMemory() async throws {
         try await HeavyTestGate.shared.run {

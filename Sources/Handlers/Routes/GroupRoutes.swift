@@ -70,8 +70,11 @@ struct GroupRoutes {
                             }
                             try await sink.raw("]}")
                             try await sink.flush()
+                            // Given back before the end, so that the client's next request finds the place free.
+                            lease?.release()
                             stream.finish()
                         } catch {
+                            lease?.release()
                             stream.finish(throwing: error)
                         }
                     }
