@@ -73,10 +73,13 @@ extension SQLiteStore {
                 buffer.writeString(body ?? "null")
                 ends.append(buffer.writerIndex)
             }
+            // Sliced once every body is written: a slice taken earlier would make the next write copy the buffer.
+            var bodies = LiveBodies()
+            bodies.reserveCapacity(ends.count)
             var start = 0
-            let bodies = ends.map { end in
-                defer { start = end }
-                return buffer.getSlice(at: start, length: end - start) ?? ByteBuffer()
+            for end in ends {
+                bodies.append(buffer.getSlice(at: start, length: end - start) ?? ByteBuffer())
+                start = end
             }
             return (bodies, last)
         }
