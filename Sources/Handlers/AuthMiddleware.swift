@@ -18,13 +18,23 @@ struct AuthMiddleware: RouterMiddleware {
         return try await next(request, context)
     }
 
-    /// The token of an `Authorization: Bearer` header, if well-formed.
+    /// The token of an `Authorization: Bearer` header, if well-formed: the scheme (any case) after optional spaces,
+    /// one space, then 1 to 512 bytes (one more leading space is dropped). Read on the header's bytes: the split and
+    /// `lowercased()` it replaces were 1.5 % of a delta request's samples (issue 19 profile).
     static func bearerToken(_ request: Request) -> String? {
         guard let header = request.headers[.authorization] else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1].trimmingPrefix(" ")
-        guard (1...512).contains(token.utf8.count) else { return nil }
-        return String(token)
+        let bytes = header.utf8
+        var index = bytes.startIndex
+        while index < bytes.endIndex, bytes[index] == UInt8(ascii: " ") { index = bytes.index(after: index) }
+        for expected in "bearer".utf8 {
+            guard index < bytes.endIndex, bytes[index] | 0x20 == expected else { return nil }
+            index = bytes.index(after: index)
+        }
+        guard index < bytes.endIndex, bytes[index] == UInt8(ascii: " ") else { return nil }
+        index = bytes.index(after: index)
+        if index < bytes.endIndex, bytes[index] == UInt8(ascii: " ") { index = bytes.index(after: index) }
+        let length = bytes.distance(from: index, to: bytes.endIndex)
+        guard (1...512).contains(length) else { return nil }
+        return String(header[index...])
     }
 }

@@ -50,7 +50,11 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
     /// `GET /api/v1/changes` and `POST /api/v1/media` (an upload streams to storage as it arrives, bounded by the
     /// body read timeout and the media size limit), however many slashes separate their segments.
     static func isStreaming(_ request: Request) -> Bool {
-        let segments = request.uri.path.split(separator: "/")
+        // Most requests end in another word: they are told apart without splitting the path (issue 19 profile).
+        let path = request.uri.path
+        let end = path.utf8.lastIndex { $0 != UInt8(ascii: "/") }
+        guard let end, path.utf8[end] == UInt8(ascii: "s") || path.utf8[end] == UInt8(ascii: "a") else { return false }
+        let segments = path.split(separator: "/")
         return (request.method == .get && segments.elementsEqual(["api", "v1", "changes"]))
             || (request.method == .post && segments.elementsEqual(["api", "v1", "media"]))
     }

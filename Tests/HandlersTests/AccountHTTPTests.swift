@@ -55,6 +55,27 @@ struct AccountHTTPTests {
         }
     }
 
+    @Test("the Authorization header: the scheme in any case, one or two spaces; anything else is 401")
+    func authorizationForms() async throws {
+        try await TestApp.run(.sqlite) { client in
+            let token = try #require(try await APIClient.signedUp(client).token)
+            let plain = APIClient(client: client)
+            for accepted in ["Bearer \(token)", "bearer \(token)", "BEARER \(token)", "  Bearer \(token)", "Bearer  \(token)"] {
+                let answer = try await plain.call(.get, "/api/v1/ctcsync", headers: [.authorization: accepted])
+                #expect(answer.status == .ok, "\(accepted)")
+            }
+            let refused = [
+                "Bearer", "Bearer ", "Bearer  ", "Bearer   \(token)", "Bearerx \(token)", "Basic \(token)", "Bear \(token)", token,
+                "Bearer \(token)x", "Bearer " + String(repeating: "a", count: 513), "Béarer \(token)",
+            ]
+            for header in refused {
+                let answer = try await plain.call(.get, "/api/v1/ctcsync", headers: [.authorization: header])
+                #expect(answer.status == .unauthorized, "\(header)")
+                #expect(answer.json?["code"] == .string("unauthorized"))
+            }
+        }
+    }
+
     @Test("expired tokens stop working")
     func expiry() async throws {
         // 10 s: under the full suite a signup and a first call took over 3 s once.

@@ -1,5 +1,3 @@
-import NIOCore
-import NIOPosix
 import Synchronization
 
 /// A hard time bound on work that may hang (a database that stopped answering): the caller gets its answer, or
@@ -95,37 +93,42 @@ public enum Deadline {
     private static func expire(
         _ budget: Budget, in limit: Duration, grace: Duration, alarm: Alarm, _ timedOut: @escaping @Sendable () -> Void
     ) {
-        let loop = MultiThreadedEventLoopGroup.singleton.any()
-        alarm.set(
-            loop.scheduleTask(in: .nanoseconds(limit.wholeNanoseconds)) {
-                if budget.expire() {
-                    timedOut()
-                } else {
-                    alarm.set(loop.scheduleTask(in: .nanoseconds(grace.wholeNanoseconds)) { timedOut() })
-                }
-            })
+        alarm.set(in: limit) {
+            if budget.expire() {
+                timedOut()
+            } else {
+                alarm.set(in: grace) { timedOut() }
+            }
+        }
     }
 
-    /// The timer of one deadline: cancelled when the work ends, so that nothing of a finished request waits in the
-    /// event loop's timer queue until the limit.
+    /// The timer of one deadline, on the shared `TimerWheel`: cancelled when the work ends, so that nothing of a
+    /// finished request waits until the limit.
     final class Alarm: Sendable {
-        private let state = Mutex<(timer: Scheduled<Void>?, stopped: Bool)>((nil, false))
+        private let state = Mutex<(timer: TimerWheel.Handle?, stopped: Bool)>((nil, false))
+        private let wheel: TimerWheel
 
-        /// Arms `timer` (cancelled at once when the alarm has stopped already).
-        func set(_ timer: Scheduled<Void>) {
+        init(wheel: TimerWheel = .shared) {
+            self.wheel = wheel
+        }
+
+        /// Runs `action` once `delay` has passed, unless the alarm stops first (at once when it has stopped already).
+        func set(in delay: Duration, _ action: @escaping @Sendable () -> Void) {
+            let timer = wheel.schedule(in: delay, action)
             let stopped = state.withLock { state in
                 if !state.stopped { state.timer = timer }
                 return state.stopped
             }
-            if stopped { timer.cancel() }
+            if stopped { wheel.cancel(timer) }
         }
 
         func stop() {
-            state.withLock { state in
+            let timer = state.withLock { state in
                 state.stopped = true
                 defer { state.timer = nil }
                 return state.timer
-            }?.cancel()
+            }
+            if let timer { wheel.cancel(timer) }
         }
     }
 

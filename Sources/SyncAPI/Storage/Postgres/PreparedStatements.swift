@@ -7,6 +7,8 @@ import PostgresNIO
 enum PreparedStatements {
     /// One statement for a delta: the family's counter and horizon, and the rows changed after a position.
     struct Delta: PostgresPreparedStatement {
+        /// A fixed name: the default, `String(reflecting:)` of the type, was computed on every run (issue 19 profile).
+        static let name = "syncapi_delta"
         static let sql = """
             SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
             FROM families f
@@ -41,6 +43,7 @@ enum PreparedStatements {
 
     /// One item by its key, live or tombstone.
     struct Item: PostgresPreparedStatement {
+        static let name = "syncapi_item"
         static let sql = """
             SELECT id, version, deleted, body, sort_ms, sort_version, tag FROM items
             WHERE family_id = $1 AND collection = $2 AND parent_id = $3 AND id = $4
@@ -63,6 +66,7 @@ enum PreparedStatements {
 
     /// Locks the family row: every write of the family is ordered by it.
     struct LockFamily: PostgresPreparedStatement {
+        static let name = "syncapi_lockFamily"
         static let sql = "SELECT version, horizon, live_items, stored_bytes FROM families WHERE id = $1 FOR UPDATE"
         typealias Row = (Int64, Int64, Int64, Int64)
         let familyID: String
@@ -78,6 +82,7 @@ enum PreparedStatements {
 
     /// The session of an unexpired token hash.
     struct Session: PostgresPreparedStatement {
+        static let name = "syncapi_session"
         static let sql = "SELECT account_id, family_id, expires_ms FROM tokens WHERE hash = $1 AND expires_ms > $2"
         typealias Row = (String, String, Int64)
         let tokenHash: String

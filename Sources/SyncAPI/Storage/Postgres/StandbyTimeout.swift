@@ -1,5 +1,3 @@
-import NIOCore
-import NIOPosix
 import Synchronization
 
 /// A time limit on one call to a standby, independent of the request's deadline (a nested `Deadline.run` is not
@@ -11,7 +9,7 @@ enum StandbyTimeout {
     /// Runs `work` in a task of its own and answers its result, or throws `Expired` after `limit` (the work is then
     /// cancelled and its late result dropped).
     ///
-    /// The timer is an event loop's, cancelled when the work ends. A cancelled `Task.sleep` stays queued in the
+    /// The timer is the shared `TimerWheel`'s, cancelled when the work ends. A cancelled `Task.sleep` stays queued in the
     /// runtime until its own deadline: one per read held about 0.7 KB for the whole limit (`PoolTimerTests`).
     static func run<T: Sendable>(within limit: Duration, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
         let race = Race<T>()
@@ -28,10 +26,7 @@ enum StandbyTimeout {
                         do { race.finish(.success(try await work())) } catch { race.finish(.failure(error)) }
                         alarm.stop()
                     })
-                alarm.set(
-                    MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(limit.wholeNanoseconds)) {
-                        race.finish(.failure(Expired()))
-                    })
+                alarm.set(in: limit) { race.finish(.failure(Expired())) }
             }
         } onCancel: {
             alarm.stop()

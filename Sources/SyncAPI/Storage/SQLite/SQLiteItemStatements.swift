@@ -15,18 +15,33 @@ struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
         StoredItem(id: row[0], version: row[1], deleted: row[2], body: row[3], sortMs: row[4], sortVersion: row[5], tag: row[6])
     }
 
+    /// The items a statement of `columns` gives, decoded from its cursor as they are stepped: `Row.fetchAll` copies
+    /// every row before it is decoded (the copy and its decoding were a visible part of a SQLite delta; issue 19).
+    static func storedItems(_ statement: Statement, arguments: StatementArguments) throws -> [StoredItem] {
+        var items: [StoredItem] = []
+        let cursor = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try cursor.next() { items.append(storedItem(row)) }
+        return items
+    }
+
+    static let familySQL = "SELECT version, horizon, live_items, stored_bytes FROM families WHERE id = ?"
+    static let itemSQL = "SELECT \(columns) FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND id = ?"
+    static let deltaSQL = """
+        SELECT \(columns) FROM items
+        WHERE family_id = ? AND collection = ? AND parent_id = '' AND version > ? AND (? OR NOT deleted)
+        ORDER BY version
+        """
+
     /// SQLite has one writer at a time: inside a write transaction the family is already ordered, `lock` adds nothing.
     func family(_ familyID: String, lock: Bool) throws -> FamilyCounter? {
-        try Row.fetchOne(
-            cached: db, sql: "SELECT version, horizon, live_items, stored_bytes FROM families WHERE id = ?", arguments: [familyID]
-        ).map { FamilyCounter(version: $0[0], horizon: $0[1], usage: FamilyUsage(items: $0[2], bytes: $0[3])) }
+        try Row.fetchOne(db.cachedStatement(sql: Self.familySQL), arguments: [familyID]).map {
+            FamilyCounter(version: $0[0], horizon: $0[1], usage: FamilyUsage(items: $0[2], bytes: $0[3]))
+        }
     }
 
     func item(familyID: String, key: ItemKey) throws -> StoredItem? {
-        try Row.fetchOne(
-            cached: db, sql: "SELECT \(Self.columns) FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND id = ?",
-            arguments: [familyID, key.collection, key.parentID, key.id]
-        ).map(Self.storedItem)
+        try Row.fetchOne(db.cachedStatement(sql: Self.itemSQL), arguments: [familyID, key.collection, key.parentID, key.id])
+            .map(Self.storedItem)
     }
 
     /// The next version of the family's change counter (inside the caller's write transaction).
@@ -83,15 +98,8 @@ struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
         guard let family = try family(familyID, lock: false) else { return nil }
         var rows: [String: [StoredItem]] = [:]
         for collection in collections {
-            rows[collection] = try Row.fetchAll(
-                cached: db,
-                sql: """
-                    SELECT \(Self.columns) FROM items
-                    WHERE family_id = ? AND collection = ? AND parent_id = '' AND version > ? AND (? OR NOT deleted)
-                    ORDER BY version
-                    """,
-                arguments: [familyID, collection, since ?? 0, since != nil]
-            ).map(Self.storedItem)
+            rows[collection] = try Self.storedItems(
+                db.cachedStatement(sql: Self.deltaSQL), arguments: [familyID, collection, since ?? 0, since != nil])
         }
         return Delta(version: family.version, horizon: family.horizon, rows: rows)
     }
