@@ -35,6 +35,11 @@ final class RequestReadTimeoutHandler: ChannelDuplexHandler, RemovableChannelHan
     private var requestOpen = false
     /// Bytes of body read since the request was answered; nil while it is not.
     private var unreadBytes: Int?
+    /// The timers an open request needs, set once the read that brought its head or body piece is complete: a
+    /// request whose end came in the same read (nearly every GET) never schedules nor cancels a timer (issue 19:
+    /// two timers set and cancelled on the event loop per request).
+    private var stallDue = false
+    private var wholeBodyLimit: TimeAmount?
 
     init(
         headTimeout: TimeAmount, bodyTimeout: TimeAmount, bodyBase: TimeAmount = .seconds(10), minimumBytesPerSecond: Int64 = 8192,
@@ -61,12 +66,11 @@ final class RequestReadTimeoutHandler: ChannelDuplexHandler, RemovableChannelHan
         case .head(let head):
             requestOpen = true
             unreadBytes = nil
-            arm(bodyTimeout, context: context)
+            stallDue = true
             let declared = head.headerFields[.contentLength].flatMap(Int64.init).map { min($0, maxBodyBytes) } ?? maxBodyBytes
-            let limit = bodyBase + .seconds(declared / minimumBytesPerSecond)
-            let channel = context.channel
+            wholeBodyLimit = bodyBase + .seconds(declared / minimumBytesPerSecond)
             wholeBody?.cancel()
-            wholeBody = context.eventLoop.scheduleTask(in: limit) { channel.close(promise: nil) }
+            wholeBody = nil
         case .body(let bytes):
             if let unread = unreadBytes {
                 unreadBytes = unread + bytes.readableBytes
@@ -75,7 +79,7 @@ final class RequestReadTimeoutHandler: ChannelDuplexHandler, RemovableChannelHan
                     return
                 }
             } else {
-                arm(bodyTimeout, context: context)
+                stallDue = true
             }
         case .end:
             requestOpen = false
@@ -83,6 +87,19 @@ final class RequestReadTimeoutHandler: ChannelDuplexHandler, RemovableChannelHan
             disarm()
         }
         context.fireChannelRead(data)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if requestOpen, unreadBytes == nil {
+            if stallDue { arm(bodyTimeout, context: context) }
+            if let limit = wholeBodyLimit {
+                let channel = context.channel
+                wholeBody = context.eventLoop.scheduleTask(in: limit) { channel.close(promise: nil) }
+            }
+        }
+        stallDue = false
+        wholeBodyLimit = nil
+        context.fireChannelReadComplete()
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -117,6 +134,8 @@ final class RequestReadTimeoutHandler: ChannelDuplexHandler, RemovableChannelHan
         timer = nil
         wholeBody?.cancel()
         wholeBody = nil
+        stallDue = false
+        wholeBodyLimit = nil
     }
 }
 

@@ -33,6 +33,30 @@ struct SlowClientProcessTests {
         #expect(closed && seconds < 20, "a trickled body held the connection \(seconds) s")
     }
 
+    @Test("a body that stops is cut at the body read timeout; requests that came whole keep their connection past it")
+    func stalledBodyAndWholeRequests() async throws {
+        let folder = try ProcessTests.temporaryFolder()
+        let server = try await ServerProcess.start(["--database", "sqlite:\(folder)/db.sqlite", "--body-read-timeout", "2"])
+        defer { server.killAndReap() }
+        // The timers of an open request are set once its read is complete (a request whose end came with its head
+        // sets none): a head and part of its body, then nothing, is still cut at the stall timeout.
+        let stalled = try await RawSocket.connect(port: server.port)
+        defer { close(stalled) }
+        let start = ContinuousClock.now
+        try await RawSocket.send(stalled, "POST /api/v1/login HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        let cut = try await RawSocket.isClosed(stalled, waiting: .seconds(10))
+        let seconds = (ContinuousClock.now - start) / .seconds(1)
+        #expect(cut && seconds >= 1.5 && seconds < 8, "a stalled body was cut after \(seconds) s (body read timeout 2 s)")
+        // Whole requests on a keep-alive connection, 3 s apart (past the body read timeout): none is cut.
+        let alive = try await RawSocket.connect(port: server.port)
+        defer { close(alive) }
+        for _ in 0..<2 {
+            try await RawSocket.send(alive, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            _ = try await RawSocket.read(alive, until: "\"ok\"")
+            #expect(try await !RawSocket.isClosed(alive, waiting: .seconds(3)))
+        }
+    }
+
     @Test("a body answered early (401 to an upload of 20 MB) is read for 2 s at most, then the connection is closed")
     func unreadBody() async throws {
         let folder = try ProcessTests.temporaryFolder()
