@@ -7,6 +7,8 @@ import GRDB
 /// concurrently in WAL snapshots.
 public struct SQLiteStore: SyncStore {
     let pool: DatabasePool
+    /// Connections that short reads run on in place when one is free (`InlineReaders`).
+    let inline: InlineReaders
     /// Where media files live: `media/` beside the database file.
     let mediaFolder: String
     /// Told of every change of a family's data or tokens once committed (the write path is the watcher here).
@@ -37,6 +39,8 @@ public struct SQLiteStore: SyncStore {
         // GRDB switches the writer to NORMAL when it turns WAL on, after `prepareDatabase`: set FULL again on the
         // writer, the one connection that commits (SQLiteDurabilityTests reads it back).
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        // Opened once the pool has turned WAL on. One per core: a thread runs one read at a time.
+        self.inline = try InlineReaders(path: path, count: max(2, ProcessInfo.processInfo.activeProcessorCount), configuration: configuration)
         chmod(path, 0o600)
     }
 
@@ -62,8 +66,12 @@ public struct SQLiteStore: SyncStore {
         do { return try await pool.write { db in try Deadline.write(budget) { try body(db) } } } catch { throw Self.mapped(error) }
     }
 
-    /// A read from the pinned snapshot, else its own WAL snapshot; operational failures become 503 `unavailable`.
+    /// A read from the pinned snapshot, else its own WAL snapshot (in place on a free inline reader, else through the
+    /// pool); operational failures become 503 `unavailable`.
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        if pinned == nil, let result = inline.tryRead(body) {
+            do { return try result.get() } catch { throw Self.mapped(error) }
+        }
         do { return try await reader.read(body) } catch { throw Self.mapped(error) }
     }
 
