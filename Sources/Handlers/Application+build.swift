@@ -147,7 +147,7 @@ public func buildRouter(
     }
     let responder = ResponderBox()
     GroupRoutes(
-        store: store, bodyMaxBytes: configuration.bodyMaxBytes, maxRequests: configuration.groupMaxRequests,
+        store: store, engine: engine, bodyMaxBytes: configuration.bodyMaxBytes, maxRequests: configuration.groupMaxRequests,
         answerLimit: configuration.requestTimeLimit, snapshots: engine.snapshots, responder: responder
     )
     .add(to: authenticated)

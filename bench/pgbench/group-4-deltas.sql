@@ -4,30 +4,17 @@
 -- family's keys (family id, the version inside its date) come from bench_keys (loaded by bench/harness.py) through a
 -- sub-select on its primary key, so one pgbench transaction draws a random family like one wrk request does.
 -- Run by bench/harness.py: pgbench -n -M prepared -c <case's connections> -T <duration> -D now=… -D nfam=… -f this.
+-- Since 2026-11-26 the run's deltas (ctcsync, evtsync, plcsync and familysync's four collections) are read ahead in
+-- one statement (PreparedStatements.Deltas, the calls' arrays written in), before the run's other statements.
 \set n 1
 START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
-SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+SELECT r.call, f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
 FROM families f
-LEFT JOIN items i ON i.family_id = f.id AND i.collection = ANY('{contacts}'::text[]) AND i.parent_id = ''
-  AND i.version > (SELECT d0 FROM bench_keys WHERE n = :n) AND (true OR NOT i.deleted)
+CROSS JOIN unnest('{0,1,2,3,3,3,3}'::int8[], '{contacts,events,places,family,members,accounts,settings}'::text[],
+  array_fill((SELECT d0 FROM bench_keys WHERE n = :n), ARRAY[7]), array_fill(true, ARRAY[7]))
+  AS r(call, collection, after, include_deleted)
+LEFT JOIN items i ON i.family_id = f.id AND i.collection = r.collection AND i.parent_id = ''
+  AND i.version > r.after AND (r.include_deleted OR NOT i.deleted)
 WHERE f.id = (SELECT family_id FROM bench_keys WHERE n = :n)
-ORDER BY i.version;
-SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
-FROM families f
-LEFT JOIN items i ON i.family_id = f.id AND i.collection = ANY('{events}'::text[]) AND i.parent_id = ''
-  AND i.version > (SELECT d0 FROM bench_keys WHERE n = :n) AND (true OR NOT i.deleted)
-WHERE f.id = (SELECT family_id FROM bench_keys WHERE n = :n)
-ORDER BY i.version;
-SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
-FROM families f
-LEFT JOIN items i ON i.family_id = f.id AND i.collection = ANY('{places}'::text[]) AND i.parent_id = ''
-  AND i.version > (SELECT d0 FROM bench_keys WHERE n = :n) AND (true OR NOT i.deleted)
-WHERE f.id = (SELECT family_id FROM bench_keys WHERE n = :n)
-ORDER BY i.version;
-SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
-FROM families f
-LEFT JOIN items i ON i.family_id = f.id AND i.collection = ANY('{family,members,accounts,settings}'::text[]) AND i.parent_id = ''
-  AND i.version > (SELECT d0 FROM bench_keys WHERE n = :n) AND (true OR NOT i.deleted)
-WHERE f.id = (SELECT family_id FROM bench_keys WHERE n = :n)
-ORDER BY i.version;
+ORDER BY r.call, i.version;
 COMMIT;

@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 import NIOCore
 import SyncAPI
 import Synchronization
@@ -9,6 +10,8 @@ import Synchronization
 /// answered within the request time limit like any request.
 struct GroupRoutes {
     let store: any SyncStore
+    /// Computes the deltas a run of reads will ask for, so that the store reads them ahead in one statement.
+    let engine: SyncEngine
     let bodyMaxBytes: Int
     let maxRequests: Int
     /// How long the answer may wait for its first chunk, and then for each next one (the request time limit).
@@ -60,7 +63,7 @@ struct GroupRoutes {
                                 if run.count > 1 {
                                     try await store.withReadSnapshot { pinned in
                                         var runContext = subContext
-                                        runContext.snapshot = pinned
+                                        runContext.snapshot = try await self.prefetching(run, on: pinned, context: subContext)
                                         for sub in run { try await self.answer(sub, authorization: authorization, context: runContext, into: sink) }
                                     }
                                 } else {
@@ -82,6 +85,26 @@ struct GroupRoutes {
                     return HTTPBodies.response(json: stream)
                 }
             ])
+    }
+
+    /// The run's snapshot with the deltas its sync calls will read first already read, together (PostgreSQL: one
+    /// statement instead of one round trip per sub-request; issue 19). Only an optimization: a call that asks for
+    /// anything else reads it as always, from the same snapshot.
+    func prefetching(_ run: [SubRequest], on pinned: any SyncStore, context: AppRequestContext) async throws -> any SyncStore {
+        let calls = run.compactMap(Self.syncCall)
+        guard calls.count >= 2 else { return pinned }
+        let requests = await engine.reading(pinned).deltaRequests(try context.requireSession(), calls: calls)
+        return try await pinned.prefetchingDeltas(requests)
+    }
+
+    /// The endpoint and `date` of a sub-request that may be a sync call: a GET of one path segment under `/api/v1/`.
+    static func syncCall(_ sub: SubRequest) -> (endpoint: String, date: String?)? {
+        guard sub.method == .get, let raw = sub.url, !raw.contains("#"), let url = resolvingDotSegments(raw) else { return nil }
+        let uri = URI(url)
+        guard uri.path.hasPrefix("/api/v1/") else { return nil }
+        let endpoint = uri.path.dropFirst("/api/v1/".count)
+        guard !endpoint.isEmpty, !endpoint.contains("/") else { return nil }
+        return (String(endpoint), uri.queryParameters["date"].map(String.init))
     }
 
     /// Checks the envelope: 400 `invalid_group` for the whole group when it is not a list of 1 to `maxRequests`

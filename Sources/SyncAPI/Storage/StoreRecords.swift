@@ -108,6 +108,20 @@ public struct WriteOutcome: Sendable {
     public let changed: Bool
 }
 
+/// One `SyncStore.delta` call, named by its arguments: what a group's run of reads asks for before it runs
+/// (`SyncStore.prefetchingDeltas`).
+public struct DeltaRequest: Hashable, Sendable {
+    public let familyID: String
+    public let collections: [String]
+    public let since: Int64?
+
+    public init(familyID: String, collections: [String], since: Int64?) {
+        self.familyID = familyID
+        self.collections = collections
+        self.since = since
+    }
+}
+
 /// The rows of some collections changed after a version, read in one snapshot with the family's counter.
 public struct Delta: Sendable {
     /// The family change counter in that snapshot: the position the answer brings the client to.

@@ -1,4 +1,49 @@
+/// What a bundle endpoint answers (protocol §5): its family-scoped singletons, its lists (with the accounts' public
+/// profiles when it has a family-scoped singleton), its account-scoped singletons, and the collections its delta reads.
+struct BundleLayout {
+    let familyScoped: [CollectionSpec]
+    /// (answer key, collection read) of each list.
+    let listKeys: [(String, String)]
+    let accountScoped: [CollectionSpec]
+    /// The collections of the bundle's one delta, in answer order.
+    let names: [String]
+
+    init?(_ endpoint: String, _ registry: CollectionRegistry) {
+        guard let bundle = registry.bundles.first(where: { $0.endpoint == endpoint })?.collections else { return nil }
+        familyScoped = bundle.filter { $0.kind == .singleton(perAccount: false) }
+        accountScoped = bundle.filter { $0.kind == .singleton(perAccount: true) }
+        var listKeys = bundle.filter { $0.kind == .fullList }.map { ($0.name, $0.name) }
+        if !familyScoped.isEmpty { listKeys.append(("accounts", Collections.accountsKey)) }
+        self.listKeys = listKeys
+        names = familyScoped.map(\.name) + listKeys.map(\.1) + accountScoped.map(\.name)
+    }
+}
+
 extension SyncEngine {
+    /// The first `delta` call each of these sync calls (endpoint, date) makes, computed as its handler computes it: a
+    /// full list's delta after an answerable date, a bundle's delta. Calls of other endpoints, and dates that do not
+    /// parse, are left out (their handlers answer them as always). A group reads these ahead in one statement.
+    public func deltaRequests(_ session: Session, calls: [(endpoint: String, date: String?)]) async -> [DeltaRequest] {
+        var requests: [DeltaRequest] = []
+        for (endpoint, date) in calls {
+            let names: [String]
+            let isList: Bool
+            if let list = collections.lists.first(where: { $0.syncEndpoint == endpoint }) {
+                (names, isList) = ([list.name], true)
+            } else if let layout = BundleLayout(endpoint, collections) {
+                (names, isList) = (layout.names, false)
+            } else {
+                continue
+            }
+            let since: Int64?
+            do { since = try await position(date, session, for: names) } catch { continue }
+            // As `fullListSync`: no delta for a list without a date, or at position 0 (the whole list answers those).
+            if isList, (since ?? 0) <= 0 { continue }
+            requests.append(DeltaRequest(familyID: session.familyID, collections: names, since: since))
+        }
+        return requests
+    }
+
     /// The changes of `collections` after `since`; when that position cannot be answered exactly (never reached, or
     /// older than purged tombstones), every live row instead, with nil as the position answered.
     func answerableDelta(_ session: Session, collections: [String], since: Int64?) async throws -> (Delta, Int64?) {
@@ -12,13 +57,8 @@ extension SyncEngine {
     /// the account-scoped singleton (the caller's own), changed since the date, from one snapshot. A singleton is
     /// `null` when unchanged since the date.
     public func bundleSync(_ session: Session, endpoint: String, date: String?, ifNoneMatch: String?) async throws -> SyncAnswer {
-        guard let bundle = collections.bundles.first(where: { $0.endpoint == endpoint })?.collections else { throw SyncError.notFound() }
-        let familyScoped = bundle.filter { $0.kind == .singleton(perAccount: false) }
-        let lists = bundle.filter { $0.kind == .fullList }
-        let accountScoped = bundle.filter { $0.kind == .singleton(perAccount: true) }
-        var listKeys = lists.map { ($0.name, $0.name) }
-        if !familyScoped.isEmpty { listKeys.append(("accounts", Collections.accountsKey)) }
-        let names = familyScoped.map(\.name) + listKeys.map(\.1) + accountScoped.map(\.name)
+        guard let layout = BundleLayout(endpoint, collections) else { throw SyncError.notFound() }
+        let (familyScoped, listKeys, accountScoped, names) = (layout.familyScoped, layout.listKeys, layout.accountScoped, layout.names)
         let (delta, since) = try await answerableDelta(session, collections: names, since: try await position(date, session, for: names))
         let date = try await token(delta.version, session)
         if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, body: [], notModified: true) }

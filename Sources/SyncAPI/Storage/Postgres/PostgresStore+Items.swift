@@ -36,7 +36,10 @@ extension PostgresStore: ItemExecutor {
     }
 
     public func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
-        try await readDelta(familyID: familyID, collections: collections, since: since)
+        if !prefetched.isEmpty, let delta = prefetched[DeltaRequest(familyID: familyID, collections: collections, since: since)] {
+            return delta
+        }
+        return try await readDelta(familyID: familyID, collections: collections, since: since)
     }
 
     /// One statement (`PostgresPageStatements.swift`), not the shared orchestration's several.

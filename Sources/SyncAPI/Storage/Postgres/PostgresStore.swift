@@ -32,6 +32,8 @@ public struct PostgresStore: SyncStore {
 
     /// The connection, inside a REPEATABLE READ transaction, this copy of the store is pinned to (`withReadSnapshot`).
     var pinned: PostgresConnection?
+    /// Deltas read ahead from the pinned snapshot (`prefetchingDeltas`), by the call they answer.
+    var prefetched: [DeltaRequest: Delta] = [:]
 
     public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SyncStore) async throws -> T) async throws -> T {
         // Nested (`/verify` inside a group): the snapshot already pinned, never a second connection that a full pool

@@ -41,6 +41,46 @@ enum PreparedStatements {
         }
     }
 
+    /// Several deltas of one family in one statement (a group's run of reads, `PostgresStore.prefetchingDeltas`):
+    /// each changed row tagged by the call it answers, the family's counter and horizon on every row, and a row of
+    /// NULL items for a collection with no change.
+    struct Deltas: PostgresPreparedStatement {
+        static let name = "syncapi_deltas"
+        static let sql = """
+            SELECT r.call, f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+            FROM families f
+            CROSS JOIN unnest($2::int8[], $3::text[], $4::int8[], $5::bool[]) AS r(call, collection, after, include_deleted)
+            LEFT JOIN items i ON i.family_id = f.id AND i.collection = r.collection AND i.parent_id = ''
+              AND i.version > r.after AND (r.include_deleted OR NOT i.deleted)
+            WHERE f.id = $1
+            ORDER BY r.call, i.version
+            """
+        typealias Row = (Int64, Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, Int64?, String?)
+        let familyID: String
+        let calls: [Int64]
+        let collections: [String]
+        let after: [Int64]
+        let includeDeleted: [Bool]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 5)
+            bindings.append(familyID)
+            bindings.append(calls)
+            bindings.append(collections)
+            bindings.append(after)
+            bindings.append(includeDeleted)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {
+            var r = ColumnReader(row)
+            return (
+                try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(),
+                try r.next(), try r.next(), try r.next()
+            )
+        }
+    }
+
     /// One item by its key, live or tombstone.
     struct Item: PostgresPreparedStatement {
         static let name = "syncapi_item"
