@@ -120,30 +120,7 @@ struct GroupHTTPTests {
     func sameBytes(backend: Backend) async throws {
         try await TestApp.run(backend) { client in
             let api = try await APIClient.signedUp(client)
-            _ = try await api.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"Bob"}"#)
-            _ = try await api.call(.put, "/api/v1/events/e1", body: #"{"title":"E","start":"2026-01-01T00:00:00Z"}"#)
-            _ = try await api.call(.put, "/api/v1/places/p1", body: #"{"name":"Home"}"#)
-            _ = try await api.call(.put, "/api/v1/threads/t1", body: #"{"title":"T"}"#)
-            _ = try await api.call(.put, "/api/v1/threads/t1/messages/m1", body: #"{"text":"hi"}"#)
-            _ = try await api.call(.put, "/api/v1/wall/w1", body: #"{"type":"text","text":"hello"}"#)
-            _ = try await api.call(.put, "/api/v1/wall/w1/comments/k1", body: #"{"text":"hey"}"#)
-            _ = try await api.call(.put, "/api/v1/members/m1", body: #"{"name":"Ann"}"#)
-            let date = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
-            let calls: [(HTTPRequest.Method, String, String?)] = [
-                (.get, "/api/v1/", nil), (.get, "/api/v1/ctcsync", nil), (.get, "/api/v1/ctcsync?date=\(date)", nil),
-                (.get, "/api/v1/evtsync", nil), (.get, "/api/v1/plcsync?date=\(date)", nil), (.get, "/api/v1/msgsyncthread?nb=5", nil),
-                (.get, "/api/v1/wallsync?types=text&maxcomments=1", nil), (.get, "/api/v1/familysync", nil),
-                (.get, "/api/v1/familysync?date=\(date)", nil), (.get, "/api/v1/threads?lastId=t1", nil), (.get, "/api/v1/wall", nil),
-                (.get, "/api/v1/threads/t1/messages", nil), (.get, "/api/v1/wall/w1/comments?nb=1", nil),
-                (.get, "/api/v1/contacts/c1", nil), (.get, "/api/v1/events/e1", nil), (.get, "/api/v1/places/p1", nil),
-                (.get, "/api/v1/threads/t1", nil), (.get, "/api/v1/threads/t1/messages/m1", nil), (.get, "/api/v1/wall/w1", nil),
-                (.get, "/api/v1/wall/w1/comments/k1", nil), (.get, "/api/v1/members/m1", nil), (.get, "/api/v1/family", nil),
-                (.get, "/api/v1/settings", nil), (.get, "/api/v1/contacts/missing", nil), (.get, "/api/v1/ctcsync?date=bad%20date", nil),
-                (.get, "/api/v1/msgsyncthread?nb=0", nil), (.put, "/api/v1/contacts/c1", #"{"firstName":"Bob"}"#),
-                (.put, "/api/v1/members/m1", #"{"name":"Ann"}"#), (.put, "/api/v1/settings", #"{"locale":"fr"}"#),
-                (.put, "/api/v1/places/p1", #"{"name":""}"#), (.put, "/api/v1/wall/w1", #"{"type":"photo","text":"hello"}"#),
-                (.delete, "/api/v1/places/none", nil), (.delete, "/api/v1/threads/none/messages/x", nil),
-            ]
+            let calls = try await Self.seededCalls(api)
             for (method, url, body) in calls {
                 // The direct call first (a PUT here is a no-op repeat or an error, so the state stays the same).
                 let direct = try await api.call(method, url, body: body)
@@ -157,5 +134,61 @@ struct GroupHTTPTests {
                     "\(method) \(url)")
             }
         }
+    }
+
+    @Test("a run of 20 GETs in one group answers each as its direct call (its deltas read ahead together on PostgreSQL)", arguments: Backend.allCases)
+    func runSameBytes(backend: Backend) async throws {
+        try await TestApp.run(backend) { client in
+            let api = try await APIClient.signedUp(client)
+            // The first 20 (a group's most): every sync call, pages and item reads.
+            let gets = try await Self.seededCalls(api).filter { $0.0 == .get }.map(\.1).prefix(20)
+            var expected: [String] = []
+            var requests: [JSONValue] = []
+            for (index, url) in gets.enumerated() {
+                let direct = try await api.call(.get, url)
+                let etag = direct.headers[.eTag].map { #","headers":{"ETag":\#(JSONWriter.encode(.string($0)))}"# } ?? ""
+                expected.append(#"{"id":"r\#(index)","status":\#(direct.status.code)\#(etag),"body":\#(direct.body.isEmpty ? "null" : direct.body)}"#)
+                requests.append(.object([("id", .string("r\(index)")), ("method", .string("GET")), ("url", .string(url))]))
+            }
+            let grouped = try await api.call(.post, "/api/v1/group", body: JSONWriter.encode(.object([("requests", .array(requests))])))
+            #expect(grouped.status == .ok)
+            #expect(grouped.body == #"{"responses":["# + expected.joined(separator: ",") + "]}")
+        }
+    }
+
+    /// Writes one item of every collection, and returns a call of every endpoint (some of them errors).
+    static func seededCalls(_ api: APIClient) async throws -> [(HTTPRequest.Method, String, String?)] {
+        _ = try await api.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"Bob"}"#)
+        _ = try await api.call(.put, "/api/v1/events/e1", body: #"{"title":"E","start":"2026-01-01T00:00:00Z"}"#)
+        _ = try await api.call(.put, "/api/v1/places/p1", body: #"{"name":"Home"}"#)
+        _ = try await api.call(.put, "/api/v1/threads/t1", body: #"{"title":"T"}"#)
+        _ = try await api.call(.put, "/api/v1/threads/t1/messages/m1", body: #"{"text":"hi"}"#)
+        _ = try await api.call(.put, "/api/v1/wall/w1", body: #"{"type":"text","text":"hello"}"#)
+        _ = try await api.call(.put, "/api/v1/wall/w1/comments/k1", body: #"{"text":"hey"}"#)
+        _ = try await api.call(.put, "/api/v1/members/m1", body: #"{"name":"Ann"}"#)
+        let date = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
+        // Changes after the date, so that the deltas carry rows and a tombstone.
+        _ = try await api.call(.put, "/api/v1/contacts/c2", body: #"{"firstName":"Ann"}"#)
+        _ = try await api.call(.put, "/api/v1/places/p2", body: #"{"name":"Work"}"#)
+        _ = try await api.call(.put, "/api/v1/events/e2", body: #"{"title":"F","start":"2026-01-02T00:00:00Z"}"#)
+        _ = try await api.call(.delete, "/api/v1/events/e2")
+        _ = try await api.call(.put, "/api/v1/members/m2", body: #"{"name":"Joe"}"#)
+        let calls: [(HTTPRequest.Method, String, String?)] = [
+            (.get, "/api/v1/", nil), (.get, "/api/v1/ctcsync", nil), (.get, "/api/v1/ctcsync?date=\(date)", nil),
+            (.get, "/api/v1/evtsync?date=\(date)", nil),
+            (.get, "/api/v1/evtsync", nil), (.get, "/api/v1/plcsync?date=\(date)", nil), (.get, "/api/v1/msgsyncthread?nb=5", nil),
+            (.get, "/api/v1/wallsync?types=text&maxcomments=1", nil), (.get, "/api/v1/familysync", nil),
+            (.get, "/api/v1/familysync?date=\(date)", nil), (.get, "/api/v1/threads?lastId=t1", nil), (.get, "/api/v1/wall", nil),
+            (.get, "/api/v1/threads/t1/messages", nil), (.get, "/api/v1/wall/w1/comments?nb=1", nil),
+            (.get, "/api/v1/contacts/c1", nil), (.get, "/api/v1/events/e1", nil), (.get, "/api/v1/places/p1", nil),
+            (.get, "/api/v1/threads/t1", nil), (.get, "/api/v1/threads/t1/messages/m1", nil), (.get, "/api/v1/wall/w1", nil),
+            (.get, "/api/v1/wall/w1/comments/k1", nil), (.get, "/api/v1/members/m1", nil), (.get, "/api/v1/family", nil),
+            (.get, "/api/v1/settings", nil), (.get, "/api/v1/contacts/missing", nil), (.get, "/api/v1/ctcsync?date=bad%20date", nil),
+            (.get, "/api/v1/msgsyncthread?nb=0", nil), (.put, "/api/v1/contacts/c1", #"{"firstName":"Bob"}"#),
+            (.put, "/api/v1/members/m1", #"{"name":"Ann"}"#), (.put, "/api/v1/settings", #"{"locale":"fr"}"#),
+            (.put, "/api/v1/places/p1", #"{"name":""}"#), (.put, "/api/v1/wall/w1", #"{"type":"photo","text":"hello"}"#),
+            (.delete, "/api/v1/places/none", nil), (.delete, "/api/v1/threads/none/messages/x", nil),
+        ]
+        return calls
     }
 }
