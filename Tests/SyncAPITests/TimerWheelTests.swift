@@ -22,7 +22,10 @@ struct TimerWheelTests {
                 })
         }
         for (index, handle) in handles.enumerated() where index % 2 == 1 { wheel.cancel(handle) }
-        try await Task.sleep(for: .milliseconds(600))
+        // Waited for, not slept on: a loaded machine may run the loop late (never early).
+        let deadline = ContinuousClock.now + .seconds(10)
+        while fired.value.withLock({ $0.count }) < 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try await Task.sleep(for: .milliseconds(100))
         let seen = fired.value.withLock { $0 }
         #expect(seen.map(\.0).sorted() == Array(stride(from: 0, to: 40, by: 2)))
         for (index, at) in seen { #expect(at >= .milliseconds(5 * index), "limit \(index) fired at \(at)") }
