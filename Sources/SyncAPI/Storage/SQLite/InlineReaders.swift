@@ -9,6 +9,10 @@ import Synchronization
 /// here never waits for a connection: taking one is a try, so no thread of the concurrency pool ever blocks waiting
 /// for a reader (a synchronous read that waited for one hung the server once: `ReaderPoolTests`). Each read is its
 /// own transaction, a WAL snapshot as in the pool.
+///
+/// What runs here holds a thread of the concurrency pool until it returns, so it must never wait for another task:
+/// the store's read bodies are synchronous SQLite statements (`ConnectionThreadExecutor` runs the shared
+/// orchestration's on this same thread, and nothing in it hops to an actor or another executor).
 final class InlineReaders: Sendable {
     private let free: Mutex<[DatabaseQueue]>
 
