@@ -60,19 +60,35 @@ struct PostgresDeltaPrefetchTests {
                 #expect((prefetched as? PostgresStore)?.prefetched.isEmpty == true)
                 await #expect(throws: SyncError.self) { try await prefetched.delta(familyID: "no-such-family", collections: ["contacts"], since: 1) }
             }
-            // Four deltas of one run: one statement naming the family.
-            let log = try await TestPostgres.shared.log()
-            let before = (try? FileManager.default.attributesOfItem(atPath: log)[.size] as? Int) ?? 0
+            // More changed rows than the bound: nothing is read ahead (the run reads its deltas one at a time), and
+            // what the bound let through is dropped.
             try await store.withReadSnapshot { pinned in
-                let requests = collections.map { DeltaRequest(familyID: session.familyID, collections: [$0], since: 2) }
-                let prefetched = try await pinned.prefetchingDeltas(requests)
-                for request in requests { _ = try await prefetched.delta(familyID: session.familyID, collections: request.collections, since: 2) }
+                let conn = try #require((pinned as? PostgresStore)?.pinned)
+                let requests = collections.map { DeltaRequest(familyID: session.familyID, collections: [$0], since: nil) }
+                let all = try #require(
+                    try await PostgresStore.deltas(
+                        of: requests, familyID: session.familyID, limit: 10_000, conn: conn, prepared: true, logger: Logger(label: "test")))
+                let rows = all.values.reduce(0) { $0 + $1.rows.values.reduce(0) { $0 + $1.count } }
+                #expect(rows > 5)
+                let bounded = try await PostgresStore.deltas(
+                    of: requests, familyID: session.familyID, limit: rows - 1, conn: conn, prepared: true, logger: Logger(label: "test"))
+                #expect(bounded == nil)
+                // The bound counts statement rows: the changed items, plus one empty row per collection without any.
+                let within = try await PostgresStore.deltas(
+                    of: requests, familyID: session.familyID, limit: rows + requests.count, conn: conn, prepared: true,
+                    logger: Logger(label: "test"))
+                #expect(within?.count == requests.count)
+                // The pinned connection is left clean: the snapshot reads on.
+                _ = try await pinned.delta(familyID: session.familyID, collections: ["contacts"], since: nil)
             }
-            try await Task.sleep(for: .milliseconds(300))
-            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: log))
-            try handle.seek(toOffset: UInt64(before))
-            let lines = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self).split(separator: "\n")
-            let statements = lines.filter { $0.contains("parameters:") && $0.contains("'\(session.familyID)'") }.count
+            // Four deltas of one run: one statement naming the family.
+            let (statements, _) = try await StatementLog.counted(naming: session.familyID) {
+                try await store.withReadSnapshot { pinned in
+                    let requests = collections.map { DeltaRequest(familyID: session.familyID, collections: [$0], since: 2) }
+                    let prefetched = try await pinned.prefetchingDeltas(requests)
+                    for request in requests { _ = try await prefetched.delta(familyID: session.familyID, collections: request.collections, since: 2) }
+                }
+            }
             #expect(statements == 1, "four deltas of a run took \(statements) statements")
         }
     }

@@ -77,19 +77,8 @@ struct PostgresPageStatementTests {
                 let row = RowWrite(key: ItemKey(collection: "threads", id: "t\(n)"), body: "{}", sortMs: Int64(n), sortMoved: true)
                 _ = try await store.write(familyID: session.familyID, key: row.key, parent: nil, nowMs: 0) { _ in .write([row]) }
             }
-            let log = try await TestPostgres.shared.log()
-            // Statements that name this family, and transactions opened, in what the server logged during `body`.
             func logged(_ body: () async throws -> Void) async throws -> (statements: Int, transactions: Int) {
-                let before = (try? FileManager.default.attributesOfItem(atPath: log)[.size] as? Int) ?? 0
-                try await body()
-                try await Task.sleep(for: .milliseconds(300))
-                let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: log))
-                try handle.seek(toOffset: UInt64(before))
-                let lines = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self).split(separator: "\n")
-                return (
-                    lines.filter { $0.contains("parameters:") && $0.contains("'\(session.familyID)'") }.count,
-                    lines.filter { $0.contains("BEGIN") || $0.contains("START TRANSACTION") }.count
-                )
+                try await StatementLog.counted(naming: session.familyID, during: body)
             }
             let query = PageQuery(
                 collection: "threads", anchorID: "t1", limit: 2, tags: nil, children: ChildrenQuery(collection: "messages", limit: 3))

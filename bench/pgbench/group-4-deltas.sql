@@ -5,7 +5,7 @@
 -- sub-select on its primary key, so one pgbench transaction draws a random family like one wrk request does.
 -- Run by bench/harness.py: pgbench -n -M prepared -c <case's connections> -T <duration> -D now=… -D nfam=… -f this.
 -- Since 2026-11-26 the run's deltas (ctcsync, evtsync, plcsync and familysync's four collections) are read ahead in
--- one statement (PreparedStatements.Deltas, the calls' arrays written in), before the run's other statements.
+-- one statement (PreparedStatements.Deltas, the calls' arrays and its row limit written in), before the run's other statements.
 \set n 1
 START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
 SELECT r.call, f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
@@ -16,5 +16,6 @@ CROSS JOIN unnest('{0,1,2,3,3,3,3}'::int8[], '{contacts,events,places,family,mem
 LEFT JOIN items i ON i.family_id = f.id AND i.collection = r.collection AND i.parent_id = ''
   AND i.version > r.after AND (r.include_deleted OR NOT i.deleted)
 WHERE f.id = (SELECT family_id FROM bench_keys WHERE n = :n)
-ORDER BY r.call, i.version;
+ORDER BY r.call, i.version
+LIMIT 2001;
 COMMIT;

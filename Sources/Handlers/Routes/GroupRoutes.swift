@@ -91,6 +91,7 @@ struct GroupRoutes {
     /// statement instead of one round trip per sub-request; issue 19). Only an optimization: a call that asks for
     /// anything else reads it as always, from the same snapshot.
     func prefetching(_ run: [SubRequest], on pinned: any SyncStore, context: AppRequestContext) async throws -> any SyncStore {
+        guard pinned.prefetchesDeltas else { return pinned }
         let calls = run.compactMap(Self.syncCall)
         guard calls.count >= 2 else { return pinned }
         let requests = await engine.reading(pinned).deltaRequests(try context.requireSession(), calls: calls)

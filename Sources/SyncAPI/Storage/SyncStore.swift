@@ -92,6 +92,8 @@ public protocol SyncStore: Sendable {
     /// later `delta` call with the same arguments answers from them; any other reads as before. The default reads
     /// nothing ahead (SQLite: no round trips to save).
     func prefetchingDeltas(_ requests: [DeltaRequest]) async throws -> any SyncStore
+    /// Whether `prefetchingDeltas` reads anything ahead (callers skip computing the requests otherwise).
+    var prefetchesDeltas: Bool { get }
     /// True for a store pinned by `withReadSnapshot` (there, full lists come from `pinnedVersion` and
     /// `forEachPinnedLivePage`).
     var isInReadSnapshot: Bool { get }
@@ -123,6 +125,7 @@ public typealias LiveBodies = [ByteBuffer]
 
 extension SyncStore {
     public func prefetchingDeltas(_ requests: [DeltaRequest]) async throws -> any SyncStore { self }
+    public var prefetchesDeltas: Bool { false }
 }
 
 extension SyncStore {

@@ -2,9 +2,16 @@ import PostgresNIO
 
 /// A group's deltas in one statement (issue 19, item 2: one round trip per snapshot, not one per sub-request).
 extension PostgresStore {
+    /// At most this many rows are read ahead for one run. Without a bound, a group of 20 deltas of a large family
+    /// since its first write (each a different date) would hold 20 deltas in memory at once, where the run one at a
+    /// time holds one; past it the run reads its deltas one at a time, as before.
+    static let prefetchRowLimit = 2_000
+
+    public var prefetchesDeltas: Bool { pinned != nil }
+
     /// Reads the answers of several `delta` calls of one family in one statement on the pinned snapshot, and returns
-    /// this store with them (`prefetched`). Off a snapshot, for fewer than two calls, or for calls of several families,
-    /// the store as it is: nothing would be saved.
+    /// this store with them (`prefetched`). Off a snapshot, for fewer than two calls, for calls of several families,
+    /// or when they change more than `prefetchRowLimit` rows, the store as it is.
     public func prefetchingDeltas(_ requests: [DeltaRequest]) async throws -> any SyncStore {
         var seen = Set<DeltaRequest>()
         let requests = requests.filter { seen.insert($0).inserted }
@@ -13,8 +20,12 @@ extension PostgresStore {
         else { return self }
         let (logger, prepared) = (self.logger, usesPreparedStatements)
         let deltas = try await guarded {
-            try await read { conn in try await Self.deltas(of: requests, familyID: familyID, conn: conn, prepared: prepared, logger: logger) }
+            try await read { conn in
+                try await Self.deltas(
+                    of: requests, familyID: familyID, limit: Self.prefetchRowLimit, conn: conn, prepared: prepared, logger: logger)
+            }
         }
+        guard let deltas else { return self }
         var store = self
         store.prefetched = deltas
         return store
@@ -22,11 +33,12 @@ extension PostgresStore {
 
     /// The deltas of `requests` from `PreparedStatements.Deltas`: each call's rows in version order, as
     /// `PreparedStatements.Delta` gives them for one call. No rows at all: no such family (nothing is prefetched; the
-    /// call itself answers as it would have).
+    /// call itself answers as it would have). Nil when the calls have more than `limit` rows: only `limit + 1` are
+    /// read, then dropped.
     static func deltas(
-        of requests: [DeltaRequest], familyID: String, conn: PostgresConnection, prepared: Bool, logger: Logger
+        of requests: [DeltaRequest], familyID: String, limit: Int, conn: PostgresConnection, prepared: Bool, logger: Logger
     ) async throws
-        -> [DeltaRequest: Delta]
+        -> [DeltaRequest: Delta]?
     {
         var calls: [Int64] = []
         var collections: [String] = []
@@ -42,16 +54,22 @@ extension PostgresStore {
         }
         let rows = try await conn.run(
             PreparedStatements.Deltas(
-                familyID: familyID, calls: calls, collections: collections, after: after, includeDeleted: includeDeleted),
+                familyID: familyID, calls: calls, collections: collections, after: after, includeDeleted: includeDeleted,
+                limit: Int64(limit) + 1),
             prepared: prepared, logger: logger)
         var counter: (version: Int64, horizon: Int64)?
         var items = [[String: [StoredItem]]](repeating: [:], count: requests.count)
+        var count = 0
+        // Read to the end (one row past the limit at most), so the pinned connection is left with nothing pending.
         for try await (call, version, horizon, collection, id, itemVersion, deleted, body, sortMs, sortVersion, tag) in rows {
+            count += 1
+            guard count <= limit else { continue }
             counter = (version, horizon)
             guard let collection, let id, let itemVersion, let deleted else { continue }
             items[Int(call)][collection, default: []].append(
                 StoredItem(id: id, version: itemVersion, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag))
         }
+        guard count <= limit else { return nil }
         guard let counter else { return [:] }
         var deltas: [DeltaRequest: Delta] = [:]
         for (index, request) in requests.enumerated() {

@@ -43,7 +43,7 @@ enum PreparedStatements {
 
     /// Several deltas of one family in one statement (a group's run of reads, `PostgresStore.prefetchingDeltas`):
     /// each changed row tagged by the call it answers, the family's counter and horizon on every row, and a row of
-    /// NULL items for a collection with no change.
+    /// NULL items for a collection with no change; at most `limit` rows.
     struct Deltas: PostgresPreparedStatement {
         static let name = "syncapi_deltas"
         static let sql = """
@@ -54,6 +54,7 @@ enum PreparedStatements {
               AND i.version > r.after AND (r.include_deleted OR NOT i.deleted)
             WHERE f.id = $1
             ORDER BY r.call, i.version
+            LIMIT $6
             """
         typealias Row = (Int64, Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, Int64?, String?)
         let familyID: String
@@ -61,14 +62,16 @@ enum PreparedStatements {
         let collections: [String]
         let after: [Int64]
         let includeDeleted: [Bool]
+        let limit: Int64
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 5)
+            var bindings = PostgresBindings(capacity: 6)
             bindings.append(familyID)
             bindings.append(calls)
             bindings.append(collections)
             bindings.append(after)
             bindings.append(includeDeleted)
+            bindings.append(limit)
             return bindings
         }
 
