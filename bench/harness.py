@@ -46,6 +46,9 @@ ap.add_argument("--report", metavar="RESULTS_JSON", help="only render the table 
 ap.add_argument("--perf", action="store_true",
                 help="profile the server during each case (perf record -e cpu-clock -g); writes OUT/perf-<backend>-<case>.txt, "
                      "the top symbols by self time, and the profile. Sampling costs throughput: use with --cases, not for figures")
+ap.add_argument("--perf-all", action="store_true",
+                help="profile the whole machine during each case (perf record -a): writes OUT/perf-all-<backend>-<case>.txt, "
+                     "the share of each process (server, PostgreSQL, wrk, kernel) and PostgreSQL's top symbols")
 args = ap.parse_args()
 if args.smoke:
     args.families, args.big, args.streams = min(args.families, 20), "200,1000", min(args.streams, 200)
@@ -284,6 +287,11 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
         perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-p", str(server.proc.pid),
                                  "-o", perf_data], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)
+    if args.perf_all:
+        perf_data = os.path.join(args.out, f"perf-all-{BACKEND}-{name}.data")
+        perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-a", "-o", perf_data],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
     wrk = subprocess.run(["wrk", f"-t{threads}", f"-c{conns}", f"-d{max(1, round(duration or DUR))}s", "--timeout", "30s", "-s",
                           os.path.join(HERE, "wrk", "case.lua"), server.url], env=env, capture_output=True, text=True)
     elapsed = time.time() - t0
@@ -291,7 +299,7 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
     if perf:
         perf.send_signal(signal.SIGINT)
         perf.wait(60)
-        perf_report(perf_data)
+        (perf_all_report if args.perf_all else perf_report)(perf_data)
     time.sleep(0.6 if pg else 0)  # PostgreSQL publishes its counters at most once a second per backend
     tx1 = pg.transactions() if pg else 0
     if wrk.returncode != 0 or not os.path.exists(out):
@@ -317,6 +325,20 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
     return row
 
 
+def perf_all_report(data):
+    """Where the machine's CPU time went during a case: by process, then PostgreSQL's top symbols."""
+    def report(*extra):
+        out = subprocess.run(["perf", "report", "-i", data, "--no-children", "-g", "none", "--stdio", *extra],
+                             capture_output=True, text=True).stdout
+        return "\n".join(re.sub(r"[\s-]+$", "", l) for l in out.splitlines() if re.match(r"\s+\d+\.\d+%", l))
+    text = ("by process:\n" + report("--sort", "comm", "--percent-limit", "0.5")
+            + "\n\nby process and library:\n" + report("--sort", "comm,dso", "--percent-limit", "0.5")
+            + "\n\nPostgreSQL's top symbols (share of all samples):\n"
+            + report("--sort", "symbol", "--comms", "postgres", "--percent-limit", "0.3") + "\n")
+    with open(data.replace(".data", ".txt"), "w") as f:
+        f.write(text)
+
+
 def perf_report(data):
     """Where the server's CPU time went during a case: self time by library, then the top symbols (demangled with
     swift demangle), next to the profile (open it with perf report -i FILE for call graphs)."""
@@ -333,7 +355,9 @@ def perf_report(data):
 
 
 def run_pgbench(pg, script, conns, now_ms, nfam, work):
-    """pgbench on the case's SQL: prepared mode, the case's client count and duration; transactions/s."""
+    """pgbench on the case's SQL: prepared mode, the case's client count and duration; transactions/s, and PostgreSQL's
+    CPU per transaction (to set beside the server's db_cpu_ms_per_req: what the same SQL costs the database alone)."""
+    db_cpu0 = pg.cpu_seconds()
     res = subprocess.run(["pgbench", "-n", "-M", "prepared", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres",
                           "-c", str(conns), "-j", str(min(args.threads, conns)), "-T", str(max(1, int(round(DUR)))),
                           "-D", f"now={now_ms}", "-D", f"nfam={nfam}", "-D", f"big_small=-{BIG_SMALL}", "-D", f"big_large=-{BIG_LARGE}",
@@ -341,11 +365,14 @@ def run_pgbench(pg, script, conns, now_ms, nfam, work):
     m = re.search(r"tps = ([\d.]+) \(without initial connection time\)", res.stdout)
     lat = re.search(r"latency average = ([\d.]+) ms", res.stdout)
     failed = re.search(r"number of failed transactions: (\d+)", res.stdout)
+    done = re.search(r"number of transactions actually processed: (\d+)", res.stdout)
+    db_cpu = pg.cpu_seconds() - db_cpu0
     if res.returncode != 0 or not m:
         log(f"pgbench {script} failed: {(res.stderr or res.stdout).strip()[-600:]}")
         return None
     return {"tps": float(m.group(1)), "latency_avg_ms": float(lat.group(1)) if lat else None,
-            "failed": int(failed.group(1)) if failed else 0}
+            "failed": int(failed.group(1)) if failed else 0,
+            "db_cpu_ms_per_tx": 1000 * db_cpu / int(done.group(1)) if done and int(done.group(1)) else None}
 
 
 def load_keys(pg, outdir):
@@ -533,6 +560,7 @@ def bench_backend(backend, work):
                     pb = run_pgbench(pg, PGBENCH[name], conns, now_ms, args.families, work)
                     if pb:
                         row.update({"pgbench_tps": pb["tps"], "pgbench_latency_ms": pb["latency_avg_ms"], "pgbench_failed": pb["failed"],
+                                    "pgbench_db_cpu_ms_per_tx": pb["db_cpu_ms_per_tx"],
                                     "ratio_pgbench": row["rps"] / pb["tps"] if pb["tps"] else None})
                 results.append(row)
                 main_rows[name] = row

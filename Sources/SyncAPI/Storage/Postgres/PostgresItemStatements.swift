@@ -93,9 +93,18 @@ struct PostgresItemStatements: ItemStatements {
 
     /// One prepared statement: the counter and the rows come from the same snapshot.
     func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta? {
-        let rows = try await conn.run(
-            PreparedStatements.Delta(familyID: familyID, collections: collections, after: since ?? 0, includeDeleted: since != nil),
-            prepared: prepared, logger: logger)
+        let (after, includeDeleted) = (since ?? 0, since != nil)
+        let rows =
+            if collections.count == 1 {
+                try await conn.run(
+                    PreparedStatements.CollectionDelta(
+                        familyID: familyID, collection: collections[0], after: after, includeDeleted: includeDeleted),
+                    prepared: prepared, logger: logger)
+            } else {
+                try await conn.run(
+                    PreparedStatements.Delta(familyID: familyID, collections: collections, after: after, includeDeleted: includeDeleted),
+                    prepared: prepared, logger: logger)
+            }
         var counter: FamilyCounter?
         var items: [String: [StoredItem]] = [:]
         for try await (fv, fh, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in rows {

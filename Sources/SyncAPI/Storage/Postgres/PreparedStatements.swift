@@ -4,8 +4,47 @@ import PostgresNIO
 /// The hot statements, prepared once per connection (parsed and planned once, then only bound and run): a delta, an
 /// item read, a family lock and a token lookup run on nearly every request (issue 9; design notes prepared
 /// statements at about 15% faster than unnamed ones).
+///
+/// Prepared is not enough to be planned once: PostgreSQL plans a prepared statement again for every run while that
+/// "custom" plan, made for the run's values, looks cheaper than the value-blind "generic" one, and a delta's
+/// `version > $3` always looks cheaper with its value known. The deltas therefore read each value through a
+/// sub-select (`(SELECT $1::text)`): no plan sees a value, so both estimate alike and PostgreSQL keeps the generic
+/// plan from the sixth run on. Their shapes leave that plan one choice, the index `items_delta` on all three of its
+/// columns (`PostgresPlanTests`). Planning each delta was three quarters of PostgreSQL's CPU per delta (issue 19).
 enum PreparedStatements {
-    /// One statement for a delta: the family's counter and horizon, and the rows changed after a position.
+    /// A delta of one collection (a list's sync): the family's counter and horizon, and the rows changed after a
+    /// position, in version order. Each value through a sub-select, so the generic plan is kept (see above).
+    struct CollectionDelta: PostgresPreparedStatement {
+        static let name = "syncapi_collection_delta"
+        static let sql = """
+            SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+            FROM families f
+            LEFT JOIN items i ON i.family_id = f.id AND i.collection = (SELECT $2::text) AND i.parent_id = ''
+              AND i.version > (SELECT $3::int8) AND ((SELECT $4::bool) OR NOT i.deleted)
+            WHERE f.id = (SELECT $1::text)
+            ORDER BY i.version
+            """
+        typealias Row = Delta.Row
+        let familyID: String
+        let collection: String
+        let after: Int64
+        let includeDeleted: Bool
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 4)
+            bindings.append(familyID)
+            bindings.append(collection)
+            bindings.append(after)
+            bindings.append(includeDeleted)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try Delta.decode(row) }
+    }
+
+    /// A delta of several collections (a bundle's sync) or of none (the counter alone): as `CollectionDelta`, with
+    /// the collections as an array. Planned for each run: a generic plan of `= ANY($2)` does not use the collection
+    /// in the index; these calls are rarer than a list's, and a group reads them ahead with `Deltas`.
     struct Delta: PostgresPreparedStatement {
         /// A fixed name: the default, `String(reflecting:)` of the type, was computed on every run (issue 19 profile).
         static let name = "syncapi_delta"
@@ -32,7 +71,9 @@ enum PreparedStatements {
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> Row {
+        func decodeRow(_ row: PostgresRow) throws -> Row { try Self.decode(row) }
+
+        static func decode(_ row: PostgresRow) throws -> Row {
             var r = ColumnReader(row)
             return (
                 try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(),
@@ -43,18 +84,26 @@ enum PreparedStatements {
 
     /// Several deltas of one family in one statement (a group's run of reads, `PostgresStore.prefetchingDeltas`):
     /// each changed row tagged by the call it answers, the family's counter and horizon on every row, and a row of
-    /// NULL items for a collection with no change; at most `limit` rows.
+    /// NULL items for a collection with no change; at most `limit` rows. Each call reads the index `items_delta` in
+    /// its own lateral subquery (its `LIMIT` keeps it one): joined as a whole, a large family's items were planned as
+    /// a scan of the whole table.
     struct Deltas: PostgresPreparedStatement {
         static let name = "syncapi_deltas"
         static let sql = """
             SELECT r.call, f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
             FROM families f
-            CROSS JOIN unnest($2::int8[], $3::text[], $4::int8[], $5::bool[]) AS r(call, collection, after, include_deleted)
-            LEFT JOIN items i ON i.family_id = f.id AND i.collection = r.collection AND i.parent_id = ''
-              AND i.version > r.after AND (r.include_deleted OR NOT i.deleted)
-            WHERE f.id = $1
+            CROSS JOIN unnest((SELECT $2::int8[]), (SELECT $3::text[]), (SELECT $4::int8[]), (SELECT $5::bool[]))
+              AS r(call, collection, after, include_deleted)
+            LEFT JOIN LATERAL (
+              SELECT i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag FROM items i
+              WHERE i.family_id = f.id AND i.collection = r.collection AND i.parent_id = ''
+                AND i.version > r.after AND (r.include_deleted OR NOT i.deleted)
+              ORDER BY i.version
+              LIMIT (SELECT $6::int8)
+            ) i ON true
+            WHERE f.id = (SELECT $1::text)
             ORDER BY r.call, i.version
-            LIMIT $6
+            LIMIT (SELECT $6::int8)
             """
         typealias Row = (Int64, Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, Int64?, String?)
         let familyID: String

@@ -1,0 +1,88 @@
+import Foundation
+import Logging
+import PostgresNIO
+import TestSupport
+import Testing
+
+@testable import SyncAPI
+
+/// The delta statements are planned once per connection, and that one plan reads the index `items_delta` on all
+/// three of its columns, for a small family and for one whose rows are most of the table (issue 19: planning each
+/// delta again was three quarters of PostgreSQL's CPU per delta).
+@Suite("PostgreSQL plans of the delta statements")
+struct PostgresPlanTests {
+    @Test("the deltas keep their generic plan from the sixth run; it reads items_delta by family, collection and version")
+    func genericPlansOnTheIndex() async throws {
+        let url = try await TestPostgres.shared.newDatabaseURL()
+        let opened = try OpenedStore.open(try DatabaseURL(parsing: url), logger: Logger(label: "test"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await opened.runClient() }
+            defer { group.cancelAll() }
+            try await opened.store.migrate()
+            let store = try #require(opened.store as? PostgresStore)
+            let small = try await ConcurrencyTests.newFamily(store).familyID
+            let large = try await ConcurrencyTests.newFamily(store).familyID
+            // The large family holds 12,000 of the table's 12,300 rows: by its statistics, a plan made for its value
+            // would rather scan the table; the generic plan must not.
+            try await store.transaction { conn in
+                for (family, count) in [(small, 100), (large, 4_000)] {
+                    try await conn.query(
+                        """
+                        INSERT INTO items (family_id, collection, parent_id, id, version, deleted, body, modified_ms, sort_ms)
+                        SELECT \(family), c, '', 'i' || g, g, g % 10 = 0, CASE WHEN g % 10 = 0 THEN NULL ELSE '{}' END, 0, g
+                        FROM unnest(ARRAY['contacts', 'events', 'places']) AS c, generate_series(1, \(count)) AS g
+                        """, logger: store.logger)
+                    try await conn.query("UPDATE families SET version = \(Int64(count)) WHERE id = \(family)", logger: store.logger)
+                }
+            }
+            try await store.transaction { conn in _ = try await conn.query("ANALYZE items", logger: store.logger) }
+
+            try await store.withReadSnapshot { pinned in
+                let pinned = try #require(pinned as? PostgresStore)
+                try await pinned.read { conn in
+                    // As a phone syncs: since a date a few changes back, where a plan made for the value expects
+                    // few rows and looks cheaper than the generic one.
+                    for run in 0..<8 {
+                        let (family, top): (String, Int64) = run % 2 == 0 ? (small, 100) : (large, 4_000)
+                        _ = try await pinned.readDelta(familyID: family, collections: ["contacts"], since: top - 15)
+                        let deltas = try #require(
+                            try await PostgresStore.deltas(
+                                of: [
+                                    DeltaRequest(familyID: family, collections: ["contacts"], since: top - 5),
+                                    DeltaRequest(familyID: family, collections: ["events"], since: nil),
+                                ], familyID: family, limit: 20_000, conn: conn, prepared: true, logger: pinned.logger))
+                        #expect(deltas.count == 2)
+                    }
+                    for name in [PreparedStatements.CollectionDelta.name, PreparedStatements.Deltas.name] {
+                        let rows = try await conn.query(
+                            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = \(name)", logger: pinned.logger)
+                        var counts: [(Int64, Int64)] = []
+                        for try await row in rows { counts.append(try row.decode((Int64, Int64).self)) }
+                        let (generic, custom) = try #require(counts.first, "\(name) was not prepared")
+                        #expect(custom <= 5 && generic >= 3, "\(name): \(generic) generic and \(custom) custom plans in 8 runs")
+                    }
+                    for family in [small, large] {
+                        let delta = try await Self.plan(
+                            "EXECUTE \(PreparedStatements.CollectionDelta.name)('\(family)', 'contacts', 90, true)", conn, pinned.logger)
+                        #expect(delta.contains("items_delta") && !delta.contains("Seq Scan on items"), "\(delta)")
+                        #expect(delta.contains("collection = $") && delta.contains("version > $"), "\(delta)")
+                        let deltas = try await Self.plan(
+                            """
+                            EXECUTE \(PreparedStatements.Deltas.name)('\(family)', '{0,1}', '{contacts,events}', '{95,0}', '{t,f}', 2001)
+                            """, conn, pinned.logger)
+                        #expect(deltas.contains("items_delta") && !deltas.contains("Seq Scan on items"), "\(deltas)")
+                    }
+                }
+            }
+        }
+    }
+
+    /// The plan PostgreSQL runs for `statement`, as `EXPLAIN` prints it.
+    static func plan(_ statement: String, _ conn: PostgresConnection, _ logger: Logger) async throws -> String {
+        var lines: [String] = []
+        for try await line in try await conn.query(PostgresQuery(unsafeSQL: "EXPLAIN " + statement), logger: logger) {
+            lines.append(try line.decode(String.self))
+        }
+        return lines.joined(separator: "\n")
+    }
+}
