@@ -9,8 +9,9 @@ import PostgresNIO
 /// "custom" plan, made for the run's values, looks cheaper than the value-blind "generic" one, and a delta's
 /// `version > $3` always looks cheaper with its value known. The deltas therefore read each value through a
 /// sub-select (`(SELECT $1::text)`): no plan sees a value, so both estimate alike and PostgreSQL keeps the generic
-/// plan from the sixth run on. Their shapes leave that plan one choice, the index `items_delta` on all three of its
-/// columns (`PostgresPlanTests`). Planning each delta was three quarters of PostgreSQL's CPU per delta (issue 19).
+/// plan from the sixth run on. Their shapes leave that plan one choice, the index `items_delta` on all four of its
+/// columns (`PostgresPlanTests`; migration 007 put the parent in it, so no other index looks cheaper to a plan that
+/// cannot see how common the parent is). Planning each delta was three quarters of PostgreSQL's CPU per delta (issue 19).
 enum PreparedStatements {
     /// A delta of one collection (a list's sync): the family's counter and horizon, and the rows changed after a
     /// position, in version order. Each value through a sub-select, so the generic plan is kept (see above).
