@@ -56,6 +56,7 @@ struct PostgresPlanTests {
                     for run in 0..<8 {
                         let (family, top): (String, Int64) = run % 2 == 0 ? (small, 100) : (large, 4_000)
                         _ = try await pinned.readDelta(familyID: family, collections: ["contacts"], since: top - 15)
+                        _ = try await pinned.readDelta(familyID: family, collections: ["contacts", "events"], since: top - 15)
                         let deltas = try #require(
                             try await PostgresStore.deltas(
                                 of: [
@@ -64,7 +65,7 @@ struct PostgresPlanTests {
                                 ], familyID: family, limit: 20_000, conn: conn, prepared: true, logger: pinned.logger))
                         #expect(deltas.count == 2)
                     }
-                    for name in [PreparedStatements.CollectionDelta.name, PreparedStatements.Deltas.name] {
+                    for name in [PreparedStatements.CollectionDelta.name, PreparedStatements.Delta.name, PreparedStatements.Deltas.name] {
                         let rows = try await conn.query(
                             "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = \(name)", logger: pinned.logger)
                         var counts: [(Int64, Int64)] = []
@@ -78,6 +79,9 @@ struct PostgresPlanTests {
                         #expect(delta.contains("items_delta") && !delta.contains("Seq Scan on items"), "\(delta)")
                         #expect(
                             delta.contains("collection = $") && delta.contains("parent_id = ''") && delta.contains("version > $"), "\(delta)")
+                        let bundle = try await Self.plan(
+                            "EXECUTE \(PreparedStatements.Delta.name)('\(family)', '{contacts,events}', 90, true)", conn, pinned.logger)
+                        #expect(bundle.contains("items_delta") && bundle.contains("collection = ANY"), "\(bundle)")
                         let deltas = try await Self.plan(
                             """
                             EXECUTE \(PreparedStatements.Deltas.name)('\(family)', '{0,1}', '{contacts,events}', '{95,0}', '{t,f}', 2001)

@@ -44,17 +44,17 @@ enum PreparedStatements {
     }
 
     /// A delta of several collections (a bundle's sync) or of none (the counter alone): as `CollectionDelta`, with
-    /// the collections as an array. Planned for each run: a generic plan of `= ANY($2)` does not use the collection
-    /// in the index; these calls are rarer than a list's, and a group reads them ahead with `Deltas`.
+    /// the collections as an array (with the parent in `items_delta`, its generic plan takes `= ANY` into the index
+    /// condition).
     struct Delta: PostgresPreparedStatement {
         /// A fixed name: the default, `String(reflecting:)` of the type, was computed on every run (issue 19 profile).
         static let name = "syncapi_delta"
         static let sql = """
             SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
             FROM families f
-            LEFT JOIN items i ON i.family_id = f.id AND i.collection = ANY($2) AND i.parent_id = ''
-              AND i.version > $3 AND ($4 OR NOT i.deleted)
-            WHERE f.id = $1
+            LEFT JOIN items i ON i.family_id = f.id AND i.collection = ANY((SELECT $2::text[])::text[]) AND i.parent_id = ''
+              AND i.version > (SELECT $3::int8) AND ((SELECT $4::bool) OR NOT i.deleted)
+            WHERE f.id = (SELECT $1::text)
             ORDER BY i.version
             """
         typealias Row = (Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, Int64?, String?)
