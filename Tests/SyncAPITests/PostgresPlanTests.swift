@@ -93,6 +93,45 @@ struct PostgresPlanTests {
         }
     }
 
+    @Test("on a new database the kept plan reads items_delta, and still does once the table has grown and been analysed")
+    func planFollowsTheTable() async throws {
+        let url = try await TestPostgres.shared.newDatabaseURL()
+        let opened = try OpenedStore.open(try DatabaseURL(parsing: url), logger: Logger(label: "test"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await opened.runClient() }
+            defer { group.cancelAll() }
+            try await opened.store.migrate()
+            let store = try #require(opened.store as? PostgresStore)
+            let family = try await ConcurrencyTests.newFamily(store).familyID
+            let other = try await ConcurrencyTests.newFamily(store).familyID
+            try await store.withReadSnapshot { pinned in
+                let pinned = try #require(pinned as? PostgresStore)
+                try await pinned.read { conn in
+                    // A new database: the plan is made and kept on a table of no rows.
+                    for _ in 0..<8 { _ = try await pinned.readDelta(familyID: family, collections: ["contacts"], since: 1) }
+                    let before = try await Self.plan(
+                        "EXECUTE \(PreparedStatements.CollectionDelta.name)('\(family)', 'contacts', 1, true)", conn, pinned.logger)
+                    // The table grows on other connections (50,000 rows of another family), and is analysed, as
+                    // autovacuum would.
+                    try await store.transaction { writer in
+                        try await writer.query("SET LOCAL session_replication_role = replica", logger: store.logger)
+                        try await writer.query(
+                            """
+                            INSERT INTO items (family_id, collection, parent_id, id, version, deleted, body, modified_ms, sort_ms)
+                            SELECT \(other), 'contacts', '', 'i' || g, g, false, '{}', 0, g FROM generate_series(1, 50000) AS g
+                            """, logger: store.logger)
+                    }
+                    try await store.transaction { _ = try await $0.query("ANALYZE items", logger: store.logger) }
+                    for _ in 0..<8 { _ = try await pinned.readDelta(familyID: family, collections: ["contacts"], since: 1) }
+                    let after = try await Self.plan(
+                        "EXECUTE \(PreparedStatements.CollectionDelta.name)('\(family)', 'contacts', 1, true)", conn, pinned.logger)
+                    #expect(before.contains("items_delta") && !before.contains("Seq Scan on items"), "\(before)")
+                    #expect(after.contains("items_delta") && !after.contains("Seq Scan on items"), "\(after)")
+                }
+            }
+        }
+    }
+
     /// The plan PostgreSQL runs for `statement`, as `EXPLAIN` prints it.
     static func plan(_ statement: String, _ conn: PostgresConnection, _ logger: Logger) async throws -> String {
         var lines: [String] = []
