@@ -50,6 +50,8 @@ ap.add_argument("--perf-all", action="store_true",
                 help="profile the whole machine during each case (perf record -a): writes OUT/perf-all-<backend>-<case>.txt, "
                      "the share of each process (server, PostgreSQL, wrk, kernel) and PostgreSQL's top symbols")
 args = ap.parse_args()
+if args.perf and args.perf_all:
+    sys.exit("bench: --perf and --perf-all each profile a case; give one")
 if args.smoke:
     args.families, args.big, args.streams = min(args.families, 20), "200,1000", min(args.streams, 200)
 
@@ -282,14 +284,10 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
     cpu0, db_cpu0 = server.cpu(), (pg.cpu_seconds() if pg else 0)
     threads = min(args.threads, conns)
     perf = None
-    if args.perf:
-        perf_data = os.path.join(args.out, f"perf-{BACKEND}-{name}.data")
-        perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-p", str(server.proc.pid),
-                                 "-o", perf_data], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
-    if args.perf_all:
-        perf_data = os.path.join(args.out, f"perf-all-{BACKEND}-{name}.data")
-        perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", "-a", "-o", perf_data],
+    if args.perf or args.perf_all:
+        perf_data = os.path.join(args.out, f"perf-{'all-' if args.perf_all else ''}{BACKEND}-{name}.data")
+        target = ["-a"] if args.perf_all else ["-p", str(server.proc.pid)]
+        perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "999", "-g", *target, "-o", perf_data],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)
     wrk = subprocess.run(["wrk", f"-t{threads}", f"-c{conns}", f"-d{max(1, round(duration or DUR))}s", "--timeout", "30s", "-s",
@@ -325,16 +323,19 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
     return row
 
 
+def perf_lines(data, sort, limit, *extra):
+    """The rows of `perf report` of a profile by self time, sorted by `sort`, above `limit` percent."""
+    out = subprocess.run(["perf", "report", "-i", data, "--no-children", "-g", "none", "--sort", sort, "--stdio",
+                          "--percent-limit", limit, *extra], capture_output=True, text=True).stdout
+    return "\n".join(re.sub(r"[\s-]+$", "", l) for l in out.splitlines() if re.match(r"\s+\d+\.\d+%", l))
+
+
 def perf_all_report(data):
     """Where the machine's CPU time went during a case: by process, then PostgreSQL's top symbols."""
-    def report(*extra):
-        out = subprocess.run(["perf", "report", "-i", data, "--no-children", "-g", "none", "--stdio", *extra],
-                             capture_output=True, text=True).stdout
-        return "\n".join(re.sub(r"[\s-]+$", "", l) for l in out.splitlines() if re.match(r"\s+\d+\.\d+%", l))
-    text = ("by process:\n" + report("--sort", "comm", "--percent-limit", "0.5")
-            + "\n\nby process and library:\n" + report("--sort", "comm,dso", "--percent-limit", "0.5")
+    text = ("by process:\n" + perf_lines(data, "comm", "0.5")
+            + "\n\nby process and library:\n" + perf_lines(data, "comm,dso", "0.5")
             + "\n\nPostgreSQL's top symbols (share of all samples):\n"
-            + report("--sort", "symbol", "--comms", "postgres", "--percent-limit", "0.3") + "\n")
+            + perf_lines(data, "symbol", "0.3", "--comms", "postgres") + "\n")
     with open(data.replace(".data", ".txt"), "w") as f:
         f.write(text)
 
@@ -342,12 +343,9 @@ def perf_all_report(data):
 def perf_report(data):
     """Where the server's CPU time went during a case: self time by library, then the top symbols (demangled with
     swift demangle), next to the profile (open it with perf report -i FILE for call graphs)."""
-    def report(sort, limit, *extra):
-        out = subprocess.run(["perf", "report", "-i", data, "--no-children", "-g", "none", "--sort", sort, "--stdio",
-                              "--percent-limit", limit, *extra], capture_output=True, text=True).stdout
-        return "\n".join(re.sub(r"[\s-]+$", "", l) for l in out.splitlines() if re.match(r"\s+\d+\.\d+%", l))
-    text = ("by library:\n" + report("dso", "1") + "\n\ntop symbols:\n" + report("dso,symbol", "0.8")
-            + "\n\ntop symbols of the syncapi binary (share of all samples):\n" + report("symbol", "0.3", "--dsos", "syncapi") + "\n")
+    text = ("by library:\n" + perf_lines(data, "dso", "1") + "\n\ntop symbols:\n" + perf_lines(data, "dso,symbol", "0.8")
+            + "\n\ntop symbols of the syncapi binary (share of all samples):\n"
+            + perf_lines(data, "symbol", "0.3", "--dsos", "syncapi") + "\n")
     if shutil.which("swift"):
         text = subprocess.run(["swift", "demangle", "--simplified"], input=text, capture_output=True, text=True).stdout or text
     with open(data.replace(".data", ".txt"), "w") as f:

@@ -11,13 +11,8 @@ import Testing
 struct PostgresDeltaPrefetchTests {
     @Test("prefetched deltas answer what each delta answers alone, for 200 random sets of calls; one statement for four")
     func sameAnswersOneStatement() async throws {
-        let url = try await TestPostgres.shared.newDatabaseURL(logStatements: true)
-        let opened = try OpenedStore.open(try DatabaseURL(parsing: url), logger: Logger(label: "test"))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await opened.runClient() }
-            defer { group.cancelAll() }
-            try await opened.store.migrate()
-            let store = try #require(opened.store as? PostgresStore)
+        try await Backend.postgres.withStore(logStatements: true) { opened in
+            let store = try #require(opened as? PostgresStore)
             let session = try await ConcurrencyTests.newFamily(store)
             let other = try await ConcurrencyTests.newFamily(store)
             var random = SplitMix(seed: 23)

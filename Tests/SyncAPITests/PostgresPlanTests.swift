@@ -14,13 +14,8 @@ import Testing
 struct PostgresPlanTests {
     @Test("the deltas keep their generic plan from the sixth run; it reads items_delta by family, collection, parent and version")
     func genericPlansOnTheIndex() async throws {
-        let url = try await TestPostgres.shared.newDatabaseURL()
-        let opened = try OpenedStore.open(try DatabaseURL(parsing: url), logger: Logger(label: "test"))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await opened.runClient() }
-            defer { group.cancelAll() }
-            try await opened.store.migrate()
-            let store = try #require(opened.store as? PostgresStore)
+        try await Backend.postgres.withStore { opened in
+            let store = try #require(opened as? PostgresStore)
             let small = try await ConcurrencyTests.newFamily(store).familyID
             let large = try await ConcurrencyTests.newFamily(store).familyID
             // The large family holds 12,000 of the table's 12,300 top-level rows: by its statistics, a plan made for its
@@ -95,13 +90,8 @@ struct PostgresPlanTests {
 
     @Test("on a new database the kept plan reads items_delta, and still does once the table has grown and been analysed")
     func planFollowsTheTable() async throws {
-        let url = try await TestPostgres.shared.newDatabaseURL()
-        let opened = try OpenedStore.open(try DatabaseURL(parsing: url), logger: Logger(label: "test"))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await opened.runClient() }
-            defer { group.cancelAll() }
-            try await opened.store.migrate()
-            let store = try #require(opened.store as? PostgresStore)
+        try await Backend.postgres.withStore { opened in
+            let store = try #require(opened as? PostgresStore)
             let family = try await ConcurrencyTests.newFamily(store).familyID
             let other = try await ConcurrencyTests.newFamily(store).familyID
             try await store.withReadSnapshot { pinned in

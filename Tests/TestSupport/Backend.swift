@@ -9,8 +9,9 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
 
     public var description: String { rawValue }
 
-    /// A URL naming a fresh, empty database of this backend.
-    public func freshDatabaseURL() async throws -> DatabaseURL {
+    /// A URL naming a fresh, empty database of this backend (on PostgreSQL, with `logStatements`, one that logs every
+    /// statement it runs).
+    public func freshDatabaseURL(logStatements: Bool = false) async throws -> DatabaseURL {
         switch self {
         case .sqlite:
             // A folder of its own: SQLite keeps media in `media/` beside the database, and a purge removes old
@@ -20,13 +21,15 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             return .sqlite(path: folder + "/syncapi.sqlite")
         case .postgres:
-            return try DatabaseURL(parsing: try await TestPostgres.shared.newDatabaseURL())
+            return try DatabaseURL(parsing: try await TestPostgres.shared.newDatabaseURL(logStatements: logStatements))
         }
     }
 
     /// Runs `body` with a migrated store on a fresh database (its client running meanwhile).
-    public func withStore<T: Sendable>(_ body: @Sendable (any SyncStore) async throws -> T) async throws -> T {
-        let opened = try OpenedStore.open(try await freshDatabaseURL(), logger: Logger(label: "test"))
+    public func withStore<T: Sendable>(
+        logStatements: Bool = false, _ body: @Sendable (any SyncStore) async throws -> T
+    ) async throws -> T {
+        let opened = try OpenedStore.open(try await freshDatabaseURL(logStatements: logStatements), logger: Logger(label: "test"))
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }
