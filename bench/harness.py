@@ -8,7 +8,7 @@ and reports every case as requests/s, p50, p99, bytes per answer, the server's p
 same run: to GET /health of the same build and to pgbench. Writes OUTDIR/results.json, results.csv, table.md and
 performance.png; prints the table. With --smoke, asserts every case got 2xx answers and no 5xx or socket error.
 """
-import argparse, csv, json, os, re, resource, shlex, shutil, signal, socket, subprocess, sys, tempfile, time
+import argparse, csv, glob, json, os, re, resource, shlex, shutil, signal, socket, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -216,6 +216,19 @@ class Server:
     def cpu(self):
         return cpu_of(self.proc.pid)
 
+    def switches(self):
+        """Context switches of all the server's threads so far (voluntary: a thread parked; involuntary: preempted):
+        each hop of a request from one thread to another costs two, so per request they count the hops."""
+        total = 0
+        for task in glob.glob(f"/proc/{self.proc.pid}/task/*/status"):
+            try:
+                for line in open(task):
+                    if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
+                        total += int(line.split()[1])
+            except OSError:
+                pass
+        return total
+
     def read_routes(self):
         """syncapi_read_transactions_total by served_by (standby, primary, fallback), from GET /metrics."""
         import urllib.request
@@ -281,7 +294,7 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
     rss0 = server.status("VmRSS")
     server.reset_peak()
     tx0, t0 = (pg.transactions() if pg else 0), time.time()
-    cpu0, db_cpu0 = server.cpu(), (pg.cpu_seconds() if pg else 0)
+    cpu0, db_cpu0, switches0 = server.cpu(), (pg.cpu_seconds() if pg else 0), server.switches()
     threads = min(args.threads, conns)
     perf = None
     if args.perf or args.perf_all:
@@ -293,7 +306,7 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
     wrk = subprocess.run(["wrk", f"-t{threads}", f"-c{conns}", f"-d{max(1, round(duration or DUR))}s", "--timeout", "30s", "-s",
                           os.path.join(HERE, "wrk", "case.lua"), server.url], env=env, capture_output=True, text=True)
     elapsed = time.time() - t0
-    cpu1, db_cpu1 = server.cpu(), (pg.cpu_seconds() if pg else 0)
+    cpu1, db_cpu1, switches1 = server.cpu(), (pg.cpu_seconds() if pg else 0), server.switches()
     if perf:
         perf.send_signal(signal.SIGINT)
         perf.wait(60)
@@ -315,6 +328,7 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
            "status_errors": e["status"], "status": r["status"] if r["status_counted"] else None,
            "db_xact_per_s": (tx1 - tx0) / elapsed if pg else None,
            "server_cpu_ms_per_req": 1000 * (cpu1 - cpu0) / max(1, r["requests"]),
+           "server_switches_per_req": (switches1 - switches0) / max(1, r["requests"]),
            "db_cpu_ms_per_req": 1000 * (db_cpu1 - db_cpu0) / max(1, r["requests"]) if pg else None,
            "server_cpu_share": (cpu1 - cpu0) / elapsed / (os.cpu_count() or 1)}
     log(f"{name}: {row['rps']:.0f} req/s, p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms (×{row['tail']:.1f}), "
@@ -628,11 +642,11 @@ def fmt(v, spec):
 def table(runs):
     lines = ["| backend | case | conns | req/s | p50 ms | p90 ms | p99 ms | max ms | p99 ÷ p50 | bytes/answer | "
              "server RSS MiB before → peak | ÷ /health | pgbench tps | ÷ pgbench | DB xact/s | server CPU ms/req | "
-             "DB CPU ms/req | × Kinto | errors |", "|" + "---|" * 19]
+             "server switches/req | DB CPU ms/req | × Kinto | errors |", "|" + "---|" * 20]
     for run in runs:
         for r in run["results"]:
             if r.get("failed"):
-                lines.append(f"| {run['backend']} | {r['case']} | failed |" + " |" * 16)
+                lines.append(f"| {run['backend']} | {r['case']} | failed |" + " |" * 17)
                 continue
             errors = (r.get("socket_errors") or 0) + (r.get("status_errors") or 0)
             lines.append("| " + " | ".join([
@@ -641,7 +655,7 @@ def table(runs):
                 fmt(r.get("bytes_per_answer"), ",.0f"), f"{fmt(r.get('rss_before_mb'), ',.0f')} → {fmt(r.get('rss_peak_mb'), ',.0f')}",
                 fmt(r.get("ratio_health"), ".3f"), fmt(r.get("pgbench_tps"), ",.0f"), fmt(r.get("ratio_pgbench"), ".2f"),
                 fmt(r.get("db_xact_per_s"), ",.0f"), fmt(r.get("server_cpu_ms_per_req"), ".2f"),
-                fmt(r.get("db_cpu_ms_per_req"), ".2f"), fmt(r.get("ratio_kinto"), ".1f"), str(errors)]) + " |")
+                fmt(r.get("server_switches_per_req"), ".1f"), fmt(r.get("db_cpu_ms_per_req"), ".2f"), fmt(r.get("ratio_kinto"), ".1f"), str(errors)]) + " |")
     standby_rows = [(run, r) for run in runs for r in run["results"] if r.get("standby_share") is not None]
     if standby_rows:
         # Without standbys: the same case on the same data right before the standbys started (alone_*); a results.json
@@ -786,7 +800,7 @@ def main():
         f.write(md + "\n")
     keys = ["backend", "case", "connections", "requests", "rps", "p50_ms", "p90_ms", "p99_ms", "max_ms", "tail", "bytes_per_answer", "rss_before_mb", "rss_peak_mb",
             "rss_after_mb", "ratio_health", "pgbench_tps", "pgbench_latency_ms", "ratio_pgbench", "db_xact_per_s", "socket_errors",
-            "status_errors", "streams_opened", "stream_changes", "server_cpu_ms_per_req", "db_cpu_ms_per_req", "server_cpu_share", "ratio_kinto"]
+            "status_errors", "streams_opened", "stream_changes", "server_cpu_ms_per_req", "server_switches_per_req", "db_cpu_ms_per_req", "server_cpu_share", "ratio_kinto"]
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, keys, extrasaction="ignore")
         w.writeheader()
