@@ -61,11 +61,7 @@ struct PostgresPlanTests {
                         #expect(deltas.count == 2)
                     }
                     for name in [PreparedStatements.CollectionDelta.name, PreparedStatements.Delta.name, PreparedStatements.Deltas.name] {
-                        let rows = try await conn.query(
-                            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = \(name)", logger: pinned.logger)
-                        var counts: [(Int64, Int64)] = []
-                        for try await row in rows { counts.append(try row.decode((Int64, Int64).self)) }
-                        let (generic, custom) = try #require(counts.first, "\(name) was not prepared")
+                        let (generic, custom) = try await Self.planCounts(name, conn, pinned.logger)
                         #expect(custom <= 5 && generic >= 3, "\(name): \(generic) generic and \(custom) custom plans in 8 runs")
                     }
                     for family in [small, large] {
@@ -122,10 +118,20 @@ struct PostgresPlanTests {
         }
     }
 
-    /// The plan PostgreSQL runs for `statement`, as `EXPLAIN` prints it.
-    static func plan(_ statement: String, _ conn: PostgresConnection, _ logger: Logger) async throws -> String {
+    /// How many generic and custom plans the prepared statement `name` of this connection has made.
+    static func planCounts(_ name: String, _ conn: PostgresConnection, _ logger: Logger) async throws -> (Int64, Int64) {
+        let rows = try await conn.query("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = \(name)", logger: logger)
+        var counts: [(Int64, Int64)] = []
+        for try await row in rows { counts.append(try row.decode((Int64, Int64).self)) }
+        return try #require(counts.first, "\(name) was not prepared")
+    }
+
+    /// The plan PostgreSQL runs for `statement`, as `EXPLAIN` prints it; run, with `analyze`, so that the nodes that
+    /// did not run are marked "never executed".
+    static func plan(_ statement: String, _ conn: PostgresConnection, _ logger: Logger, analyze: Bool = false) async throws -> String {
         var lines: [String] = []
-        for try await line in try await conn.query(PostgresQuery(unsafeSQL: "EXPLAIN " + statement), logger: logger) {
+        let explain = analyze ? "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " : "EXPLAIN "
+        for try await line in try await conn.query(PostgresQuery(unsafeSQL: explain + statement), logger: logger) {
             lines.append(try line.decode(String.self))
         }
         return lines.joined(separator: "\n")
