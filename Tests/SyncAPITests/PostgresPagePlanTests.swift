@@ -6,10 +6,10 @@ import Testing
 
 @testable import SyncAPI
 
-/// The page statements are planned once per connection, and their one plan reads a sync's changes the cheap way for
-/// both few and many changes (`PreparedPageStatements`): few through `items_delta` without walking the list, many by
-/// walking the list's order; either way the answer is the changed items' newest, exactly.
-@Suite("PostgreSQL plans of the page statements")
+/// The page and full-list statements are planned once per connection, and a page sync's one plan reads its changes
+/// the cheap way for both few and many changes (`PreparedPageStatements`): few through `items_delta` without walking
+/// the list, many by walking the list's order; either way the answer is the changed items' newest, exactly.
+@Suite("PostgreSQL plans of the page and full-list statements")
 struct PostgresPagePlanTests {
     /// 20,000 contacts of one family, versions 1…20,000 in an order unlike the list's, one in ten deleted; and a small
     /// family of 50. Returns (small, large).
@@ -80,6 +80,38 @@ struct PostgresPagePlanTests {
                             if anchor == nil, since < 19_990 { #expect(expected.count == 21) }
                         }
                     }
+                }
+            }
+        }
+    }
+
+    @Test("a full list keeps one plan, which reads the list through items_delta, and every live row")
+    func fullListPlan() async throws {
+        try await Backend.postgres.withStore { opened in
+            let store = try #require(opened as? PostgresStore)
+            let (small, large) = try await Self.seed(store)
+            try await store.withReadSnapshot { pinned in
+                let pinned = try #require(pinned as? PostgresStore)
+                try await pinned.read { conn in
+                    for run in 0..<8 {
+                        let (family, live) = run % 2 == 0 ? (small, 45) : (large, 18_000)
+                        var bodies = 0
+                        try await pinned.forEachLivePage(on: conn, familyID: family, collection: "contacts") { bodies += $0.count }
+                        var rows = 0
+                        for try await _ in try await conn.run(
+                            PreparedStatements.LiveRows(familyID: family, collection: "contacts"), prepared: true, logger: pinned.logger)
+                        {
+                            rows += 1
+                        }
+                        #expect(bodies == live && rows == live)
+                    }
+                    for name in [PreparedStatements.LiveRows.name, PreparedStatements.SnapshotLiveRows.name] {
+                        let (generic, custom) = try await PostgresPlanTests.planCounts(name, conn, pinned.logger)
+                        #expect(custom <= 5 && generic >= 3, "\(name): \(generic) generic and \(custom) custom plans in 8 runs")
+                    }
+                    let plan = try await PostgresPlanTests.plan(
+                        "EXECUTE \(PreparedStatements.LiveRows.name)('\(large)', 'contacts')", conn, pinned.logger)
+                    #expect(plan.contains("items_delta") && !plan.contains("Seq Scan on items"), "\(plan)")
                 }
             }
         }

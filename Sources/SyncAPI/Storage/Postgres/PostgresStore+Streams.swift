@@ -15,21 +15,13 @@ extension PostgresStore {
         // the body is read: a live row always has one, so a NULL body is the join's row of a family with no items.
         do {
             try await answersClient.withConnection { conn in
-                let rows = try await conn.query(
-                    """
-                    SELECT f.version, i.body
-                    FROM families f
-                    LEFT JOIN items i ON i.family_id = f.id AND i.collection = \(collection) AND i.parent_id = '' AND NOT i.deleted
-                    WHERE f.id = \(familyID)
-                    ORDER BY i.version, i.id
-                    """, logger: logger)
+                let rows = try await conn.run(
+                    PreparedStatements.LiveRows(familyID: familyID, collection: collection), prepared: usesPreparedStatements,
+                    logger: logger)
                 var started = false
                 var batch = LiveBodies()
                 batch.reserveCapacity(StreamPaging.pageSize)
-                for try await row in rows {
-                    var columns = ColumnReader(row)
-                    let version: Int64 = try columns.next()
-                    let body: ByteBuffer? = try columns.next()
+                for try await (version, body) in rows {
                     if !started {
                         started = true
                         try await start(version)
@@ -78,17 +70,11 @@ extension PostgresStore {
     func forEachLivePage(
         on conn: PostgresConnection, familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void
     ) async throws {
-        let rows = try await conn.query(
-            """
-            SELECT body FROM items
-            WHERE family_id = \(familyID) AND collection = \(collection) AND parent_id = '' AND NOT deleted
-            ORDER BY version, id
-            """, logger: logger)
+        let rows = try await conn.run(
+            PreparedStatements.SnapshotLiveRows(familyID: familyID, collection: collection), prepared: usesPreparedStatements, logger: logger)
         var batch = LiveBodies()
         batch.reserveCapacity(StreamPaging.pageSize)
-        for try await row in rows {
-            var columns = ColumnReader(row)
-            let body: ByteBuffer? = try columns.next()
+        for try await body in rows {
             guard let body else { continue }
             batch.append(body)
             if batch.count == StreamPaging.pageSize {
