@@ -211,6 +211,9 @@ struct GroupRoutes {
 extension GroupRoutes {
     /// `url` with `.` and `..` path segments resolved and empty ones dropped; nil when `..` climbs above the root.
     static func resolvingDotSegments(_ url: String) -> String? {
+        // Most paths have nothing to resolve: one pass over the bytes instead of a split and a join (issue 19: 2 % of
+        // a group's samples).
+        if Self.isResolved(url) { return url }
         let parts = url.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         var segments: [Substring] = []
         for segment in parts[0].split(separator: "/") {
@@ -226,6 +229,25 @@ extension GroupRoutes {
 }
 
 /// Holds the router's responder, which exists only once every route (the group route included) is registered.
+extension GroupRoutes {
+    /// True when the path of `url` starts with `/` and has no empty, `.` or `..` segment.
+    static func isResolved(_ url: String) -> Bool {
+        var previous: UInt8 = 0
+        var first = true
+        for byte in url.utf8 {
+            if byte == UInt8(ascii: "?") { break }
+            if first {
+                guard byte == UInt8(ascii: "/") else { return false }
+                first = false
+            } else if previous == UInt8(ascii: "/") && (byte == UInt8(ascii: "/") || byte == UInt8(ascii: ".")) {
+                return false
+            }
+            previous = byte
+        }
+        return !first
+    }
+}
+
 final class ResponderBox: Sendable {
     let value = Mutex<RouterResponder<AppRequestContext>?>(nil)
 }
