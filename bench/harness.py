@@ -286,6 +286,11 @@ PGBENCH = {"delta-changes": "delta-changes", "delta-changes-c64": "delta-changes
            "put-writes": "put-writes"}
 
 
+def switches_of(server):
+    """The server's context switches so far; 0 for a server that does not count them (Kinto)."""
+    return server.switches() if hasattr(server, "switches") else 0
+
+
 def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
     out = os.path.join(work, f"wrk-{name}.json")
     env = {**os.environ, "BENCH_FAMILIES": families, "BENCH_CASE": case, "BENCH_PATH": path, "BENCH_OUT": out}
@@ -294,7 +299,7 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
     rss0 = server.status("VmRSS")
     server.reset_peak()
     tx0, t0 = (pg.transactions() if pg else 0), time.time()
-    cpu0, db_cpu0, switches0 = server.cpu(), (pg.cpu_seconds() if pg else 0), server.switches()
+    cpu0, db_cpu0, switches0 = server.cpu(), (pg.cpu_seconds() if pg else 0), switches_of(server)
     threads = min(args.threads, conns)
     perf = None
     if args.perf or args.perf_all:
@@ -306,7 +311,7 @@ def run_wrk(server, pg, name, case, path, families, conns, work, duration=None):
     wrk = subprocess.run(["wrk", f"-t{threads}", f"-c{conns}", f"-d{max(1, round(duration or DUR))}s", "--timeout", "30s", "-s",
                           os.path.join(HERE, "wrk", "case.lua"), server.url], env=env, capture_output=True, text=True)
     elapsed = time.time() - t0
-    cpu1, db_cpu1, switches1 = server.cpu(), (pg.cpu_seconds() if pg else 0), server.switches()
+    cpu1, db_cpu1, switches1 = server.cpu(), (pg.cpu_seconds() if pg else 0), switches_of(server)
     if perf:
         perf.send_signal(signal.SIGINT)
         perf.wait(60)
