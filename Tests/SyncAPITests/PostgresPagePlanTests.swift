@@ -36,50 +36,43 @@ struct PostgresPagePlanTests {
 
     @Test("a sync keeps one plan; few changes are read through items_delta, many by walking the list, both exactly")
     func syncReadsChangesBothWays() async throws {
-        try await Backend.postgres.withStore { opened in
-            let store = try #require(opened as? PostgresStore)
-            let (small, large) = try await Self.seed(store)
-            try await store.withReadSnapshot { pinned in
-                let pinned = try #require(pinned as? PostgresStore)
-                try await pinned.read { conn in
-                    let query = PageQuery(collection: "contacts", anchorID: nil, limit: 20, tags: nil, children: nil)
-                    let anchored = PageQuery(collection: "contacts", anchorID: "c5", limit: 20, tags: nil, children: nil)
-                    for run in 0..<8 {
-                        let (family, top): (String, Int64) = run % 2 == 0 ? (small, 50) : (large, 20_000)
-                        _ = try await pinned.pageSync(familyID: family, query: query, since: top - 10)
-                        _ = try await pinned.pageSync(familyID: family, query: anchored, since: top - 10)
-                        _ = try await pinned.page(familyID: family, query: query)
-                        _ = try await pinned.page(familyID: family, query: anchored)
-                    }
-                    for name in [
-                        PreparedStatements.PageSync.name, PreparedStatements.AnchoredPageSync.name, PreparedStatements.Page.name,
-                        PreparedStatements.AnchoredPage.name,
-                    ] {
-                        let (generic, custom) = try await PostgresPlanTests.planCounts(name, conn, pinned.logger)
-                        #expect(custom <= 5 && generic >= 3, "\(name): \(generic) generic and \(custom) custom plans in 8 runs")
-                    }
+        try await Self.onSeededSnapshot { pinned, conn, small, large in
+            let query = PageQuery(collection: "contacts", anchorID: nil, limit: 20, tags: nil, children: nil)
+            let anchored = PageQuery(collection: "contacts", anchorID: "c5", limit: 20, tags: nil, children: nil)
+            for run in 0..<8 {
+                let (family, top): (String, Int64) = run % 2 == 0 ? (small, 50) : (large, 20_000)
+                _ = try await pinned.pageSync(familyID: family, query: query, since: top - 10)
+                _ = try await pinned.pageSync(familyID: family, query: anchored, since: top - 10)
+                _ = try await pinned.page(familyID: family, query: query)
+                _ = try await pinned.page(familyID: family, query: anchored)
+            }
+            for name in [
+                PreparedStatements.PageSync.name, PreparedStatements.AnchoredPageSync.name, PreparedStatements.Page.name,
+                PreparedStatements.AnchoredPage.name,
+            ] {
+                let (generic, custom) = try await PostgresPlanTests.planCounts(name, conn, pinned.logger)
+                #expect(custom <= 5 && generic >= 3, "\(name): \(generic) generic and \(custom) custom plans in 8 runs")
+            }
 
-                    // Few changes (9 live ones): read through items_delta; the walk of the list never runs.
-                    let few = try await Self.plan(
-                        "EXECUTE \(PreparedStatements.PageSync.name)('\(large)', 'contacts', '', NULL, 21, NULL, 1, 19990)", conn,
-                        pinned.logger)
-                    #expect(few.contains("items_delta") && !few.contains("Seq Scan on items"), "\(few)")
-                    #expect(Self.walk(few).contains("never executed"), "\(few)")
-                    // Many (1,800 live ones): more than the statement sorts itself, so it walks the list.
-                    let many = try await Self.plan(
-                        "EXECUTE \(PreparedStatements.PageSync.name)('\(large)', 'contacts', '', NULL, 21, NULL, 1, 18000)", conn,
-                        pinned.logger)
-                    #expect(!Self.walk(many).contains("never executed"), "\(many)")
+            // Few changes (9 live ones): read through items_delta; the walk of the list never runs.
+            let few = try await Self.plan(
+                "EXECUTE \(PreparedStatements.PageSync.name)('\(large)', 'contacts', '', NULL, 21, NULL, 1, 19990)", conn,
+                pinned.logger)
+            #expect(few.contains("items_delta") && !few.contains("Seq Scan on items"), "\(few)")
+            #expect(Self.walk(few).contains("never executed"), "\(few)")
+            // Many (1,800 live ones): more than the statement sorts itself, so it walks the list.
+            let many = try await Self.plan(
+                "EXECUTE \(PreparedStatements.PageSync.name)('\(large)', 'contacts', '', NULL, 21, NULL, 1, 18000)", conn,
+                pinned.logger)
+            #expect(!Self.walk(many).contains("never executed"), "\(many)")
 
-                    for since: Int64 in [19_990, 19_000, 18_000, 0] {
-                        for anchor in [nil, "c5", "c16000"] {
-                            let q = PageQuery(collection: "contacts", anchorID: anchor, limit: 20, tags: nil, children: nil)
-                            let rows = try await pinned.pageSync(familyID: large, query: q, since: since)
-                            let expected = try await Self.newestChanged(large, since: since, atOrAbove: anchor, conn, pinned.logger)
-                            #expect(rows.changed.map(\.id) == expected, "since \(since), anchor \(anchor ?? "none")")
-                            if anchor == nil, since < 19_990 { #expect(expected.count == 21) }
-                        }
-                    }
+            for since: Int64 in [19_990, 19_000, 18_000, 0] {
+                for anchor in [nil, "c5", "c16000"] {
+                    let q = PageQuery(collection: "contacts", anchorID: anchor, limit: 20, tags: nil, children: nil)
+                    let rows = try await pinned.pageSync(familyID: large, query: q, since: since)
+                    let expected = try await Self.newestChanged(large, since: since, atOrAbove: anchor, conn, pinned.logger)
+                    #expect(rows.changed.map(\.id) == expected, "since \(since), anchor \(anchor ?? "none")")
+                    if anchor == nil, since < 19_990 { #expect(expected.count == 21) }
                 }
             }
         }
@@ -87,34 +80,42 @@ struct PostgresPagePlanTests {
 
     @Test("a full list keeps one plan, which reads the family's list by an index, and every live row")
     func fullListPlan() async throws {
+        try await Self.onSeededSnapshot { pinned, conn, small, large in
+            for run in 0..<8 {
+                let (family, live) = run % 2 == 0 ? (small, 45) : (large, 18_000)
+                var bodies = 0
+                try await pinned.forEachLivePage(on: conn, familyID: family, collection: "contacts") { bodies += $0.count }
+                var rows = 0
+                for try await _ in try await conn.run(
+                    PreparedStatements.LiveRows(familyID: family, collection: "contacts"), prepared: true, logger: pinned.logger)
+                {
+                    rows += 1
+                }
+                #expect(bodies == live && rows == live)
+            }
+            for name in [PreparedStatements.LiveRows.name, PreparedStatements.SnapshotLiveRows.name] {
+                let (generic, custom) = try await PostgresPlanTests.planCounts(name, conn, pinned.logger)
+                #expect(custom <= 5 && generic >= 3, "\(name): \(generic) generic and \(custom) custom plans in 8 runs")
+            }
+            let plan = try await PostgresPlanTests.plan(
+                "EXECUTE \(PreparedStatements.LiveRows.name)('\(large)', 'contacts')", conn, pinned.logger)
+            // Through items_delta or items_order, as the statistics make it cheaper: either way the family's
+            // list by its index, never the table (the sort by version is the old statement's too).
+            #expect(!plan.contains("Seq Scan on items") && plan.contains("Index Cond: ((family_id = "), "\(plan)")
+        }
+    }
+
+    /// `body` on a snapshot's connection of a store that `seed` filled: the store pinned to it, its connection, and
+    /// the small and the large family.
+    static func onSeededSnapshot(
+        _ body: @escaping @Sendable (PostgresStore, PostgresConnection, _ small: String, _ large: String) async throws -> Void
+    ) async throws {
         try await Backend.postgres.withStore { opened in
             let store = try #require(opened as? PostgresStore)
             let (small, large) = try await Self.seed(store)
             try await store.withReadSnapshot { pinned in
                 let pinned = try #require(pinned as? PostgresStore)
-                try await pinned.read { conn in
-                    for run in 0..<8 {
-                        let (family, live) = run % 2 == 0 ? (small, 45) : (large, 18_000)
-                        var bodies = 0
-                        try await pinned.forEachLivePage(on: conn, familyID: family, collection: "contacts") { bodies += $0.count }
-                        var rows = 0
-                        for try await _ in try await conn.run(
-                            PreparedStatements.LiveRows(familyID: family, collection: "contacts"), prepared: true, logger: pinned.logger)
-                        {
-                            rows += 1
-                        }
-                        #expect(bodies == live && rows == live)
-                    }
-                    for name in [PreparedStatements.LiveRows.name, PreparedStatements.SnapshotLiveRows.name] {
-                        let (generic, custom) = try await PostgresPlanTests.planCounts(name, conn, pinned.logger)
-                        #expect(custom <= 5 && generic >= 3, "\(name): \(generic) generic and \(custom) custom plans in 8 runs")
-                    }
-                    let plan = try await PostgresPlanTests.plan(
-                        "EXECUTE \(PreparedStatements.LiveRows.name)('\(large)', 'contacts')", conn, pinned.logger)
-                    // Through items_delta or items_order, as the statistics make it cheaper: either way the family's
-                    // list by its index, never the table (the sort by version is the old statement's too).
-                    #expect(!plan.contains("Seq Scan on items") && plan.contains("Index Cond: ((family_id = "), "\(plan)")
-                }
+                try await pinned.read { conn in try await body(pinned, conn, small, large) }
             }
         }
     }

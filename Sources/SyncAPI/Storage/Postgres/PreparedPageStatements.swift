@@ -1,8 +1,8 @@
 import PostgresNIO
 
 /// A paginated sync and a page as prepared statements, planned once per connection like the deltas (issue 19:
-/// planning a page statement again on every run was more than half of PostgreSQL's time for it, 0.95 ms against
-/// 0.47 ms with its plan kept, for a list of 30 threads and their messages).
+/// planning a page statement again on every run was more than half of PostgreSQL's time for it, 0.90 ms against
+/// 0.39 ms with its plan kept, for a list of 30 threads and their messages).
 ///
 /// A statement's shape is fixed by whether a `lastId` anchor is given (it bounds the index walk, so it cannot be a
 /// filter). Everything else is a value read through a sub-select, so that no plan depends on it and PostgreSQL keeps
@@ -129,8 +129,8 @@ enum PreparedPageStatements {
     /// Parts in order; in a part, `gone` by version, children by parent, and items in the list's order.
     private static let order = " ORDER BY part, pid, ord, sort_ms DESC, id DESC"
 
-    /// The values of a page or a sync, in the order of their parameters.
-    static func bindings(familyID: String, query: PageQuery, since: Int64??) -> PostgresBindings {
+    /// The values of a page (`sync` false) or a sync, in the order of their parameters.
+    static func bindings(familyID: String, query: PageQuery, sync: Bool, since: Int64?) -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 9)
         bindings.append(familyID)
         bindings.append(query.collection)
@@ -139,64 +139,67 @@ enum PreparedPageStatements {
         bindings.append(Int64(query.limit + 1))
         bindings.append(query.children?.collection)
         bindings.append(Int64((query.children?.limit ?? 0) + 1))
-        if let since { bindings.append(since) }
+        if sync { bindings.append(since) }
         if let anchorID = query.anchorID { bindings.append(anchorID) }
         return bindings
     }
 }
 
+/// A page statement of `PreparedStatements`: its values and rows are those of every shape; only its SQL differs.
+protocol PageStatement: PostgresPreparedStatement where Row == PostgresItemStatements.PartRow {
+    /// True for a sync's statements, which take the date's version.
+    static var isSync: Bool { get }
+    var familyID: String { get }
+    var query: PageQuery { get }
+    /// The date's version (nil: none); always nil for a page.
+    var since: Int64? { get }
+}
+
+extension PageStatement {
+    func makeBindings() throws -> PostgresBindings {
+        PreparedPageStatements.bindings(familyID: familyID, query: query, sync: Self.isSync, since: since)
+    }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try PostgresItemStatements.partRow(row) }
+}
+
 extension PreparedStatements {
     /// A paginated sync from the top of the list (no `lastId`).
-    struct PageSync: PostgresPreparedStatement {
+    struct PageSync: PageStatement {
         static let name = "syncapi_page_sync"
         static let sql = PreparedPageStatements.syncSQL(anchored: false)
-        typealias Row = PostgresItemStatements.PartRow
+        static let isSync = true
         let familyID: String
         let query: PageQuery
         let since: Int64?
-
-        func makeBindings() throws -> PostgresBindings {
-            PreparedPageStatements.bindings(familyID: familyID, query: query, since: .some(since))
-        }
-        func decodeRow(_ row: PostgresRow) throws -> Row { try PostgresItemStatements.partRow(row) }
     }
 
     /// A paginated sync of a client whose cached list ends at `lastId`.
-    struct AnchoredPageSync: PostgresPreparedStatement {
+    struct AnchoredPageSync: PageStatement {
         static let name = "syncapi_anchored_page_sync"
         static let sql = PreparedPageStatements.syncSQL(anchored: true)
-        typealias Row = PostgresItemStatements.PartRow
+        static let isSync = true
         let familyID: String
         let query: PageQuery
         let since: Int64?
-
-        func makeBindings() throws -> PostgresBindings {
-            PreparedPageStatements.bindings(familyID: familyID, query: query, since: .some(since))
-        }
-        func decodeRow(_ row: PostgresRow) throws -> Row { try PostgresItemStatements.partRow(row) }
     }
 
     /// The first page of a list.
-    struct Page: PostgresPreparedStatement {
+    struct Page: PageStatement {
         static let name = "syncapi_page"
         static let sql = PreparedPageStatements.pageSQL(anchored: false)
-        typealias Row = PostgresItemStatements.PartRow
+        static let isSync = false
         let familyID: String
         let query: PageQuery
-
-        func makeBindings() throws -> PostgresBindings { PreparedPageStatements.bindings(familyID: familyID, query: query, since: nil) }
-        func decodeRow(_ row: PostgresRow) throws -> Row { try PostgresItemStatements.partRow(row) }
+        var since: Int64? { nil }
     }
 
     /// The page below `lastId`.
-    struct AnchoredPage: PostgresPreparedStatement {
+    struct AnchoredPage: PageStatement {
         static let name = "syncapi_anchored_page"
         static let sql = PreparedPageStatements.pageSQL(anchored: true)
-        typealias Row = PostgresItemStatements.PartRow
+        static let isSync = false
         let familyID: String
         let query: PageQuery
-
-        func makeBindings() throws -> PostgresBindings { PreparedPageStatements.bindings(familyID: familyID, query: query, since: nil) }
-        func decodeRow(_ row: PostgresRow) throws -> Row { try PostgresItemStatements.partRow(row) }
+        var since: Int64? { nil }
     }
 }
