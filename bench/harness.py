@@ -49,6 +49,10 @@ ap.add_argument("--perf", action="store_true",
 ap.add_argument("--perf-all", action="store_true",
                 help="profile the whole machine during each case (perf record -a): writes OUT/perf-all-<backend>-<case>.txt, "
                      "the share of each process (server, PostgreSQL, wrk, kernel) and PostgreSQL's top symbols")
+ap.add_argument("--floor", metavar="BIN",
+                help="PostgreSQL: after the cases, run the delta cases against the stack's floor (bench/floor: Hummingbird "
+                     "and PostgresNIO answering the delta's prepared statement, nothing else; bench/floor/build prints its "
+                     "path) on the same data: floor-* rows, their ratio to pgbench, and each delta's ÷ floor")
 args = ap.parse_args()
 if args.perf and args.perf_all:
     sys.exit("bench: --perf and --perf-all each profile a case; give one")
@@ -173,12 +177,13 @@ class Standby(Postgres):
 
 
 class Server:
-    def __init__(self, database, work, binary=None, label="", extra=()):
+    def __init__(self, database, work, binary=None, label="", extra=(), command=None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(os.path.join(work, f"server{'-' + label if label else ''}.log"), "a")  # a restart appends
         cap = str(max(30000, args.streams * 2))
         self.proc = subprocess.Popen(
+            command(self.port) if command else
             [binary or BIN, "serve", "--port", str(self.port), "--database", database, "--bcrypt-cost", "4", "--max-connections", cap,
              "--max-streams-per-instance", cap, "--max-streams-per-account", "1000", "--max-connections-per-address", cap,
              "--signup-rate", "1000000", "--login-rate", "1000000",
@@ -535,12 +540,42 @@ def standby_phase(pg, server, database, work, files, rows):
     return Server(database, work)
 
 
+# The floor's pool: the server's default (PoolSize.defaultConnections), which its deltas use.
+FLOOR_CONNECTIONS = max(4, 2 * (os.cpu_count() or 1) + 2)
+# The floor's cases: (name, the SyncAPI case it is the floor of, families file key).
+FLOOR_CASES = [("floor-delta-changes", "delta-changes", "small"), ("floor-delta-one-family", "delta-one-family", "one")]
+
+
+def floor_phase(pg, database, work, files, results):
+    """The stack's floor (--floor) on the bench's data: its /health and the delta cases, each with the pgbench rate of
+    its SyncAPI counterpart; sets ratio_floor (req/s ÷ the floor's) on the counterparts. Rows of backend "floor"."""
+    floor = Server(database, work, label="floor", command=lambda port: [
+        os.path.abspath(args.floor), "--port", str(port), "--db-port", str(pg.port), "--db-user", "postgres",
+        "--db-name", "postgres", "--connections", str(FLOOR_CONNECTIONS)])
+    rows = []
+    try:
+        rows.append(run_wrk(floor, pg, "health", "get", "/health", files["small"], args.connections, work))
+        mine = {r["case"]: r for r in results}
+        for name, counterpart, fam in FLOOR_CASES:
+            if counterpart not in mine or mine[counterpart].get("failed"):
+                continue
+            row = run_wrk(floor, pg, name, "get", "/floor/delta?family={fam}&since={d0}", files[fam], args.connections, work)
+            tps = mine[counterpart].get("pgbench_tps")
+            if tps and row.get("rps"):
+                row.update({"pgbench_tps": tps, "ratio_pgbench": row["rps"] / tps})
+                mine[counterpart]["ratio_floor"] = mine[counterpart]["rps"] / row["rps"]
+            rows.append(row)
+    finally:
+        floor.stop()
+    return rows
+
+
 def bench_backend(backend, work):
     global BACKEND
     BACKEND = backend
     pg = Postgres(work) if backend == "postgres" else None
     server = Server(pg.url if pg else f"sqlite:{os.path.join(work, 'bench.sqlite')}", work)
-    results, seed, compared, kinto_rows, standby_rows = [], {}, {}, [], []
+    results, seed, compared, kinto_rows, standby_rows, floor_rows = [], {}, {}, [], [], []
     try:
         data = os.path.join(work, "data")
         t0 = time.time()
@@ -608,6 +643,8 @@ def bench_backend(backend, work):
             server = standby_phase(pg, server, database, work, files, standby_rows)
         if args.streams and server.alive() and (not args.cases or "streams" in args.cases):
             streams_case(server, pg, work, files["small"], results)
+        if pg and args.floor:
+            floor_rows = floor_phase(pg, database, work, files, results)
         if pg and args.kinto == "auto" and not args.smoke:
             sys.path.insert(0, HERE)
             import kinto_case
@@ -626,6 +663,8 @@ def bench_backend(backend, work):
     if standby_rows:
         runs.append({"backend": f"{backend}+{args.standbys}standbys", "seed": seed, "results": standby_rows,
                      "server_alive_at_end": True, "server_log_errors": []})
+    if floor_rows:
+        runs.append({"backend": "floor", "seed": seed, "results": floor_rows, "server_alive_at_end": True, "server_log_errors": []})
     if kinto_rows:
         runs.append({"backend": "kinto", "seed": {}, "results": kinto_rows, "server_alive_at_end": True, "server_log_errors": []})
     for run in runs:
@@ -647,11 +686,11 @@ def fmt(v, spec):
 def table(runs):
     lines = ["| backend | case | conns | req/s | p50 ms | p90 ms | p99 ms | max ms | p99 ÷ p50 | bytes/answer | "
              "server RSS MiB before → peak | ÷ /health | pgbench tps | ÷ pgbench | DB xact/s | server CPU ms/req | "
-             "server switches/req | DB CPU ms/req | × Kinto | errors |", "|" + "---|" * 20]
+             "server switches/req | DB CPU ms/req | × Kinto | ÷ floor | errors |", "|" + "---|" * 21]
     for run in runs:
         for r in run["results"]:
             if r.get("failed"):
-                lines.append(f"| {run['backend']} | {r['case']} | failed |" + " |" * 17)
+                lines.append(f"| {run['backend']} | {r['case']} | failed |" + " |" * 18)
                 continue
             errors = (r.get("socket_errors") or 0) + (r.get("status_errors") or 0)
             lines.append("| " + " | ".join([
@@ -660,7 +699,7 @@ def table(runs):
                 fmt(r.get("bytes_per_answer"), ",.0f"), f"{fmt(r.get('rss_before_mb'), ',.0f')} → {fmt(r.get('rss_peak_mb'), ',.0f')}",
                 fmt(r.get("ratio_health"), ".3f"), fmt(r.get("pgbench_tps"), ",.0f"), fmt(r.get("ratio_pgbench"), ".2f"),
                 fmt(r.get("db_xact_per_s"), ",.0f"), fmt(r.get("server_cpu_ms_per_req"), ".2f"),
-                fmt(r.get("server_switches_per_req"), ".1f"), fmt(r.get("db_cpu_ms_per_req"), ".2f"), fmt(r.get("ratio_kinto"), ".1f"), str(errors)]) + " |")
+                fmt(r.get("server_switches_per_req"), ".1f"), fmt(r.get("db_cpu_ms_per_req"), ".2f"), fmt(r.get("ratio_kinto"), ".1f"), fmt(r.get("ratio_floor"), ".2f"), str(errors)]) + " |")
     standby_rows = [(run, r) for run in runs for r in run["results"] if r.get("standby_share") is not None]
     if standby_rows:
         # Without standbys: the same case on the same data right before the standbys started (alone_*); a results.json
@@ -805,7 +844,7 @@ def main():
         f.write(md + "\n")
     keys = ["backend", "case", "connections", "requests", "rps", "p50_ms", "p90_ms", "p99_ms", "max_ms", "tail", "bytes_per_answer", "rss_before_mb", "rss_peak_mb",
             "rss_after_mb", "ratio_health", "pgbench_tps", "pgbench_latency_ms", "ratio_pgbench", "db_xact_per_s", "socket_errors",
-            "status_errors", "streams_opened", "stream_changes", "server_cpu_ms_per_req", "server_switches_per_req", "db_cpu_ms_per_req", "server_cpu_share", "ratio_kinto"]
+            "status_errors", "streams_opened", "stream_changes", "server_cpu_ms_per_req", "server_switches_per_req", "db_cpu_ms_per_req", "server_cpu_share", "ratio_kinto", "ratio_floor"]
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, keys, extrasaction="ignore")
         w.writeheader()

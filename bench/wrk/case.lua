@@ -6,6 +6,7 @@
 --   BENCH_BODY      for post: the JSON body, with {d0} {d1} replaced like the path
 --   BENCH_AUTH      the Authorization scheme put before the family's token (default Bearer; Basic for Kinto)
 --   BENCH_PATH      for get: the path, with {d0} {d1} replaced by the family's dates (D0: before 15 writes, D1: after)
+--                   and {fam} by its id (the stack's floor, bench/floor, reads no token)
 --   BENCH_OUT       where done() writes the JSON summary (requests, bytes, errors, latency percentiles in µs)
 --   BENCH_STATUS    when set, counts answers by status class (2xx..5xx) in response(); costs a little wrk CPU
 local families = {}
@@ -26,15 +27,16 @@ end
 function init(args)
    math.randomseed(os.time() * 1000 + (tid or 0) * 7919)
    for line in io.lines(os.getenv("BENCH_FAMILIES")) do
-      local token, d0, d1 = line:match("^(%S+)%s+(%S+)%s+(%S+)")
+      local token, d0, d1, fam = line:match("^(%S+)%s+(%S+)%s+(%S+)%s+(%S+)")
+      if not token then token, d0, d1 = line:match("^(%S+)%s+(%S+)%s+(%S+)") end
       if not token then token, d0 = line:match("^(%S+)%s+(%S+)"); d1 = d0 end
-      table.insert(families, {token = token, d0 = d0, d1 = d1})
+      table.insert(families, {token = token, d0 = d0, d1 = d1, fam = fam or ""})
    end
    if #families == 0 then error("no families in " .. tostring(os.getenv("BENCH_FAMILIES"))) end
 end
 
 local function fill(s, f)
-   return (s:gsub("{d0}", f.d0):gsub("{d1}", f.d1))
+   return (s:gsub("{d0}", f.d0):gsub("{d1}", f.d1):gsub("{fam}", f.fam))
 end
 
 local appstart = '{"requests":[' ..

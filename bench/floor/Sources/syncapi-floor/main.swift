@@ -1,0 +1,87 @@
+import Hummingbird
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The least a server on this stack does for a delta: the bench's `delta-*` cases with everything of SyncAPI's own
+/// taken out (no token, no date to check, no deadline, no metrics, no answer model): one pooled connection, the
+/// server's prepared statement of a collection's delta, and each row's body copied into the answer as it comes.
+///
+/// `GET /floor/delta?family=<family id>&since=<date of sync>` (the version is what follows the date's last dot);
+/// `GET /health` answers `ok`, the plaintext route; an unknown family is 404. Run by bench/harness.py `--floor`.
+struct CollectionDelta: PostgresPreparedStatement {
+    static let name = "floor_collection_delta"
+    // The SQL of PreparedStatements.CollectionDelta in Sources/SyncAPI/Storage/Postgres/PreparedStatements.swift.
+    static let sql = """
+        SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+        FROM families f
+        LEFT JOIN items i ON i.family_id = f.id AND i.collection = (SELECT $2::text) AND i.parent_id = ''
+          AND i.version > (SELECT $3::int8) AND ((SELECT $4::bool) OR NOT i.deleted)
+        WHERE f.id = (SELECT $1::text)
+        ORDER BY i.version
+        """
+    typealias Row = PostgresRow
+    let familyID: String
+    let since: Int64
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(familyID)
+        bindings.append("contacts")
+        bindings.append(since)
+        bindings.append(true)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+}
+
+func option(_ name: String, _ fallback: String) -> String {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return fallback }
+    return arguments[index + 1]
+}
+
+var logger = Logger(label: "syncapi-floor")
+logger.logLevel = .warning
+var configuration = PostgresClient.Configuration(
+    host: option("--db-host", "127.0.0.1"), port: Int(option("--db-port", "5432")) ?? 5432,
+    username: option("--db-user", "postgres"), password: nil, database: option("--db-name", "postgres"), tls: .disable)
+let connections = Int(option("--connections", "6")) ?? 6
+configuration.options.minimumConnections = connections
+configuration.options.maximumConnections = connections
+let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+
+let router = Router()
+router.get("health") { _, _ in "ok" }
+router.get("floor/delta") { request, _ -> Response in
+    guard let family = request.uri.queryParameters["family"], let date = request.uri.queryParameters["since"],
+        let dot = date.lastIndex(of: "."), let since = Int64(date[date.index(after: dot)...])
+    else { return Response(status: .badRequest) }
+    let statement = CollectionDelta(familyID: String(family), since: since)
+    let answer = try await client.withConnection { conn -> ByteBuffer? in
+        var answer = ByteBuffer()
+        var first = true
+        for try await row in try await conn.execute(statement, logger: logger) {
+            var cells = row.makeIterator()
+            if first, var version = cells.next()?.bytes, let value = version.readInteger(as: Int64.self) {
+                answer.writeString("{\"version\":\(value),\"items\":[")
+            }
+            for _ in 0..<5 { _ = cells.next() }
+            if var body = cells.next()?.bytes {
+                if !first { answer.writeString(",") }
+                answer.writeBuffer(&body)
+            }
+            first = false
+        }
+        answer.writeString("]}")
+        return first ? nil : answer
+    }
+    // No row at all: no such family (the bench's smoke run fails on it: the wrk script's families are wrong).
+    guard let answer else { return Response(status: .notFound) }
+    return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: answer))
+}
+let port = Int(option("--port", "8090")) ?? 8090
+let app = Application(
+    router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), services: [client], logger: logger)
+try await app.runService()
