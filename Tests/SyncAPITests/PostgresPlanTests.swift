@@ -59,8 +59,17 @@ struct PostgresPlanTests {
                                     DeltaRequest(familyID: family, collections: ["events"], since: nil),
                                 ], familyID: family, limit: 20_000, conn: conn, prepared: true, logger: pinned.logger))
                         #expect(deltas.count == 2)
+                        let batched = try await DeltaBatcher.read(
+                            [
+                                .init(familyID: small, collections: ["contacts"], since: 95),
+                                .init(familyID: large, collections: ["contacts", "events"], since: 3_990),
+                            ], conn: conn, prepared: true, logger: pinned.logger)
+                        #expect(batched.count == 2 && batched.allSatisfy { $0 != nil })
                     }
-                    for name in [PreparedStatements.CollectionDelta.name, PreparedStatements.Delta.name, PreparedStatements.Deltas.name] {
+                    for name in [
+                        PreparedStatements.CollectionDelta.name, PreparedStatements.Delta.name, PreparedStatements.Deltas.name,
+                        PreparedStatements.BatchedDeltas.name,
+                    ] {
                         let (generic, custom) = try await Self.planCounts(name, conn, pinned.logger)
                         #expect(custom <= 5 && generic >= 3, "\(name): \(generic) generic and \(custom) custom plans in 8 runs")
                     }
@@ -78,6 +87,14 @@ struct PostgresPlanTests {
                             EXECUTE \(PreparedStatements.Deltas.name)('\(family)', '{0,1}', '{contacts,events}', '{95,0}', '{t,f}', 2001)
                             """, conn, pinned.logger)
                         #expect(deltas.contains("items_delta") && !deltas.contains("Seq Scan on items"), "\(deltas)")
+                        // Several requests' deltas: each call's rows through the index, never the table.
+                        let batched = try await Self.plan(
+                            """
+                            EXECUTE \(PreparedStatements.BatchedDeltas.name)('{0,1,1}', '{\(small),\(family),\(family)}', \
+                            '{contacts,contacts,events}', '{95,90,0}', '{t,t,f}')
+                            """, conn, pinned.logger)
+                        #expect(batched.contains("items_delta") && !batched.contains("Seq Scan on items"), "\(batched)")
+                        #expect(batched.contains("version > r.after") || batched.contains("version > "), "\(batched)")
                     }
                 }
             }

@@ -15,7 +15,7 @@ enum StatementLog {
         try handle.seek(toOffset: UInt64(before))
         let lines = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self).split(separator: "\n")
         return (
-            lines.filter { $0.contains("parameters:") && $0.contains("'\(familyID)'") }.count,
+            lines.filter { $0.contains("parameters:") && $0.contains(familyID) }.count,
             lines.filter { $0.contains("BEGIN") || $0.contains("START TRANSACTION") }.count
         )
     }

@@ -86,6 +86,10 @@ public struct PoolSize: Sendable {
     /// instance held 85 MB more at 4,000 req/s (`PoolTimerTests`, docs/scaling.md); 5 s holds a sixth of that, and
     /// a connection a middlebox dropped while idle is found before a request needs it.
     public static let keepAliveFrequency: Duration = .seconds(5)
+
+    /// How many delta statements run at once on a pool of `connections` before further deltas wait and are read
+    /// together (`DeltaBatcher`): all but two, so that writes and pages always find a connection.
+    static func deltaStatements(_ connections: Int) -> Int { max(1, connections - 2) }
 }
 
 /// A store ready to use, plus the client that must run in the service group (PostgreSQL only).
@@ -154,7 +158,7 @@ public struct OpenedStore: Sendable {
                 guard case .postgres = listen else { throw DatabaseURLError("--listen-database must be a postgres:// URL") }
                 listenClient = try postgresClient(listen, logger: logger)
             }
-            var store = PostgresStore(client: client, logger: logger, deadline: deadline)
+            var store = PostgresStore(client: client, logger: logger, deadline: deadline, deltaStatements: PoolSize.deltaStatements(pool.connections))
             store.usesPreparedStatements = !pooler
             if let snapshotConnections = pool.snapshotConnections {
                 store.snapshotClient = try postgresClient(
@@ -179,7 +183,8 @@ public struct OpenedStore: Sendable {
                 // opened when needed held 150 MB more after a minute of 4,500 reads/s.
                 let readClient = try postgresClient(
                     read, pool: PoolSize(connections: pool.connections, openAtStart: true), logger: logger)
-                var readStore = PostgresStore(client: readClient, logger: logger, deadline: deadline)
+                var readStore = PostgresStore(
+                    client: readClient, logger: logger, deadline: deadline, deltaStatements: PoolSize.deltaStatements(pool.connections))
                 // No named prepared statements: one prepared before the standby replayed the schema (or a migration) fails,
                 // and PostgresNIO keeps that failure for the connection's life.
                 readStore.usesPreparedStatements = false

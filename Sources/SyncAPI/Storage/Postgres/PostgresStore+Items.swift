@@ -39,7 +39,12 @@ extension PostgresStore: ItemExecutor {
         if !prefetched.isEmpty, let delta = prefetched[DeltaRequest(familyID: familyID, collections: collections, since: since)] {
             return delta
         }
-        return try await readDelta(familyID: familyID, collections: collections, since: since)
+        // On a pinned snapshot, its own statement; else read with whatever other deltas wait (`DeltaBatcher`).
+        guard pinned == nil else { return try await readDelta(familyID: familyID, collections: collections, since: since) }
+        let (batcher, prepared) = (deltaBatcher, usesPreparedStatements)
+        let call = DeltaBatcher.Call(familyID: familyID, collections: collections, since: since)
+        guard let delta = try await guarded({ try await batcher.delta(call, prepared: prepared) }) else { throw SyncError.unauthorized }
+        return delta
     }
 
     /// One statement (`PostgresPageStatements.swift`), not the shared orchestration's several.

@@ -24,10 +24,16 @@ public struct PostgresStore: SyncStore {
     /// How long a call may wait for the database (mostly for a pooled connection) before answering 503.
     let deadline: Duration
 
-    public init(client: PostgresClient, logger: Logger, deadline: Duration = .seconds(10)) {
+    /// Reads concurrent deltas together when they would wait for a connection (`DeltaBatcher`).
+    let deltaBatcher: DeltaBatcher
+
+    /// `deltaStatements`: how many delta statements run at once before further deltas wait and are read together
+    /// (`DeltaBatcher`); the pool's other connections stay free for everything else.
+    public init(client: PostgresClient, logger: Logger, deadline: Duration = .seconds(10), deltaStatements: Int = 4) {
         self.client = client
         self.logger = logger
         self.deadline = deadline
+        deltaBatcher = DeltaBatcher(client: client, logger: logger, deadline: deadline, maxRunning: deltaStatements)
     }
 
     /// The connection, inside a REPEATABLE READ transaction, this copy of the store is pinned to (`withReadSnapshot`).

@@ -83,6 +83,46 @@ enum PreparedStatements {
         }
     }
 
+    /// The deltas of several requests, of any families, in one statement (`DeltaBatcher`): one row of the arrays per
+    /// call and collection, each call's rows tagged by it, every family's counter and horizon on its calls' rows, a
+    /// row of NULL items for a collection with no change, and no row at all for a family that does not exist. Each
+    /// call reads `items_delta` in its own lateral subquery, kept one by `OFFSET 0` (the statement's `LIMIT`-less
+    /// form of `Deltas`' fence).
+    struct BatchedDeltas: PostgresPreparedStatement {
+        static let name = "syncapi_batched_deltas"
+        static let sql = """
+            SELECT r.call, f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+            FROM unnest((SELECT $1::int8[]), (SELECT $2::text[]), (SELECT $3::text[]), (SELECT $4::int8[]), (SELECT $5::bool[]))
+              AS r(call, family_id, collection, after, include_deleted)
+            JOIN families f ON f.id = r.family_id
+            LEFT JOIN LATERAL (
+              SELECT i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag FROM items i
+              WHERE i.family_id = f.id AND i.collection = r.collection AND i.parent_id = ''
+                AND i.version > r.after AND (r.include_deleted OR NOT i.deleted)
+              OFFSET 0
+            ) i ON true
+            ORDER BY r.call, i.version
+            """
+        typealias Row = Deltas.Row
+        var calls: [Int64] = []
+        var familyIDs: [String] = []
+        var collections: [String] = []
+        var after: [Int64] = []
+        var includeDeleted: [Bool] = []
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 5)
+            bindings.append(calls)
+            bindings.append(familyIDs)
+            bindings.append(collections)
+            bindings.append(after)
+            bindings.append(includeDeleted)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try Deltas.decode(row) }
+    }
+
     /// Several deltas of one family in one statement (a group's run of reads, `PostgresStore.prefetchingDeltas`):
     /// each changed row tagged by the call it answers, the family's counter and horizon on every row, and a row of
     /// NULL items for a collection with no change; at most `limit` rows. Each call reads the index `items_delta` in
@@ -125,7 +165,9 @@ enum PreparedStatements {
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> Row {
+        func decodeRow(_ row: PostgresRow) throws -> Row { try Self.decode(row) }
+
+        static func decode(_ row: PostgresRow) throws -> Row {
             var r = ColumnReader(row)
             return (
                 try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(),

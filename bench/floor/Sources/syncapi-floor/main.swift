@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
+import NIOPosix
 import PostgresNIO
 
 /// The least a server on this stack does for a delta: the bench's `delta-*` cases with everything of SyncAPI's own
@@ -42,6 +43,11 @@ func option(_ name: String, _ fallback: String) -> String {
     return arguments[index + 1]
 }
 
+// `--loops-as-executor`: NIO's event loops as Swift concurrency's executor, no hop between the two (measured: the same
+// rate as without, docs/performance.md).
+if CommandLine.arguments.contains("--loops-as-executor") {
+    _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+}
 var logger = Logger(label: "syncapi-floor")
 logger.logLevel = .warning
 var configuration = PostgresClient.Configuration(

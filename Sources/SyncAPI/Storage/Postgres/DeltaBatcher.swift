@@ -1,0 +1,164 @@
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// Reads the deltas of concurrent requests, of any families, in one statement (issue 19, item 2).
+///
+/// A delta is one short statement, and on a loaded server its round trip costs more than the statement itself (the
+/// stack's floor, `bench/floor`: Hummingbird and PostgresNIO answering the delta's statement and nothing else,
+/// reached 0.20-0.23 of pgbench's rate for it). So deltas that wait for a connection are read together: up to
+/// `maxRunning` statements run at once, each request that finds them all busy waits, and the next statement to
+/// start takes every waiting request (at most `maxBatch`). A lone request never waits for company: with fewer than
+/// `maxRunning` statements running, it starts its own at once. Each request's answer is what its own statement
+/// would have read (`PreparedStatements.BatchedDeltas` reads every call's family counter and rows in the one
+/// statement's snapshot); a family that does not exist answers nil, as alone.
+///
+/// A request that is cancelled (its deadline, its client gone) stops waiting at once; the statement it was part of
+/// runs on for the others. A statement runs in a task of its own, under the store's deadline.
+final class DeltaBatcher: Sendable {
+    /// One delta call: the family, its collections (one for a list's sync, several for a bundle's), and the date.
+    struct Call: Sendable, Hashable {
+        let familyID: String
+        let collections: [String]
+        let since: Int64?
+    }
+
+    private struct Waiter {
+        let call: Call
+        let continuation: CheckedContinuation<Delta?, any Error>
+    }
+
+    private struct State {
+        var running = 0
+        var statements = 0
+        var nextID = 0
+        /// Requests not yet in a statement, in arrival order.
+        var queue: [Int] = []
+        /// Every request not yet answered, queued or in a running statement: whoever removes one resumes it.
+        var waiters: [Int: Waiter] = [:]
+    }
+
+    private let state = Mutex(State())
+    private let client: PostgresClient
+    private let logger: Logger
+    private let deadline: Duration
+    let maxRunning: Int
+    let maxBatch: Int
+
+    init(client: PostgresClient, logger: Logger, deadline: Duration, maxRunning: Int, maxBatch: Int = 64) {
+        self.client = client
+        self.logger = logger
+        self.deadline = deadline
+        self.maxRunning = max(1, maxRunning)
+        self.maxBatch = max(1, maxBatch)
+    }
+
+    /// The delta of `call`, read in a statement with whatever other calls are waiting; nil when its family does not
+    /// exist.
+    func delta(_ call: Call, prepared: Bool) async throws -> Delta? {
+        let id = state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Delta?, any Error>) in
+                let batch: [Int]? = state.withLock { state in
+                    state.waiters[id] = Waiter(call: call, continuation: continuation)
+                    state.queue.append(id)
+                    return Self.take(&state, maxRunning: maxRunning, maxBatch: maxBatch)
+                }
+                if let batch { start(batch, prepared: prepared) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state in
+                state.queue.removeAll { $0 == id }
+                return state.waiters.removeValue(forKey: id)
+            }
+            waiter?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// The next statement's requests, when one may start: fewer than `maxRunning` running and some waiting.
+    private static func take(_ state: inout State, maxRunning: Int, maxBatch: Int) -> [Int]? {
+        guard state.running < maxRunning, !state.queue.isEmpty else { return nil }
+        let batch = Array(state.queue.prefix(maxBatch))
+        state.queue.removeFirst(batch.count)
+        state.running += 1
+        state.statements += 1
+        return batch
+    }
+
+    /// Statements started so far, and requests waiting for one (tests).
+    var counts: (statements: Int, waiting: Int) { state.withLock { ($0.statements, $0.queue.count) } }
+
+    /// Runs statements until nobody waits: the first for `batch`, then one for whoever queued meanwhile.
+    private func start(_ batch: [Int], prepared: Bool) {
+        // Detached: the statement answers several requests, so it takes none of their task-locals (deadline, budget).
+        Task.detached { [self] in
+            var batch = batch
+            while true {
+                await run(batch, prepared: prepared)
+                let next: [Int]? = state.withLock { state in
+                    state.running -= 1
+                    return Self.take(&state, maxRunning: maxRunning, maxBatch: maxBatch)
+                }
+                guard let next else { return }
+                batch = next
+            }
+        }
+    }
+
+    private func run(_ ids: [Int], prepared: Bool) async {
+        let calls: [(id: Int, call: Call)] = state.withLock { state in ids.compactMap { id in state.waiters[id].map { (id, $0.call) } } }
+        guard !calls.isEmpty else { return }
+        let result: Result<[Delta?], any Error>
+        do {
+            let (client, logger) = (self.client, self.logger)
+            let onlyCalls = calls.map(\.call)
+            result = .success(
+                try await Deadline.run(within: deadline) {
+                    try await client.withConnection { conn in try await Self.read(onlyCalls, conn: conn, prepared: prepared, logger: logger) }
+                })
+        } catch {
+            result = .failure(error)
+        }
+        for (index, entry) in calls.enumerated() {
+            guard let waiter = state.withLock({ $0.waiters.removeValue(forKey: entry.id) }) else { continue }
+            switch result {
+            case .success(let deltas): waiter.continuation.resume(returning: deltas[index])
+            case .failure(let error): waiter.continuation.resume(throwing: error)
+            }
+        }
+    }
+
+    /// The deltas of `calls` from one statement, in order; nil for a call whose family does not exist.
+    static func read(_ calls: [Call], conn: PostgresConnection, prepared: Bool, logger: Logger) async throws -> [Delta?] {
+        var statement = PreparedStatements.BatchedDeltas()
+        for (index, call) in calls.enumerated() {
+            // No collection (the counter alone): one call row that matches no item, as `Delta` with an empty array.
+            var seen = Set<String>()
+            for collection in call.collections.isEmpty ? [""] : call.collections where seen.insert(collection).inserted {
+                statement.calls.append(Int64(index))
+                statement.familyIDs.append(call.familyID)
+                statement.collections.append(collection)
+                statement.after.append(call.since ?? 0)
+                statement.includeDeleted.append(call.since != nil)
+            }
+        }
+        var counters = [FamilyCounter?](repeating: nil, count: calls.count)
+        var items = [[String: [StoredItem]]](repeating: [:], count: calls.count)
+        for try await (call, fv, fh, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in try await conn.run(
+            statement, prepared: prepared, logger: logger)
+        {
+            let index = Int(call)
+            counters[index] = FamilyCounter(version: fv, horizon: fh)
+            if let collection, let id, let iv, let deleted {
+                items[index][collection, default: []].append(
+                    StoredItem(id: id, version: iv, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag))
+            }
+        }
+        return calls.indices.map { index in
+            counters[index].map { Delta(version: $0.version, horizon: $0.horizon, rows: items[index]) }
+        }
+    }
+}
