@@ -44,7 +44,10 @@ struct LiveHubTests {
                 let wrote = ContinuousClock.now
                 #expect(try await other.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"Elsewhere"}"#).status == .ok)
                 let answer = try await stream
-                #expect(ContinuousClock.now - wrote < .seconds(3))
+                // The event in the body is what proves the crossing within 2 s (the stream ends 2.5 s after it opens);
+                // this bound checks that the stream was not held past its limit. Its margin is for a loaded 2-core
+                // machine: with the whole suite running, two runs measured 3.10 and 3.12 s from the PUT's start.
+                #expect(ContinuousClock.now - wrote < .seconds(4))
                 let newDate = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
                 #expect(ChangesHTTPTests.events(answer.body) == [#"data: {"date":"\#(newDate)"}"#])
             }
