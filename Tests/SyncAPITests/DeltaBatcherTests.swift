@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import Synchronization
 import TestSupport
 import Testing
 
@@ -18,7 +19,7 @@ struct DeltaBatcherTests {
             let version = try await store.readDelta(familyID: families[0], collections: [], since: nil).version
             var random = SplitMix(seed: 41)
             let calls = (0..<60).map { n in
-                DeltaBatcher.Call(
+                DeltaRequest(
                     familyID: n == 7 ? "no-such-family" : families[random.next(families.count)],
                     collections: n == 11 ? [] : PostgresDeltaPrefetchTests.someOf(Self.collections, &random),
                     since: random.next(4) == 0 ? nil : Int64(random.next(Int(version) + 2)))
@@ -57,9 +58,12 @@ struct DeltaBatcherTests {
         try await Self.withOneConnection { store in
             let family = try await Self.seededFamilies(store, count: 1)[0]
             let batcher = DeltaBatcher(client: store.client, logger: store.logger, deadline: .seconds(10), maxRunning: 1)
-            let call = DeltaBatcher.Call(familyID: family, collections: ["contacts"], since: nil)
+            let call = DeltaRequest(familyID: family, collections: ["contacts"], since: nil)
             let alone = try await store.readDelta(familyID: family, collections: ["contacts"], since: nil)
-            try await Self.whileTheConnectionIsHeld(store, until: { batcher.counts.waiting == 2 }) {
+            // The connection comes back once the cancellation has been checked (a poll of `waiting == 2` could miss
+            // the moment: the cancellation follows it at once).
+            let checked = Checked()
+            try await Self.whileTheConnectionIsHeld(store, until: { checked.done.load(ordering: .acquiring) }) {
                 async let first = batcher.delta(call, prepared: true)
                 try #require(await eventually { batcher.counts.statements == 1 })
                 let cancelled = Task { try await batcher.delta(call, prepared: true) }
@@ -68,12 +72,18 @@ struct DeltaBatcherTests {
                 cancelled.cancel()
                 await #expect(throws: CancellationError.self) { try await cancelled.value }
                 #expect(batcher.counts.waiting == 1)
+                checked.done.store(true, ordering: .releasing)
                 // Both started after the connection came back; the statement waiting for it, then the one after.
                 let answers = try await [first, third]
                 for answer in answers { #expect(answer?.rows == alone.rows) }
             }
             #expect(batcher.counts.statements == 2)
         }
+    }
+
+    /// Set by a test's body once it has checked what it needed while the connection was held.
+    final class Checked: Sendable {
+        let done = Atomic(false)
     }
 
     static let collections = ["contacts", "events", "places"]

@@ -16,15 +16,8 @@ import Synchronization
 /// A request that is cancelled (its deadline, its client gone) stops waiting at once; the statement it was part of
 /// runs on for the others. A statement runs in a task of its own, under the store's deadline.
 final class DeltaBatcher: Sendable {
-    /// One delta call: the family, its collections (one for a list's sync, several for a bundle's), and the date.
-    struct Call: Sendable, Hashable {
-        let familyID: String
-        let collections: [String]
-        let since: Int64?
-    }
-
     private struct Waiter {
-        let call: Call
+        let call: DeltaRequest
         let continuation: CheckedContinuation<Delta?, any Error>
     }
 
@@ -55,7 +48,7 @@ final class DeltaBatcher: Sendable {
 
     /// The delta of `call`, read in a statement with whatever other calls are waiting; nil when its family does not
     /// exist.
-    func delta(_ call: Call, prepared: Bool) async throws -> Delta? {
+    func delta(_ call: DeltaRequest, prepared: Bool) async throws -> Delta? {
         let id = state.withLock { state in
             state.nextID += 1
             return state.nextID
@@ -109,7 +102,7 @@ final class DeltaBatcher: Sendable {
     }
 
     private func run(_ ids: [Int], prepared: Bool) async {
-        let calls: [(id: Int, call: Call)] = state.withLock { state in ids.compactMap { id in state.waiters[id].map { (id, $0.call) } } }
+        let calls: [(id: Int, call: DeltaRequest)] = state.withLock { state in ids.compactMap { id in state.waiters[id].map { (id, $0.call) } } }
         guard !calls.isEmpty else { return }
         let result: Result<[Delta?], any Error>
         do {
@@ -122,8 +115,10 @@ final class DeltaBatcher: Sendable {
         } catch {
             result = .failure(error)
         }
-        for (index, entry) in calls.enumerated() {
-            guard let waiter = state.withLock({ $0.waiters.removeValue(forKey: entry.id) }) else { continue }
+        // Those cancelled meanwhile were answered already; the others are taken back in one go, then answered.
+        let waiters = state.withLock { state in calls.map { state.waiters.removeValue(forKey: $0.id) } }
+        for (index, waiter) in waiters.enumerated() {
+            guard let waiter else { continue }
             switch result {
             case .success(let deltas): waiter.continuation.resume(returning: deltas[index])
             case .failure(let error): waiter.continuation.resume(throwing: error)
@@ -132,7 +127,7 @@ final class DeltaBatcher: Sendable {
     }
 
     /// The deltas of `calls` from one statement, in order; nil for a call whose family does not exist.
-    static func read(_ calls: [Call], conn: PostgresConnection, prepared: Bool, logger: Logger) async throws -> [Delta?] {
+    static func read(_ calls: [DeltaRequest], conn: PostgresConnection, prepared: Bool, logger: Logger) async throws -> [Delta?] {
         var statement = PreparedStatements.BatchedDeltas()
         for (index, call) in calls.enumerated() {
             // No collection (the counter alone): one call row that matches no item, as `Delta` with an empty array.

@@ -42,7 +42,7 @@ extension PostgresStore: ItemExecutor {
         // On a pinned snapshot, its own statement; else read with whatever other deltas wait (`DeltaBatcher`).
         guard pinned == nil else { return try await readDelta(familyID: familyID, collections: collections, since: since) }
         let (batcher, prepared) = (deltaBatcher, usesPreparedStatements)
-        let call = DeltaBatcher.Call(familyID: familyID, collections: collections, since: since)
+        let call = DeltaRequest(familyID: familyID, collections: collections, since: since)
         guard let delta = try await guarded({ try await batcher.delta(call, prepared: prepared) }) else { throw SyncError.unauthorized }
         return delta
     }
