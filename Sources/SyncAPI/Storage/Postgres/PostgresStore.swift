@@ -205,24 +205,7 @@ public struct PostgresStore: SyncStore {
         readOnlySnapshot: Bool = false, on pool: PostgresClient? = nil, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         if readOnlySnapshot {
-            // One statement opens the snapshot (`BEGIN` then `SET TRANSACTION` was two round trips). A transaction whose
-            // `ROLLBACK` failed closes its connection, so that the pool never hands out a connection left inside it.
-            return try await (pool ?? client).withConnection { conn in
-                try await conn.query("START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
-                let value: T
-                do {
-                    value = try await body(conn)
-                } catch {
-                    do {
-                        try await conn.query("ROLLBACK", logger: logger)
-                    } catch {
-                        _ = conn.close() as EventLoopFuture<Void>
-                    }
-                    throw error
-                }
-                try await conn.query("COMMIT", logger: logger)
-                return value
-            }
+            return try await snapshot(on: pool ?? client, body)
         }
         return try await client.withConnection { conn in
             // A write begins only within its request's deadline (a 503 is never followed by a late commit).

@@ -45,6 +45,9 @@ func option(_ name: String, _ fallback: String) -> String {
 
 // `--loops-as-executor`: NIO's event loops as Swift concurrency's executor, no hop between the two (measured: the same
 // rate as without, docs/performance.md).
+// `--loop-threads N`: N event loop threads (default: one per core), for the HTTP server, PostgresNIO and, with
+// `--loops-as-executor`, every task.
+if let threads = Int(option("--loop-threads", "")), threads > 0 { NIOSingletons.groupLoopCountSuggestion = threads }
 if CommandLine.arguments.contains("--loops-as-executor") {
     _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
 }
