@@ -8,6 +8,7 @@ import NIOCore
 import SyncAPI
 import SyncClient
 import TestSupport
+import Testing
 
 /// A real server on a random loopback port, in this process, on a fresh database of one backend: the SDK reaches it
 /// over HTTP as an app would.
@@ -40,8 +41,16 @@ struct LiveServer: Sendable {
         var logger = Logger(label: "client-tests")
         logger.logLevel = .warning
         let app = try await buildApplication(configuration, logger: logger)
-        return try await app.test(.live) { client in
-            try await body(LiveServer(base: URL(string: "http://127.0.0.1:\(client.port!)")!, database: database, raw: client))
+        let test = Test.current?.name ?? "(no test)"
+        return try await HangWatch.step("\(test) [\(backend)]: a live server's whole run (start, body, shutdown)") {
+            let starting = HangWatch.begin("\(test) [\(backend)]: starting a live server")
+            defer { HangWatch.end(starting) }
+            return try await app.test(.live) { client in
+                HangWatch.end(starting)
+                return try await HangWatch.step("\(test) [\(backend)]: the test's body") {
+                    try await body(LiveServer(base: URL(string: "http://127.0.0.1:\(client.port!)")!, database: database, raw: client))
+                }
+            }
         }
     }
 

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import SyncAPI
 import TestSupport
+import Testing
 
 /// A fresh application on a fresh database of one backend, for HTTP tests.
 enum TestApp {
@@ -29,7 +30,7 @@ enum TestApp {
         var logger = Logger(label: "test")
         logger.logLevel = .warning
         let app = try await buildApplication(configuration, logger: logger)
-        return try await app.test(mode) { client in try await body(client) }
+        return try await HangWatch.watched(app, "\(backend)", mode: mode, body)
     }
 }
 
@@ -54,7 +55,9 @@ struct APIClient: Sendable {
         if let token, headers[.authorization] == nil { headers[.authorization] = "Bearer \(token)" }
         if body != nil, headers[.contentType] == nil { headers[.contentType] = "application/json" }
         let payload = bytes.map { ByteBuffer(bytes: $0) } ?? body.map { ByteBuffer(string: $0) }
-        let response = try await client.executeRequest(uri: path, method: method, headers: headers, body: payload)
+        let response = try await HangWatch.step("\(HangWatch.testName): \(method) \(path)") {
+            try await client.executeRequest(uri: path, method: method, headers: headers, body: payload)
+        }
         return Answer(
             status: response.status, headers: response.headers, body: String(buffer: response.body), byteCount: response.body.readableBytes)
     }
@@ -78,4 +81,24 @@ struct APIClient: Sendable {
 struct TestFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+extension HangWatch {
+    /// The running test's name, for a step's name.
+    static var testName: String { Test.current?.name ?? "(no test)" }
+
+    /// `app.test(mode)` with its start, its body and its whole run as steps.
+    static func watched<App: ApplicationProtocol, T: Sendable>(
+        _ app: App, _ label: String, mode: TestingSetup, _ body: @Sendable (any TestClientProtocol) async throws -> T
+    ) async throws -> T {
+        let name = "\(testName) [\(label)]"
+        return try await step("\(name): the application's whole run (start, body, shutdown)") {
+            let starting = begin("\(name): starting the application")
+            defer { end(starting) }
+            return try await app.test(mode) { client in
+                end(starting)
+                return try await step("\(name): the test's body") { try await body(client) }
+            }
+        }
+    }
 }
