@@ -20,6 +20,25 @@ struct DeadlineTests {
         #expect(await iterator.next() == true, "the read was cancelled at its deadline")
     }
 
+    @Test("a caller cancelled before its deadline begins gets CancellationError, and its work never starts")
+    func cancelledBeforeStart() async throws {
+        final class Count: Sendable { let value = Atomic(0) }
+        let started = Count()
+        for _ in 0..<50 {
+            let caller = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await Deadline.run(within: .seconds(30)) {
+                    started.value.add(1, ordering: .relaxed)
+                    return 1
+                }
+            }
+            await #expect(throws: CancellationError.self) { try await caller.value }
+        }
+        // Work that started would have counted by now: it runs at once, and the caller was answered after.
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(started.value.load(ordering: .relaxed) == 0)
+    }
+
     @Test("a write that began is waited for: its answer says what it did, never a 503 followed by a late commit")
     func writeOutlivesLimit() async throws {
         let start = ContinuousClock.now

@@ -30,7 +30,9 @@ public enum Deadline {
         let alarm = Alarm()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                outcome.arm(continuation)
+                // A caller cancelled before it got here was answered already: its work never starts (it used to run
+                // to its end for nobody: a delta's statement, with no deadline's timer left to stop it).
+                guard outcome.arm(continuation) else { return }
                 let task = Task {
                     let result: Result<T, any Error>
                     do {
@@ -172,13 +174,16 @@ public enum Deadline {
         private let state = Mutex<(continuation: CheckedContinuation<T, any Error>?, early: Result<T, any Error>?, done: Bool)>(
             (nil, nil, false))
 
-        func arm(_ continuation: CheckedContinuation<T, any Error>) {
+        /// False when a result came first: the continuation is resumed with it at once.
+        func arm(_ continuation: CheckedContinuation<T, any Error>) -> Bool {
             let early: Result<T, any Error>? = state.withLock { state in
                 if let early = state.early { return early }
                 state.continuation = continuation
                 return nil
             }
-            if let early { continuation.resume(with: early) }
+            guard let early else { return true }
+            continuation.resume(with: early)
+            return false
         }
 
         /// True when this result is the one the caller gets.
