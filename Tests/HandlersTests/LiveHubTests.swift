@@ -34,8 +34,8 @@ struct LiveHubTests {
         // the aim; the margin is for a loaded 2-core CI machine).
         let first = try await Self.app(url, maxDuration: .milliseconds(2500))
         let second = try await Self.app(url, maxDuration: .seconds(4))
-        try await first.test(.router) { one in
-            try await second.test(.router) { two in
+        try await HangWatch.watched(first, "first", mode: .router) { one in
+            try await HangWatch.watched(second, "second", mode: .router) { two in
                 let api = try await APIClient.signedUp(one)
                 let other = APIClient(client: two, token: api.token)
                 let date = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
@@ -61,7 +61,7 @@ struct LiveHubTests {
         // and reads nothing: the hub brings every change.
         let app = try await Self.app(try DatabaseURL(parsing: url), maxDuration: .seconds(30), recheck: .milliseconds(300))
         try await TransactionProbe(url: url).run { probe in
-            try await app.test(.router) { client in
+            try await HangWatch.watched(app, "app", mode: .router) { client in
                 let api = try await APIClient.signedUp(client)
                 try await withThrowingTaskGroup(of: Void.self) { streams in
                     for _ in 0..<50 { streams.addTask { _ = try await api.call(.get, "/api/v1/changes") } }
@@ -88,7 +88,7 @@ struct LiveHubTests {
         let url = try await TestPostgres.shared.newDatabaseURL()
         let app = try await Self.app(try DatabaseURL(parsing: url), maxDuration: .seconds(25))
         try await TransactionProbe(url: url).run { probe in
-            try await app.test(.router) { client in
+            try await HangWatch.watched(app, "app", mode: .router) { client in
                 let api = try await APIClient.signedUp(client)
                 let date = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
                 try await withThrowingTaskGroup(of: Int.self) { streams in

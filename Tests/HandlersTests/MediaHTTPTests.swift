@@ -159,7 +159,7 @@ struct MediaHTTPTests {
         quiet.logLevel = .warning
         let logger = quiet
         let app = try await buildApplication(configuration, logger: logger)
-        try await app.test(.router) { client in
+        try await HangWatch.watched(app, "app", mode: .router) { client in
             let api = try await APIClient.signedUp(client)
             let opened = try OpenedStore.open(url, logger: logger)
             try await withThrowingTaskGroup(of: Void.self) { group in

@@ -45,7 +45,7 @@ struct OutageTests {
         logger.logLevel = .critical
         let app = try await buildApplication(configuration, logger: logger)
         let limit = 3.0
-        try await app.test(.router) { client in
+        try await HangWatch.watched(app, "app", mode: .router) { client in
             let api = try await APIClient.signedUp(client)
             let clock = ContinuousClock()
             let start = clock.now

@@ -31,7 +31,7 @@ struct PoolerTests {
         var logger = Logger(label: "pooler")
         logger.logLevel = .warning
         let app = try await buildApplication(configuration, logger: logger)
-        try await app.test(.router) { client in
+        try await HangWatch.watched(app, "app", mode: .router) { client in
             let api = try await APIClient.signedUp(client)
             let start = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
             // A live stream waits for the first write: its notice comes through the direct LISTEN connection.

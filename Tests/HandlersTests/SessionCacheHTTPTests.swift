@@ -15,7 +15,7 @@ struct SessionCacheHTTPTests {
     func noLookup() async throws {
         let url = try await TestPostgres.shared.newDatabaseURL(logStatements: true)
         let app = try await LiveHubTests.app(try DatabaseURL(parsing: url), maxDuration: .seconds(5))
-        try await app.test(.router) { client in
+        try await HangWatch.watched(app, "app", mode: .router) { client in
             let api = try await APIClient.signedUp(client)
             #expect(try await api.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"Ann"}"#).status == .ok)
             for _ in 0..<40 { #expect(try await api.call(.get, "/api/v1/contacts/c1").status == .ok) }
@@ -34,8 +34,8 @@ struct SessionCacheHTTPTests {
         let url = try DatabaseURL(parsing: try await TestPostgres.shared.newDatabaseURL())
         let first = try await LiveHubTests.app(url, maxDuration: .seconds(5))
         let second = try await LiveHubTests.app(url, maxDuration: .seconds(5))
-        try await first.test(.router) { one in
-            try await second.test(.router) { two in
+        try await HangWatch.watched(first, "first", mode: .router) { one in
+            try await HangWatch.watched(second, "second", mode: .router) { two in
                 let alice = try await APIClient.signedUp(one)
                 let login = #"{"username":"alice","password":"password1"}"#
                 for revoke in ["logout", "password"] {
@@ -72,8 +72,8 @@ struct SessionCacheHTTPTests {
         let database = try DatabaseURL(parsing: url)
         let first = try await LiveHubTests.app(database, maxDuration: .seconds(5))
         let second = try await LiveHubTests.app(database, maxDuration: .seconds(5))
-        try await first.test(.router) { one in
-            try await second.test(.router) { two in
+        try await HangWatch.watched(first, "first", mode: .router) { one in
+            try await HangWatch.watched(second, "second", mode: .router) { two in
                 let alice = try await APIClient.signedUp(one)
                 let login = #"{"username":"alice","password":"password1"}"#
                 let token = try #require(try await APIClient(client: one).call(.post, "/api/v1/login", body: login).json?["token"])

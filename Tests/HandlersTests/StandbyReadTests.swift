@@ -51,7 +51,7 @@ struct StandbyReadTests {
 
     static func runLagging(_ servers: TestStandby) async throws {
         let app = try await application(servers)
-        try await app.test(.router) { client in
+        try await HangWatch.watched(app, "app", mode: .router) { client in
             let families = try await (0..<3).asyncMap { try await APIClient.signedUp(client, username: "user\($0)", family: "F\($0)") }
             let load = Load()
             // The standby is let in by the health check once it has replayed the schema.
@@ -98,7 +98,7 @@ struct StandbyReadTests {
 
     static func runStopped(_ servers: TestStandby) async throws {
         let app = try await application(servers)
-        try await app.test(.router) { client in
+        try await HangWatch.watched(app, "app", mode: .router) { client in
             let api = try await APIClient.signedUp(client)
             let load = Load()
             // The standby is let in by the health check, and serves reads.

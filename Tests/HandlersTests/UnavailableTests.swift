@@ -5,6 +5,7 @@ import HummingbirdTesting
 import Logging
 import PostgresNIO
 import SyncAPI
+import TestSupport
 import Testing
 
 /// While the database is unreachable the server answers 503 `unavailable` with `Retry-After`, never a 500.
@@ -18,7 +19,7 @@ struct UnavailableTests {
         let store = PostgresStore(client: client, logger: Logger(label: "test"), deadline: .seconds(1))
         var app = Application(router: buildRouter(store: store, configuration: AppConfiguration()))
         app.addServices(client)
-        try await app.test(.router) { client in
+        try await HangWatch.watched(app, "app", mode: .router) { client in
             for path in ["/ready", "/api/v1/ctcsync"] {
                 let response = try await client.execute(uri: path, method: .get, headers: [.authorization: "Bearer abc"])
                 #expect(response.status == .serviceUnavailable, "\(path)")
