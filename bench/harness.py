@@ -8,7 +8,7 @@ and reports every case as requests/s, p50, p99, bytes per answer, the server's p
 same run: to GET /health of the same build and to pgbench. Writes OUTDIR/results.json, results.csv, table.md and
 performance.png; prints the table. With --smoke, asserts every case got 2xx answers and no 5xx or socket error.
 """
-import argparse, csv, glob, json, os, re, resource, shlex, shutil, signal, socket, subprocess, sys, tempfile, time
+import argparse, csv, glob, json, math, os, re, resource, shlex, shutil, signal, socket, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -36,6 +36,11 @@ ap.add_argument("--compare", action="append", default=[], metavar="LABEL=BIN",
                 help="also run every case (but the streams) with this other build on the same data, right after the "
                      "main build's pass of each group of cases, as backend@LABEL rows: a before/after in one run. The "
                      "other build must read the schema the main build migrated")
+ap.add_argument("--interleave", type=int, default=0, metavar="R",
+                help="with --compare: run each case R times per build, each run on a freshly started server, the builds' "
+                     "order alternating by round (A B, B A, …); the rows carry each build's median run and the log each "
+                     "round's ratio and their geometric mean. A shared machine drifts for minutes (seen: /health at 0.65 "
+                     "of its rate for a whole pass); a pass per build puts the drift into the before/after, rounds cancel it")
 ap.add_argument("--kinto", choices=["auto", "no"], default="auto",
                 help="auto: with PostgreSQL, also run Kinto's cases (bench/kinto_case.py) when Kinto is installed")
 ap.add_argument("--standbys", type=int, default=0, metavar="N",
@@ -570,6 +575,56 @@ def floor_phase(pg, database, work, files, results):
     return rows
 
 
+def interleaved(server, pg, group, database, work, files, seed, now_ms, results, compared):
+    """--interleave: each case run R times per build, alternating the builds' order by round, each run on a fresh
+    server; the main build's and every compared build's median run go to results and compared. Returns a running
+    server of the main build."""
+    server.stop()
+    builds = [("", None)] + COMPARE
+    for name, case, path, fam, conns in group:
+        if name == "delta-changes+bulk":
+            if not args.bulk_items or args.smoke:
+                continue
+            seed["items_before_bulk"] = add_bulk_items(pg, work, args.bulk_items)
+            seed["items_after_bulk"] = seed["items_before_bulk"] + args.bulk_items
+        runs = {label: [] for label, _ in builds}
+        for round_ in range(args.interleave):
+            for label, binary in (builds if round_ % 2 == 0 else builds[::-1]):
+                if case == "post":
+                    os.environ["BENCH_BODY"] = GROUP_4_DELTAS
+                one = Server(database, work, binary, label)
+                try:
+                    runs[label].append(run_wrk(one, pg, name, case, path, files[fam], conns, work))
+                finally:
+                    one.stop()
+        main = median_run(runs[""])
+        if pg and name in PGBENCH and not main.get("failed"):
+            pb = run_pgbench(pg, PGBENCH[name], conns, now_ms, args.families, work)
+            if pb:
+                main.update({"pgbench_tps": pb["tps"], "pgbench_latency_ms": pb["latency_avg_ms"], "pgbench_failed": pb["failed"],
+                             "pgbench_db_cpu_ms_per_tx": pb["db_cpu_ms_per_tx"],
+                             "ratio_pgbench": main["rps"] / pb["tps"] if pb["tps"] else None})
+        results.append(main)
+        for label, _ in COMPARE:
+            row = median_run(runs[label])
+            ratios = [m["rps"] / o["rps"] for m, o in zip(runs[""], runs[label]) if m.get("rps") and o.get("rps")]
+            if ratios:
+                mean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+                row["main_over_this_by_round"] = [round(r, 3) for r in ratios]
+                row["main_over_this_geomean"] = round(mean, 3)
+                log(f"{name}: main ÷ {label}, round by round: {', '.join(f'{r:.2f}' for r in ratios)}; geometric mean {mean:.3f}")
+            if main.get("pgbench_tps") and row.get("rps"):
+                row.update({"pgbench_tps": main["pgbench_tps"], "ratio_pgbench": row["rps"] / main["pgbench_tps"]})
+            compared.setdefault(label, []).append(row)
+    return Server(database, work)
+
+
+def median_run(runs):
+    """The run of median req/s (the lower one of an even count), whole: its latencies and CPU belong to it."""
+    ok = sorted((r for r in runs if r.get("rps")), key=lambda r: r["rps"])
+    return dict(ok[(len(ok) - 1) // 2]) if ok else dict(runs[0])
+
+
 def bench_backend(backend, work):
     global BACKEND
     BACKEND = backend
@@ -601,6 +656,9 @@ def bench_backend(backend, work):
         all_cases = cases()
         split = next((i for i, c in enumerate(all_cases) if c[0] == "delta-changes+bulk"), len(all_cases))
         for group in (all_cases[:split], all_cases[split:]):
+            if args.interleave and COMPARE:
+                server = interleaved(server, pg, group, database, work, files, seed, now_ms, results, compared)
+                continue
             main_rows = {}
             for name, case, path, fam, conns in group:
                 if name == "delta-changes+bulk":
