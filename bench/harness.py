@@ -582,11 +582,8 @@ def interleaved(server, pg, group, database, work, files, seed, now_ms, results,
     server.stop()
     builds = [("", None)] + COMPARE
     for name, case, path, fam, conns in group:
-        if name == "delta-changes+bulk":
-            if not args.bulk_items or args.smoke:
-                continue
-            seed["items_before_bulk"] = add_bulk_items(pg, work, args.bulk_items)
-            seed["items_after_bulk"] = seed["items_before_bulk"] + args.bulk_items
+        if name == "delta-changes+bulk" and not bulk_step(pg, work, seed):
+            continue
         runs = {label: [] for label, _ in builds}
         for round_ in range(args.interleave):
             for label, binary in (builds if round_ % 2 == 0 else builds[::-1]):
@@ -598,12 +595,7 @@ def interleaved(server, pg, group, database, work, files, seed, now_ms, results,
                 finally:
                     one.stop()
         main = median_run(runs[""])
-        if pg and name in PGBENCH and not main.get("failed"):
-            pb = run_pgbench(pg, PGBENCH[name], conns, now_ms, args.families, work)
-            if pb:
-                main.update({"pgbench_tps": pb["tps"], "pgbench_latency_ms": pb["latency_avg_ms"], "pgbench_failed": pb["failed"],
-                             "pgbench_db_cpu_ms_per_tx": pb["db_cpu_ms_per_tx"],
-                             "ratio_pgbench": main["rps"] / pb["tps"] if pb["tps"] else None})
+        add_pgbench(main, pg, name, conns, now_ms, work)
         results.append(main)
         for label, _ in COMPARE:
             row = median_run(runs[label])
@@ -617,6 +609,27 @@ def interleaved(server, pg, group, database, work, files, seed, now_ms, results,
                 row.update({"pgbench_tps": main["pgbench_tps"], "ratio_pgbench": row["rps"] / main["pgbench_tps"]})
             compared.setdefault(label, []).append(row)
     return Server(database, work)
+
+
+def bulk_step(pg, work, seed):
+    """Before the case delta-changes+bulk: adds --bulk-items rows of other families; False when the case is skipped."""
+    if not args.bulk_items or args.smoke:
+        return False
+    seed["items_before_bulk"] = add_bulk_items(pg, work, args.bulk_items)
+    seed["items_after_bulk"] = seed["items_before_bulk"] + args.bulk_items
+    return True
+
+
+def add_pgbench(row, pg, name, conns, now_ms, work):
+    """Runs the case's pgbench script (PostgreSQL, a case that has one and did not fail) and puts its rate and the
+    case's ratio to it into `row`."""
+    if not pg or name not in PGBENCH or row.get("failed"):
+        return
+    pb = run_pgbench(pg, PGBENCH[name], conns, now_ms, args.families, work)
+    if pb:
+        row.update({"pgbench_tps": pb["tps"], "pgbench_latency_ms": pb["latency_avg_ms"], "pgbench_failed": pb["failed"],
+                    "pgbench_db_cpu_ms_per_tx": pb["db_cpu_ms_per_tx"],
+                    "ratio_pgbench": row["rps"] / pb["tps"] if pb["tps"] else None})
 
 
 def median_run(runs):
@@ -661,20 +674,12 @@ def bench_backend(backend, work):
                 continue
             main_rows = {}
             for name, case, path, fam, conns in group:
-                if name == "delta-changes+bulk":
-                    if not args.bulk_items or args.smoke:
-                        continue
-                    seed["items_before_bulk"] = add_bulk_items(pg, work, args.bulk_items)
-                    seed["items_after_bulk"] = seed["items_before_bulk"] + args.bulk_items
+                if name == "delta-changes+bulk" and not bulk_step(pg, work, seed):
+                    continue
                 if case == "post":
                     os.environ["BENCH_BODY"] = GROUP_4_DELTAS
                 row = run_wrk(server, pg, name, case, path, files[fam], conns, work)
-                if pg and name in PGBENCH and not row.get("failed"):
-                    pb = run_pgbench(pg, PGBENCH[name], conns, now_ms, args.families, work)
-                    if pb:
-                        row.update({"pgbench_tps": pb["tps"], "pgbench_latency_ms": pb["latency_avg_ms"], "pgbench_failed": pb["failed"],
-                                    "pgbench_db_cpu_ms_per_tx": pb["db_cpu_ms_per_tx"],
-                                    "ratio_pgbench": row["rps"] / pb["tps"] if pb["tps"] else None})
+                add_pgbench(row, pg, name, conns, now_ms, work)
                 results.append(row)
                 main_rows[name] = row
                 if not server.alive():
