@@ -44,6 +44,60 @@ struct PaginatedSyncTests {
         }
     }
 
+    @Test("a sync reads the list's first page and its children only when it answers with them", arguments: Backend.allCases)
+    func firstPageOnlyWhenAnswered(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let engine = SyncEngine(store: store)
+            let session = try await ConcurrencyTests.newFamily(store)
+            for n in 0..<30 {
+                _ = try await engine.put(
+                    session, ItemAddress(Collections.threads, id: "t\(n)"), body: .object([("title", .string("T\(n)"))]),
+                    preconditions: .init())
+                _ = try await engine.put(
+                    session, ItemAddress(Collections.messages, parentID: "t\(n)", id: "m\(n)"),
+                    body: .object([("text", .string("hello"))]), preconditions: .init())
+            }
+            let children = ChildrenQuery(collection: Collections.messages.name, limit: 10)
+            func query(_ anchor: String? = nil, limit: Int = 20) -> PageQuery {
+                PageQuery(collection: Collections.threads.name, anchorID: anchor, limit: limit, tags: nil, children: children)
+            }
+            let before = try await store.pageSync(familyID: session.familyID, query: query(), since: nil).version
+            let date = try Self.json(
+                try await engine.pagedSync(session, Collections.threads, PageParameters(), ifNoneMatch: nil).body)["date"]?.stringValue
+            // Two threads change after the date (a new message each moves them to the top); t2 and t3 do not.
+            for n in [0, 1] {
+                _ = try await engine.put(
+                    session, ItemAddress(Collections.messages, parentID: "t\(n)", id: "new\(n)"),
+                    body: .object([("text", .string("again"))]), preconditions: .init())
+            }
+            // Answered by its changes: no first page read, and children only of the changed threads.
+            for anchor in [nil, "t3"] {
+                let rows = try await store.pageSync(familyID: session.familyID, query: query(anchor), since: before)
+                #expect(Set(rows.changed.map(\.id)) == ["t0", "t1"] && rows.top.isEmpty, "anchor \(anchor ?? "none")")
+                #expect(Set(rows.children.keys) == ["t0", "t1"], "anchor \(anchor ?? "none")")
+            }
+            // Answered with a first page: no date, a date past the counter, an unknown anchor, more changes than fit.
+            let firstPages: [(PageQuery, Int64?, Int)] = [
+                (query(), nil, 21), (query(), before + 100, 21), (query("unknown"), before, 21), (query(limit: 1), before, 2),
+            ]
+            for (question, since, count) in firstPages {
+                let rows = try await store.pageSync(familyID: session.familyID, query: question, since: since)
+                #expect(rows.top.count == count && rows.children.count >= count, "\(question) since \(since.map(String.init) ?? "nil")")
+            }
+            // And the answers: the two changes alone; a fresh first page, cropped, when they do not fit.
+            let few = try Self.json(
+                try await engine.pagedSync(
+                    session, Collections.threads, PageParameters(date: date), ifNoneMatch: nil
+                ).body)
+            #expect(Self.ids(few["updated"]) == ["t1", "t0"] && few["crop"] == .bool(false) && few["nomore"] == .bool(false))
+            let cropped = try Self.json(
+                try await engine.pagedSync(
+                    session, Collections.threads, PageParameters(date: date, nb: 1), ifNoneMatch: nil
+                ).body)
+            #expect(Self.ids(cropped["updated"]) == ["t1"] && cropped["crop"] == .bool(true) && cropped["nomore"] == .bool(false))
+        }
+    }
+
     /// A client's copy of the top of the thread list, kept exactly as protocol §4 tells a client to.
     struct Client {
         var items: [JSONValue] = []

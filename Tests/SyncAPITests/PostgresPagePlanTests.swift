@@ -60,11 +60,15 @@ struct PostgresPagePlanTests {
                 pinned.logger)
             #expect(few.contains("items_delta") && !few.contains("Seq Scan on items"), "\(few)")
             #expect(Self.walk(few).contains("never executed"), "\(few)")
+            // And its answer is those changes: the list's first page is never read (nor its children).
+            #expect(Self.itemsScan(under: "CTE top", few).contains("(never executed)"), "\(few)")
             // Many (1,800 live ones): more than the statement sorts itself, so it walks the list.
             let many = try await Self.plan(
                 "EXECUTE \(PreparedStatements.PageSync.name)('\(large)', 'contacts', '', NULL, 21, NULL, 1, 18000)", conn,
                 pinned.logger)
             #expect(!Self.walk(many).contains("never executed"), "\(many)")
+            // Too many for a page: the answer is the list's first page (`crop`), read.
+            #expect(Self.itemsScan(under: "CTE top", many).contains("(actual rows=21 "), "\(many)")
 
             for since: Int64 in [19_990, 19_000, 18_000, 0] {
                 for anchor in [nil, "c5", "c16000"] {
@@ -147,6 +151,15 @@ struct PostgresPagePlanTests {
             let node = lines[..<filter].lastIndex(where: { $0.contains("Scan") })
         else { return "no walk in the plan" }
         return lines[node...filter].joined(separator: "\n")
+    }
+
+    /// The scan of the items table in the subtree of `plan` under the line that names `node`.
+    static func itemsScan(under node: String, _ plan: String) -> String {
+        let lines = plan.split(separator: "\n")
+        let depth = { (line: Substring) in line.prefix { $0 == " " }.count }
+        guard let start = lines.firstIndex(where: { $0.contains(node) }) else { return "no \(node) in the plan" }
+        let subtree = lines[(start + 1)...].prefix { depth($0) > depth(lines[start]) }
+        return subtree.first { $0.contains("Scan") && $0.contains(" on items ") }.map(String.init) ?? "no scan of items under \(node)"
     }
 
     /// The plan PostgreSQL ran for `statement`, with the nodes that did not run marked "never executed".

@@ -64,8 +64,13 @@ extension ItemExecutor {
                     query, familyID: familyID, changedAfter: since, bound: anchor.map(AnchorBound.atOrAbove), oldestFirst: false,
                     limit: limit)
             }
-            let top = try await statements.liveItems(
-                query, familyID: familyID, changedAfter: nil, bound: nil, oldestFirst: false, limit: limit)
+            var top: [StoredItem] = []
+            let answerable = PageSyncRows.answerable(
+                since: since, version: family.version, horizon: family.horizon, anchorID: query.anchorID, anchor: anchor)
+            if PageSyncRows.needsFirstPage(answerable: answerable, changed: changed.count, limit: query.limit) {
+                top = try await statements.liveItems(
+                    query, familyID: familyID, changedAfter: nil, bound: nil, oldestFirst: false, limit: limit)
+            }
             var belowAnchor = false
             if let anchor {
                 belowAnchor = try await !statements.liveItems(

@@ -41,7 +41,10 @@ public struct PageSyncRows: Sendable {
     public let anchor: StoredItem?
     /// Live items changed after `since`, at or above the anchor, in sort order (at most limit + 1).
     public let changed: [StoredItem]
-    /// The first live items of the list, in sort order (at most limit + 1).
+    /// The first live items of the list, in sort order (at most limit + 1), read only when the answer is a fresh first
+    /// page (`needsFirstPage`), empty otherwise: a client brought up to date by its changes needs none of them, nor
+    /// their children (issue 19: a page sync of a few changed threads read 21 more threads and 231 messages for
+    /// nothing).
     public let top: [StoredItem]
     /// True when a live item sorts strictly below the anchor.
     public let belowAnchor: Bool
@@ -51,6 +54,24 @@ public struct PageSyncRows: Sendable {
     public let deleted: [String]
     /// Newest live children of each item of `changed` and `top`, by parent id, in sort order.
     public let children: [String: [StoredItem]]
+
+    /// Whether a sync from `since` can bring the client's list up to date (protocol §4): from a position this server
+    /// can answer (not past the family's counter, not before its purge horizon), and, with a `lastId`, only when that
+    /// item's place is known: it exists (or existed) and its sort key has not moved since that position. The stores
+    /// decide from it what to read (PostgreSQL's page statement writes the same test in SQL) and the engine what to
+    /// answer.
+    public static func answerable(since: Int64?, version: Int64, horizon: Int64, anchorID: String?, anchor: StoredItem?) -> Bool {
+        guard let since, since <= version, since >= horizon else { return false }
+        guard anchorID != nil else { return true }
+        guard let anchor else { return false }
+        return (anchor.sortVersion ?? .max) <= since
+    }
+
+    /// Whether the answer is a fresh first page (`top`): the date cannot be answered, or more than `limit` items
+    /// changed (`crop`).
+    public static func needsFirstPage(answerable: Bool, changed: Int, limit: Int) -> Bool {
+        !answerable || changed > limit
+    }
 }
 
 /// A page of a sorted list below a place, read in one snapshot.

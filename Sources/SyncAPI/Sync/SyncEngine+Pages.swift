@@ -33,14 +33,9 @@ extension SyncEngine {
         let rows = try await store.pageSync(familyID: session.familyID, query: query, since: since)
         // The client's list can be brought up to date only from a position this server can answer, and only when its
         // last item's place is known: the item exists (or existed) and its sort key has not moved since that position.
-        var answerable = false
-        if let since, since <= rows.version, since >= rows.horizon {
-            if parameters.lastId == nil {
-                answerable = true
-            } else if let anchor = rows.anchor, (anchor.sortVersion ?? .max) <= since {
-                answerable = true
-            }
-        }
+        // The store read `top` exactly when `needsFirstPage` says the branches below answer from it.
+        let answerable = PageSyncRows.answerable(
+            since: since, version: rows.version, horizon: rows.horizon, anchorID: parameters.lastId, anchor: rows.anchor)
         let nb = parameters.nb
         let updated: ArraySlice<StoredItem>
         let crop: Bool
@@ -57,7 +52,7 @@ extension SyncEngine {
             } else if let last = rows.changed.last {
                 nomore = last.id == rows.bottom?.id
             } else {
-                nomore = rows.top.isEmpty
+                nomore = rows.bottom == nil
             }
         } else {
             // More changes than fit: a fresh top page, so that the client's list never has a hole.

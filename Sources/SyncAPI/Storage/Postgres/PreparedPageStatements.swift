@@ -58,7 +58,7 @@ enum PreparedPageStatements {
             UNION ALL SELECT * FROM (\(list) AND version + 0 > \(Parameter.since)\(atOrAbove) \
             ORDER BY sort_ms DESC, id DESC LIMIT \(Parameter.limit)) many \
             WHERE (SELECT count(*) FROM changed_by_version) > \(changedReadLimit)), \
-            top AS (\(list) ORDER BY sort_ms DESC, id DESC LIMIT \(Parameter.limit))
+            top AS (\(list) AND \(firstPageNeeded(anchored: anchored)) ORDER BY sort_ms DESC, id DESC LIMIT \(Parameter.limit))
             """
         if anchored {
             sql += ", below AS (\(list) AND (sort_ms, id) < \(anchorBound) ORDER BY sort_ms DESC, id DESC LIMIT 1)"
@@ -90,6 +90,17 @@ enum PreparedPageStatements {
         sql += " SELECT \(named(version: "NULL::int8", sortMs: "NULL::int8"))"
         if anchored { sql += part(.anchor, from: "anchor") }
         return sql + part(.top, from: "top") + children(of: "SELECT id FROM top") + order
+    }
+
+    /// `PageSyncRows.needsFirstPage` in SQL, a value of the statement (PostgreSQL tests it once, before it reads
+    /// `top`): the date cannot be answered (`PageSyncRows.answerable`: no date, a date past the family's counter or
+    /// before its purge horizon, an anchor unknown or moved since the date), or more items changed than fit.
+    private static func firstPageNeeded(anchored: Bool) -> String {
+        let since = Parameter.since
+        var answerable = "coalesce((SELECT \(since) <= version AND \(since) >= horizon FROM families WHERE id = \(Parameter.family)), false)"
+        if anchored { answerable += " AND coalesce((SELECT sort_version <= \(since) FROM anchor), false)" }
+        // `changed` holds at most `limit + 1` rows (the parameter): all of them means more than the page holds.
+        return "(NOT (\(answerable)) OR (SELECT count(*) FROM changed) >= \(Parameter.limit))"
     }
 
     /// `anchor AS (…), `: the `lastId` row, live or tombstone.
