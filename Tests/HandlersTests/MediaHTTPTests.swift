@@ -151,7 +151,7 @@ struct MediaHTTPTests {
         func get(_ path: String) async throws -> TestResponse { try await MediaHTTPTests.get(client, token: token, path) }
     }
 
-    static func withPurgeSetUp(_ backend: Backend, _ body: @Sendable (PurgeSetUp) async throws -> Void) async throws {
+    static func withPurgeSetUp(_ backend: Backend, _ body: @escaping @Sendable (PurgeSetUp) async throws -> Void) async throws {
         let url = try await backend.freshDatabaseURL()
         var configuration = try await TestApp.configuration(backend)
         configuration.database = url

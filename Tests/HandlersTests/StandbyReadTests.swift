@@ -14,12 +14,13 @@ import Testing
 /// under load costs no 5xx, and reads come back to it by themselves once it is up again.
 @Suite("Reads from a hot standby", .serialized)
 struct StandbyReadTests {
-    @Test("random clients syncing under writers, the standby 300 ms behind: exact, never sync false", .timeLimit(.minutes(5)))
+    // The time limits count the wait for `HeavyTestGate` too (see `OutageTests`).
+    @Test("random clients syncing under writers, the standby 300 ms behind: exact, never sync false", .timeLimit(.minutes(10)))
     func laggingStandby() async throws {
         try await HeavyTestGate.shared.run { try await Self.runLagging(try await SharedServers.shared.servers()) }
     }
 
-    @Test("the standby stopped under load, then started again: no 5xx, reads come back to it", .timeLimit(.minutes(5)))
+    @Test("the standby stopped under load, then started again: no 5xx, reads come back to it", .timeLimit(.minutes(10)))
     func stoppedStandby() async throws {
         try await HeavyTestGate.shared.run { try await Self.runStopped(try await SharedServers.shared.servers()) }
     }

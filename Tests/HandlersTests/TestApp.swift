@@ -23,7 +23,7 @@ enum TestApp {
     /// Runs `body` with a router-level client of a new application.
     static func run<T: Sendable>(
         _ backend: Backend, mode: TestingSetup = .router, configure: (inout AppConfiguration) -> Void = { _ in },
-        _ body: @Sendable (any TestClientProtocol) async throws -> T
+        _ body: @escaping @Sendable (any TestClientProtocol) async throws -> T
     ) async throws -> T {
         var configuration = try await configuration(backend)
         configure(&configuration)
@@ -87,18 +87,20 @@ extension HangWatch {
     /// The running test's name, for a step's name.
     static var testName: String { Test.current?.name ?? "(no test)" }
 
-    /// `app.test(mode)` with its start, its body and its whole run as steps.
+    /// `app.test(mode)` with its start, its body and its whole run as steps, its shutdown bounded
+    /// (`HangWatch.application`): one that outlives `shutdownLimit` is recorded as a known, intermittent issue.
     static func watched<App: ApplicationProtocol, T: Sendable>(
-        _ app: App, _ label: String, mode: TestingSetup, _ body: @Sendable (any TestClientProtocol) async throws -> T
+        _ app: App, _ label: String, mode: TestingSetup, _ body: @escaping @Sendable (any TestClientProtocol) async throws -> T
     ) async throws -> T {
-        let name = "\(testName) [\(label)]"
-        return try await step("\(name): the application's whole run (start, body, shutdown)") {
-            let starting = begin("\(name): starting the application")
-            defer { end(starting) }
-            return try await app.test(mode) { client in
-                end(starting)
-                return try await step("\(name): the test's body") { try await body(client) }
-            }
+        try await application("\(testName) [\(label)]", abandoned: recordAbandoned) { inBody in
+            try await app.test(mode) { client in try await inBody { try await body(client) } }
+        }
+    }
+
+    /// Records a shutdown given up on: known and intermittent, so that the test's verdict stays its body's.
+    static func recordAbandoned(_ message: String) {
+        withKnownIssue("A test application's shutdown hangs, rarely (HangWatch.application)", isIntermittent: true) {
+            Issue.record(Comment(rawValue: message))
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -19,5 +20,42 @@ struct HangWatchTests {
         let inside = await HangWatch.step(name + " step") { HangWatch.late(at: later, after: .seconds(60)).map(\.name) }
         #expect(inside.contains(name + " step"))
         #expect(!HangWatch.late(at: later + .seconds(1), after: .seconds(60)).map(\.name).contains(name + " step"))
+    }
+
+    @Test("an application whose shutdown hangs after its body: its body's value, on time, and the hang told once")
+    func abandonsAHungShutdown() async throws {
+        let told = Mutex<[String]>([])
+        let began = ContinuousClock.now
+        let value = try await HangWatch.application(
+            "hung-\(UUID().uuidString)", shutdownLimit: .milliseconds(200),
+            abandoned: { message in
+                told.withLock { $0.append(message) }
+            }
+        ) { inBody in
+            let value = try await inBody { 7 }
+            // A shutdown that ignores cancellation for 3 s.
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().asyncAfter(deadline: .now() + 3) { continuation.resume() }
+            }
+            return value
+        }
+        #expect(value == 7 && ContinuousClock.now - began < .seconds(2))
+        #expect(told.withLock { $0.count } == 1 && told.withLock { $0.first?.contains("shutdown had not ended") } == true)
+    }
+
+    @Test("an application that shuts down in time: nothing told; a body's error is the run's")
+    func passesThrough() async throws {
+        let told = Mutex(0)
+        let value = try await HangWatch.application("quick", shutdownLimit: .seconds(5), abandoned: { _ in told.withLock { $0 += 1 } }) { inBody in
+            try await inBody { "answer" }
+        }
+        #expect(value == "answer")
+        await #expect(throws: CancellationError.self) {
+            try await HangWatch.application("throws", shutdownLimit: .seconds(5), abandoned: { _ in told.withLock { $0 += 1 } }) {
+                inBody -> Int in
+                try await inBody { throw CancellationError() }
+            }
+        }
+        #expect(told.withLock { $0 } == 0)
     }
 }
