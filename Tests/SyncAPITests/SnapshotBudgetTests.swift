@@ -63,4 +63,33 @@ struct SnapshotBudgetTests {
             #expect(budget.count == 0)
         }
     }
+
+    /// A place given back between a newcomer's decision to wait and its entry in the queue was freed with no one to
+    /// take it, and from then on every newcomer queued behind waiters that no holder would ever serve: under steady
+    /// load the server answered every group and full list 429 after the wait, with no answer holding a place (seen in
+    /// a benchmark, 2026-11-26: "This server is sending 8 answers already" while `syncapi_snapshot_answers` was 0).
+    @Test("under churn a free place is always taken: no 429 when every holder gives back at once, none left counted")
+    func churnNeverStrandsAPlace() async throws {
+        let budget = SnapshotBudget(perAccount: 10_000, perInstance: 2, wait: .seconds(5))
+        let refused = try await withThrowingTaskGroup(of: Int.self) { group in
+            for worker in 0..<48 {
+                group.addTask {
+                    var refused = 0
+                    for _ in 0..<300 {
+                        do {
+                            let lease = try await budget.lease("account\(worker % 4)")
+                            await Task.yield()
+                            lease.release()
+                        } catch {
+                            refused += 1
+                        }
+                    }
+                    return refused
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(refused == 0)
+        #expect(budget.count == 0)
+    }
 }

@@ -59,13 +59,30 @@ public final class SnapshotBudget: Sendable {
                 retryAfter: 5, detail: "This account is downloading \(perAccount) answers already; retry when one is done.")
         case .wait(let id):
             // An event loop timer, removed when the place comes first (a cancelled `Task.sleep` would stay queued for
-            // the whole wait).
-            let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(wait.wholeNanoseconds)) {
-                self.expire(id)
-            }
-            defer { timer.cancel() }
+            // the whole wait); set once the waiter is queued, so that it always finds it.
+            let timer = Mutex<Scheduled<Void>?>(nil)
+            defer { timer.withLock { $0?.cancel() } }
             try await withCheckedThrowingContinuation { continuation in
-                state.withLock { $0.waiters.append(Waiter(id: id, accountID: accountID, continuation: continuation)) }
+                // Decided again with the queue: a place given back since the decision above, while no one was queued
+                // yet, was freed, not handed over. Queued behind nobody, this waiter takes it now; otherwise every
+                // newcomer would queue behind a waiter that no holder is left to serve (seen under load: every answer
+                // 429 after the wait, none holding a place).
+                let placeFree = state.withLock { state -> Bool in
+                    if state.total < perInstance && state.waiters.isEmpty {
+                        state.total += 1
+                        return true
+                    }
+                    state.waiters.append(Waiter(id: id, accountID: accountID, continuation: continuation))
+                    return false
+                }
+                if placeFree {
+                    continuation.resume()
+                    return
+                }
+                let expiry = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(wait.wholeNanoseconds)) {
+                    self.expire(id)
+                }
+                timer.withLock { $0 = expiry }
             }
             return SnapshotLease(budget: self, accountID: accountID)
         }
