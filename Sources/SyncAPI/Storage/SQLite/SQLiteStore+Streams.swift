@@ -10,7 +10,8 @@ extension SQLiteStore {
         page: @escaping @Sendable (LiveBodies) async throws -> Void
     ) async throws {
         // A snapshot of its own: every page comes from the same state of the database as the counter.
-        let snapshot = try Self.mapped { try pool.makeSnapshot() }
+        let snapshot = try Self.mapped { try snapshots.begin() }
+        defer { snapshots.end(snapshot) }
         try await start(try await Self.version(snapshot, familyID: familyID))
         try await Self.forEachLivePage(snapshot, familyID: familyID, collection: collection, page)
     }
@@ -26,7 +27,7 @@ extension SQLiteStore {
     }
 
     /// The family's counter in `snapshot`.
-    static func version(_ snapshot: DatabaseSnapshot, familyID: String) async throws -> Int64 {
+    static func version(_ snapshot: DatabaseQueue, familyID: String) async throws -> Int64 {
         let version = try await read(snapshot) { db in
             try Int64.fetchOne(cached: db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID])
         }
@@ -37,7 +38,7 @@ extension SQLiteStore {
     /// The body of every live row of a full list in `snapshot`, page by page; the next page is read once `page`
     /// returned.
     static func forEachLivePage(
-        _ snapshot: DatabaseSnapshot, familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void
+        _ snapshot: DatabaseQueue, familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void
     ) async throws {
         var after: (version: Int64, id: String) = (0, "")
         while true {
@@ -52,7 +53,7 @@ extension SQLiteStore {
     /// The next page of live rows after `after` (keyset order: version, then id): their bodies, in one buffer that
     /// each body is a slice of, and the position of the last.
     static func livePage(
-        _ snapshot: DatabaseSnapshot, familyID: String, collection: String, after: (version: Int64, id: String)
+        _ snapshot: DatabaseQueue, familyID: String, collection: String, after: (version: Int64, id: String)
     ) async throws -> (LiveBodies, (version: Int64, id: String)?) {
         try await read(snapshot) { db in
             let rows = try Row.fetchCursor(
@@ -85,7 +86,7 @@ extension SQLiteStore {
         }
     }
 
-    private static func read<T: Sendable>(_ snapshot: DatabaseSnapshot, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    private static func read<T: Sendable>(_ snapshot: DatabaseQueue, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do { return try await snapshot.read(body) } catch { throw mapped(error) }
     }
 }

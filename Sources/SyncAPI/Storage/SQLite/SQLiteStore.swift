@@ -9,6 +9,8 @@ public struct SQLiteStore: SyncStore {
     let pool: DatabasePool
     /// Connections that short reads run on in place when one is free (`InlineReaders`).
     let inline: InlineReaders
+    /// Connections that hold a snapshot across reads, kept open between snapshots (`SnapshotReaders`).
+    let snapshots: SnapshotReaders
     /// Where media files live: `media/` beside the database file.
     let mediaFolder: String
     /// Told of every change of a family's data or tokens once committed (the write path is the watcher here).
@@ -41,20 +43,22 @@ public struct SQLiteStore: SyncStore {
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         // Opened once the pool has turned WAL on. One per core: a thread runs one read at a time.
         self.inline = try InlineReaders(path: path, count: max(2, ProcessInfo.processInfo.activeProcessorCount), configuration: configuration)
+        // As many as the default budget of snapshot answers per instance (`--max-snapshot-answers-per-instance`).
+        self.snapshots = SnapshotReaders(path: path, keep: 8, configuration: configuration)
         chmod(path, 0o600)
     }
 
-    /// The snapshot this copy of the store is pinned to (`withReadSnapshot`), if any.
-    var pinned: DatabaseSnapshot?
-
-    /// Where reads go: the pinned snapshot, else the pool (each read its own WAL snapshot).
-    var reader: any DatabaseReader { pinned ?? pool }
+    /// The snapshot this copy of the store is pinned to (`withReadSnapshot`): a connection of `snapshots` inside its
+    /// read transaction.
+    var pinned: DatabaseQueue?
 
     public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SyncStore) async throws -> T) async throws -> T {
         // Nested (`/verify` inside a group): the same snapshot as the rest of the group (code review D3).
         if pinned != nil { return try await body(self) }
+        let connection = try Self.mapped { try snapshots.begin() }
+        defer { snapshots.end(connection) }
         var store = self
-        store.pinned = try Self.mapped { try pool.makeSnapshot() }
+        store.pinned = connection
         return try await body(store)
     }
 
@@ -69,10 +73,15 @@ public struct SQLiteStore: SyncStore {
     /// A read from the pinned snapshot, else its own WAL snapshot (in place on a free inline reader, else through the
     /// pool); operational failures become 503 `unavailable`.
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        if pinned == nil, let result = inline.tryRead(body) {
+        if let pinned {
+            // The snapshot's connection serves its one holder: the read runs here, on the caller's thread, like an
+            // inline read (a nested read of the orchestration runs in place: reentrant).
+            do { return try pinned.unsafeReentrantRead(body) } catch { throw Self.mapped(error) }
+        }
+        if let result = inline.tryRead(body) {
             do { return try result.get() } catch { throw Self.mapped(error) }
         }
-        do { return try await reader.read(body) } catch { throw Self.mapped(error) }
+        do { return try await pool.read(body) } catch { throw Self.mapped(error) }
     }
 
     /// A read from its own WAL snapshot, whatever is pinned; operational failures become 503 `unavailable`.
