@@ -90,6 +90,7 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: server),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: server),
                 .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "NIOCore", package: "swift-nio", condition: server),
                 .product(name: "CompressNIO", package: "compress-nio", condition: server),

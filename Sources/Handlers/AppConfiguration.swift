@@ -63,6 +63,9 @@ public struct AppConfiguration: Sendable {
     /// two pieces, or the connection closes.
     public var headerReadTimeout = Duration.seconds(10)
     public var bodyReadTimeout = Duration.seconds(30)
+    /// On SIGTERM, how long the requests in flight (a slow upload, a long download) may take to finish; past it they
+    /// are cancelled and the process exits.
+    public var shutdownGrace = Duration.seconds(30)
     /// An idle keep-alive connection is closed after this.
     public var idleTimeout = Duration.seconds(60)
     /// Most open connections; past it new ones wait in the listen backlog until one closes.

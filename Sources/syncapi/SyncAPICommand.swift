@@ -131,6 +131,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds for a connection's first request head to arrive (then it is closed).") var headerReadTimeout = 10
     @Option(help: "Seconds a request body may stall between two pieces.") var bodyReadTimeout = 30
     @Option(help: "Seconds an idle keep-alive connection stays open.") var idleTimeout = 60
+    @Option(help: "On SIGTERM, seconds the requests in flight may take to finish before they are cancelled.")
+    var shutdownGrace = 30
     @Option(help: "Most open connections.") var maxConnections = 10_000
     @Option(help: "Most open connections (HTTP/2 streams) of one client address, IPv6 by /64; trusted proxies are exempt.")
     var maxConnectionsPerAddress = 256
@@ -227,6 +229,8 @@ struct Serve: AsyncParsableCommand {
             items: maxItemsPerFamily, storedBytes: maxStoredBytesPerFamily, mediaBytes: maxMediaBytesPerFamily)
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         guard requestTimeLimit >= 2 else { throw ValidationError("--request-time-limit must be at least 2 seconds") }
+        guard shutdownGrace >= 1 else { throw ValidationError("--shutdown-grace must be at least 1 second") }
+        configuration.shutdownGrace = .seconds(shutdownGrace)
         guard (4...31).contains(bcryptCost) else { throw ValidationError("--bcrypt-cost must be 4 to 31") }
         guard bodyMaxBytes >= 1024 else { throw ValidationError("--body-max-bytes must be at least 1024") }
         guard groupMaxRequests >= 1 else { throw ValidationError("--group-max-requests must be at least 1") }
@@ -234,7 +238,7 @@ struct Serve: AsyncParsableCommand {
         logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
         do {
             let app = try await buildApplication(configuration, logger: logger)
-            try await app.runService()
+            try await runUntilShutdown(app, grace: configuration.shutdownGrace, logger: logger)
         } catch let error as SyncError where error.code == "unavailable" {
             fail("cannot reach the database \(configuration.database)")
         } catch let error as DatabaseURLError {

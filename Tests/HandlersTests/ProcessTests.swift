@@ -109,6 +109,34 @@ struct ProcessTests {
         print("sigterm (\(backend)): exited after \(took) with 3 streams open")
     }
 
+    /// Before `--shutdown-grace`, SIGTERM waited for every request in flight: with this upload, 21 s (the request
+    /// time limit, then the connection's end); a slow download could hold it for as long as its client kept reading.
+    @Test("SIGTERM while an upload dribbles in: the process exits within --shutdown-grace (2 s), not when the upload ends")
+    func shutdownGrace() async throws {
+        let folder = try Self.temporaryFolder()
+        let server = try await ServerProcess.start(["--database", "sqlite:\(folder)/db.sqlite", "--shutdown-grace", "2"])
+        let base = "http://localhost:\(server.port)"
+        let token = try await Curl.signup(base)
+        // 100 KB at 2 KB/s: 50 s of upload, past the request time limit (15 s).
+        let body = "\(folder)/body.json"
+        try String(repeating: " ", count: 100_000).write(toFile: body, atomically: true, encoding: .utf8)
+        let upload = try ServerProcess.spawn(
+            [
+                "curl", "-s", "-X", "PUT", "--limit-rate", "2k", "-H", "Authorization: Bearer \(token)", "-H",
+                "Content-Type: application/json", "--data-binary", "@\(body)", "\(base)/api/v1/contacts/slow",
+            ], output: "\(folder)/upload.log")
+        defer { kill(upload, SIGKILL) }
+        try await Task.sleep(for: .seconds(1))
+        let start = ContinuousClock.now
+        kill(server.pid, SIGTERM)
+        // Alone: 3.7 s (2 s of grace, then the cancellation).
+        let exited = await server.waitForExit(within: .seconds(10))
+        let took = ContinuousClock.now - start
+        if !exited { kill(server.pid, SIGKILL) }
+        #expect(exited, "still running 10 s after SIGTERM with --shutdown-grace 2")
+        print("shutdown grace: exited after \(took) with an upload in flight")
+    }
+
     @Test("SIGKILL under write load: every acknowledged write is there after a restart", arguments: Backend.allCases)
     func sigkill(backend: Backend) async throws {
         try await HeavyTestGate.shared.run { try await Self.killUnderLoad(backend) }
