@@ -68,9 +68,12 @@ struct SnapshotBudgetTests {
     /// take it, and from then on every newcomer queued behind waiters that no holder would ever serve: under steady
     /// load the server answered every group and full list 429 after the wait, with no answer holding a place (seen in
     /// a benchmark, 2026-11-26: "This server is sending 8 answers already" while `syncapi_snapshot_answers` was 0).
-    @Test("under churn a free place is always taken: no 429 when every holder gives back at once, none left counted")
+    @Test("under churn a free place is always taken: no 429 while places are handed over, none left counted")
     func churnNeverStrandsAPlace() async throws {
-        let budget = SnapshotBudget(perAccount: 10_000, perInstance: 2, wait: .seconds(5))
+        // A wait long enough that on CI's loaded machine (where this took 40 s, and some waiters waited past 5 s) no
+        // waiter runs out of it while places keep being handed over; a stranded one runs out of any. The old code
+        // failed 2 runs of 3 here (1 refused, after 30 s); the race needs many workers: 12 or 24 never hit it.
+        let budget = SnapshotBudget(perAccount: 10_000, perInstance: 2, wait: .seconds(30))
         let refused = try await withThrowingTaskGroup(of: Int.self) { group in
             for worker in 0..<48 {
                 group.addTask {
