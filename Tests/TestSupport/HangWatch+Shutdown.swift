@@ -8,9 +8,10 @@ extension HangWatch {
     /// Runs a test application's whole run (`run`: its start, then the test's body through `inBody`, then its
     /// shutdown) as steps named after `name`, and returns what the body returned.
     ///
-    /// Why: one run in about a hundred clean-clone CI runs hung in an application's shutdown after its test's body had
-    /// passed (HangWatch named it: `offline(backend:) [postgres]`, 2026-11-26; not reproduced in 500 runs of the same
-    /// tests since), and the whole test run waited for it until CI's time was up. When the shutdown has not ended
+    /// Why: a clean-clone CI run hung in an application's shutdown after its test's body had passed (HangWatch named
+    /// it: `offline(backend:) [postgres]`, 2026-11-26; not reproduced in 500 runs of the same tests since; seen again
+    /// the same day in `leavesWhenBack() [postgres]`), and the whole test run waited for it until CI's time was up.
+    /// When the shutdown has not ended
     /// `shutdownLimit` after the body, its task is cancelled (the application's services with it) and left behind, the
     /// step stays listed for HangWatch, and `abandoned` is told, on the test's task, so that the test records it.
     public static func application<T: Sendable>(
