@@ -42,6 +42,17 @@ struct ServerProcess {
         throw TestFailure("the server did not answer /health: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
     }
 
+    /// Sends SIGTERM and waits for the process to end (SIGKILL when it has not within `limit`): whether it ended in
+    /// time, and how long it took.
+    func terminate(within limit: Duration) async -> (exited: Bool, took: Duration) {
+        let start = ContinuousClock.now
+        kill(pid, SIGTERM)
+        let exited = await waitForExit(within: limit)
+        let took = ContinuousClock.now - start
+        if !exited { kill(pid, SIGKILL) }
+        return (exited, took)
+    }
+
     /// Waits for the process to end; true when it ended within `limit`.
     func waitForExit(within limit: Duration) async -> Bool {
         let deadline = ContinuousClock.now + limit
