@@ -547,8 +547,13 @@ def standby_phase(pg, server, database, work, files, rows):
 
 # The floor's pool: the server's default (PoolSize.defaultConnections), which its deltas use.
 FLOOR_CONNECTIONS = max(4, 2 * (os.cpu_count() or 1) + 2)
-# The floor's cases: (name, the SyncAPI case it is the floor of, families file key).
-FLOOR_CASES = [("floor-delta-changes", "delta-changes", "small"), ("floor-delta-one-family", "delta-one-family", "one")]
+# The floor's cases: (name, the SyncAPI case it is the floor of, families file key, route). The libpq rows run the
+# same statement through pgbench's client library on blocking threads (bench/floor's LibPQDelta); the ÷ floor of the
+# SyncAPI rows is against the PostgresNIO floor, the server's own driver.
+FLOOR_CASES = [("floor-delta-changes", "delta-changes", "small", "/floor/delta"),
+               ("floor-delta-one-family", "delta-one-family", "one", "/floor/delta"),
+               ("floor-libpq-delta-changes", "delta-changes", "small", "/floor/delta-libpq"),
+               ("floor-libpq-delta-one-family", "delta-one-family", "one", "/floor/delta-libpq")]
 
 
 def floor_phase(pg, database, work, files, results):
@@ -561,14 +566,15 @@ def floor_phase(pg, database, work, files, results):
     try:
         rows.append(run_wrk(floor, pg, "health", "get", "/health", files["small"], args.connections, work))
         mine = {r["case"]: r for r in results}
-        for name, counterpart, fam in FLOOR_CASES:
+        for name, counterpart, fam, route in FLOOR_CASES:
             if counterpart not in mine or mine[counterpart].get("failed"):
                 continue
-            row = run_wrk(floor, pg, name, "get", "/floor/delta?family={fam}&since={d0}", files[fam], args.connections, work)
+            row = run_wrk(floor, pg, name, "get", route + "?family={fam}&since={d0}", files[fam], args.connections, work)
             tps = mine[counterpart].get("pgbench_tps")
             if tps and row.get("rps"):
                 row.update({"pgbench_tps": tps, "ratio_pgbench": row["rps"] / tps})
-                mine[counterpart]["ratio_floor"] = mine[counterpart]["rps"] / row["rps"]
+                if route == "/floor/delta":
+                    mine[counterpart]["ratio_floor"] = mine[counterpart]["rps"] / row["rps"]
             rows.append(row)
     finally:
         floor.stop()

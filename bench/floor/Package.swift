@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // The stack's floor (issue 19): Hummingbird and PostgresNIO answering one prepared statement and nothing else, so that
-// bench/harness.py (--floor) can say how much of pgbench's rate this stack leaves to any server on the same machine.
+// bench/harness.py (--floor) can say how much of pgbench's rate this stack leaves to any server on the same machine;
+// and the same statement through libpq (pgbench's client library), to say what another driver would leave.
 // Built apart from the server (bench/floor/build), never by CI's tests.
 import PackageDescription
 
@@ -13,14 +14,17 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: [
+        // libpq (Debian: libpq-dev), for the route that runs the same statement through pgbench's client library.
+        .systemLibrary(name: "CLibPQ"),
         .executableTarget(
             name: "syncapi-floor",
             dependencies: [
+                "CLibPQ",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
-        )
+        ),
     ]
 )

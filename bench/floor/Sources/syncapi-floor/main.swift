@@ -61,19 +61,31 @@ configuration.options.minimumConnections = connections
 configuration.options.maximumConnections = connections
 let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
 
+let libpq = LibPQDelta(
+    conninfo: "host=\(option("--db-host", "127.0.0.1")) port=\(option("--db-port", "5432")) "
+        + "user=\(option("--db-user", "postgres")) dbname=\(option("--db-name", "postgres"))",
+    threads: connections)
+
+/// The family and the version of the date that a floor route is asked for; nil when either is missing.
+func deltaQuestion(_ request: Request) -> (family: String, since: Int64)? {
+    guard let family = request.uri.queryParameters["family"], let date = request.uri.queryParameters["since"],
+        let dot = date.lastIndex(of: "."), let since = Int64(date[date.index(after: dot)...])
+    else { return nil }
+    return (String(family), since)
+}
+
 let router = Router()
 router.get("health") { _, _ in "ok" }
 router.get("floor/delta") { request, _ -> Response in
-    guard let family = request.uri.queryParameters["family"], let date = request.uri.queryParameters["since"],
-        let dot = date.lastIndex(of: "."), let since = Int64(date[date.index(after: dot)...])
-    else { return Response(status: .badRequest) }
-    let statement = CollectionDelta(familyID: String(family), since: since)
+    guard let (family, since) = deltaQuestion(request) else { return Response(status: .badRequest) }
+    let statement = CollectionDelta(familyID: family, since: since)
     let answer = try await client.withConnection { conn -> ByteBuffer? in
         var answer = ByteBuffer()
         var first = true
         for try await row in try await conn.execute(statement, logger: logger) {
             var cells = row.makeIterator()
-            if first, var version = cells.next()?.bytes, let value = version.readInteger(as: Int64.self) {
+            // Every row carries the family's version first; the first row's starts the answer.
+            if var version = cells.next()?.bytes, first, let value = version.readInteger(as: Int64.self) {
                 answer.writeString("{\"version\":\(value),\"items\":[")
             }
             for _ in 0..<5 { _ = cells.next() }
@@ -88,6 +100,14 @@ router.get("floor/delta") { request, _ -> Response in
     }
     // No row at all: no such family (the bench's smoke run fails on it: the wrk script's families are wrong).
     guard let answer else { return Response(status: .notFound) }
+    return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: answer))
+}
+// The same answer through libpq on blocking threads (`LibPQDelta`).
+router.get("floor/delta-libpq") { request, _ -> Response in
+    guard let (family, since) = deltaQuestion(request) else { return Response(status: .badRequest) }
+    guard let answer = try await libpq.answer(family: family, since: since) else {
+        return Response(status: .notFound)
+    }
     return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: answer))
 }
 let port = Int(option("--port", "8090")) ?? 8090
