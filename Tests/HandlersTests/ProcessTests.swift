@@ -129,6 +129,30 @@ struct ProcessTests {
         print("shutdown grace: exited after \(took) with an upload in flight")
     }
 
+    /// A rolling deploy that coincides with a database failover: the pool keeps trying to connect, and the process
+    /// must still leave on SIGTERM (PostgresNIO issue #599: a client retrying connections held a shutdown; two test
+    /// applications' shutdowns hung after their database went away, 2026-11-26, HangWatch.application).
+    @Test("SIGTERM while PostgreSQL is down: requests answer 503 and the process exits", .timeLimit(.minutes(10)))
+    func shutdownWithDatabaseDown() async throws {
+        try await HeavyTestGate.shared.run {
+            let postgres = TestPostgres()
+            let server = try await ServerProcess.start([
+                "--database", try await postgres.newDatabaseURL(), "--request-time-limit", "3",
+            ])
+            let base = "http://localhost:\(server.port)"
+            let token = try await Curl.signup(base)
+            try await postgres.stop()
+            // Reads that need the database while it is down: each a 503, and the pool tries to connect again.
+            for _ in 0..<3 {
+                let answer = try await Curl.call(["-H", "Authorization: Bearer \(token)", "\(base)/api/v1/ctcsync"])
+                #expect(answer.status == 503, "\(answer.status) \(answer.body)")
+            }
+            let (exited, took) = await server.terminate(within: .seconds(10))
+            #expect(exited, "still running 10 s after SIGTERM with its database down")
+            print("shutdown with the database down: exited after \(took)")
+        }
+    }
+
     @Test("SIGKILL under write load: every acknowledged write is there after a restart", arguments: Backend.allCases)
     func sigkill(backend: Backend) async throws {
         try await HeavyTestGate.shared.run { try await Self.killUnderLoad(backend) }
