@@ -1,2 +1,2 @@
-// libpq, the C client that pgbench uses (Debian: libpq-dev), for the floor's --driver comparison.
+// libpq, the C client that pgbench uses (Debian: libpq-dev), for the floor's /floor/delta-libpq route.
 #include <postgresql/libpq-fe.h>

@@ -11,7 +11,9 @@ final class LibPQDelta: Sendable {
         let handle: OpaquePointer
 
         init(_ conninfo: String) throws {
-            guard let handle = PQconnectdb(conninfo), PQstatus(handle) == CONNECTION_OK else {
+            let handle = PQconnectdb(conninfo)
+            guard let handle, PQstatus(handle) == CONNECTION_OK else {
+                PQfinish(handle)
                 throw LibPQError.connect
             }
             self.handle = handle
@@ -45,7 +47,13 @@ final class LibPQDelta: Sendable {
                 connection = try Connection(conninfo)
                 connections.currentValue = connection
             }
-            return try Self.run(on: connection.handle, family: family, since: since)
+            do {
+                return try Self.run(on: connection.handle, family: family, since: since)
+            } catch {
+                // A connection the database dropped (a restart) is let go: the thread's next request connects anew.
+                if PQstatus(connection.handle) != CONNECTION_OK { connections.currentValue = nil }
+                throw error
+            }
         }
     }
 
