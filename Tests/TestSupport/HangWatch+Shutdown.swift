@@ -11,9 +11,9 @@ extension HangWatch {
     /// Why: a clean-clone CI run hung in an application's shutdown after its test's body had passed (HangWatch named
     /// it: `offline(backend:) [postgres]`, 2026-11-26; not reproduced in 500 runs of the same tests since; seen again
     /// the same day in `leavesWhenBack() [postgres]`), and the whole test run waited for it until CI's time was up.
-    /// When the shutdown has not ended
-    /// `shutdownLimit` after the body, its task is cancelled (the application's services with it) and left behind, the
-    /// step stays listed for HangWatch, and `abandoned` is told, on the test's task, so that the test records it.
+    /// When the shutdown has not ended `shutdownLimit` after the body, its task is cancelled (the application's
+    /// services with it) and left behind, the step stays listed for HangWatch, and `abandoned` is told, on the test's
+    /// task, so that the test records it.
     public static func application<T: Sendable>(
         _ name: String,
         shutdownLimit: Duration = shutdownLimit,
