@@ -7,9 +7,18 @@ struct AuthMiddleware: RouterMiddleware {
     let accounts: AccountService
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        // A sub-request of `POST /group` carries the group's session, checked once for the whole group: a lookup
-        // inside the group's snapshot could read a token that a logout has deleted since (code review D1).
-        if context.isSubrequest, context.session != nil { return try await next(request, context) }
+        // A sub-request of `POST /group` carries the group's session. A read keeps it: a lookup inside the group's
+        // snapshot could read a token that a logout has deleted since (code review D1). A write runs alone, outside
+        // any snapshot, and checks the token again (from the session cache, which a revocation on any instance
+        // empties): a write after a slow first answer never lands once the account is deleted or logged out.
+        if context.isSubrequest, let session = context.session {
+            if request.method != .get {
+                guard let token = Self.bearerToken(request), try await accounts.authenticate(token: token) == session else {
+                    throw SyncError.unauthorized
+                }
+            }
+            return try await next(request, context)
+        }
         guard let token = Self.bearerToken(request), let session = try await accounts.authenticate(token: token) else {
             throw SyncError.unauthorized
         }

@@ -8,7 +8,7 @@ import Testing
 /// The SDK with a model other than the family app's (issue 17): it reads the model from `GET /api/v1/model` and syncs
 /// its collections by name (a list, a paginated list with its children, an account singleton) against the real
 /// server, on both backends, with nothing of the model compiled into it.
-@Suite("SDK with any model")
+@Suite("SDK with any model", .sharingTheMachine)
 struct AnyModelClientTests {
     static func recipes() throws -> DataModel {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

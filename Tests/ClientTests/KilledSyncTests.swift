@@ -6,7 +6,7 @@ import Testing
 
 /// A sync never leaves the replica half-applied (issue 11): `syncapi client sync` killed at random moments leaves
 /// either the old replica or the new one, each exact for its date.
-@Suite("Client killed mid-sync")
+@Suite("Client killed mid-sync", .sharingTheMachine)
 struct KilledSyncTests {
     static func binary() throws -> String { try BuiltBinary.path() }
 

@@ -30,6 +30,8 @@ struct LiveServer: Sendable {
             configuration.databaseDeadline = .seconds(2)
         } else {
             configuration.database = try await backend.freshDatabaseURL()
+            configuration.databaseDeadline = testDeadline
+            configuration.requestTimeLimit = testDeadline
         }
         configuration.bcryptCost = testBcryptCost
         configuration.port = 0

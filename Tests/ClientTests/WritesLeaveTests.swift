@@ -8,7 +8,7 @@ import Testing
 
 /// Issue 18: writes leave by themselves, typed saves send only what changed (PATCH), sign-in errors say what
 /// happened, live mode survives a lost session, and `syncapi client watch` pushes what other processes queue.
-@Suite("SDK writes that leave by themselves")
+@Suite("SDK writes that leave by themselves", .sharingTheMachine)
 struct WritesLeaveTests {
     /// Polls `condition` every 20 ms for up to `limit`; returns how long it took (nil: never).
     static func within(_ limit: Duration, _ condition: () async throws -> Bool) async throws -> Duration? {

@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 
 /// Account rules that golden files cannot show compactly: throttling, signup switch, token lifetime.
-@Suite("Accounts over HTTP")
+@Suite("Accounts over HTTP", .sharingTheMachine)
 struct AccountHTTPTests {
     @Test("after 10 failed logins, 429 with Retry-After even for the right password", arguments: Backend.allCases)
     func throttling(backend: Backend) async throws {

@@ -8,7 +8,7 @@ import Testing
 
 /// Protocol §1 accounts (issue 16, §8; security audit M2): the family's accounts listed, deleted by the owner or by
 /// themselves with their tokens revoked at once, and at most 20 accounts per family.
-@Suite("Account management over HTTP")
+@Suite("Account management over HTTP", .sharingTheMachine)
 struct AccountManagementTests {
     static func addAccount(_ api: APIClient, _ username: String) async throws -> APIClient.Answer {
         try await api.call(.post, "/api/v1/accounts", body: #"{"username":"\#(username)","password":"password1"}"#)

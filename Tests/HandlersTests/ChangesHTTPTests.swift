@@ -3,12 +3,13 @@ import HTTPTypes
 import Handlers
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import SyncAPI
 import TestSupport
 import Testing
 
 /// `GET /changes`: a notice at once when the data already moved, another when a write lands, pings in between.
-@Suite("Live change notices")
+@Suite("Live change notices", .sharingTheMachine)
 struct ChangesHTTPTests {
     static func fast(_ configuration: inout AppConfiguration) {
         configuration.changesPollInterval = .milliseconds(20)
@@ -65,6 +66,33 @@ struct ChangesHTTPTests {
             let ahead = newDate.split(separator: ".").dropLast().joined(separator: ".") + ".999"
             let unanswerable = try await api.call(.get, "/api/v1/changes?date=\(ahead)")
             #expect(Self.events(unanswerable.body) == [#"data: {"date":"\#(newDate)"}"#])
+        }
+    }
+    /// Security audit L6: the body's 5 s to start counted from before the start's reads, so a start slower than that
+    /// answered 200 and then sent nothing (no `retry:`, no ping, no end), uncounted.
+    @Test("a stream whose start reads take longer than 5 s still streams: retry, pings and its end")
+    func slowStart() async throws {
+        var configuration = try await TestApp.configuration(.postgres)
+        Self.fast(&configuration)
+        configuration.changesMaxDuration = .seconds(4)
+        guard case .postgres(let host, let port, _, _, let database, _) = configuration.database else { throw TestFailure("not PostgreSQL") }
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let app = try await buildApplication(configuration, logger: logger)
+        try await HangWatch.watched(app, "app", mode: .live) { client in
+            let api = try await APIClient.signedUp(client)
+            let date = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
+            let psql = ["psql", "-h", host, "-p", "\(port)", "-U", "postgres", "-d", database, "-Atc"]
+            // Another session holds the families table for 7 s: the stream's start (the family's counter) waits for it.
+            async let held = TestPostgres.run(psql + ["BEGIN; LOCK TABLE families IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(7); COMMIT;"])
+            let granted = "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'families' AND l.granted"
+            while try await TestPostgres.run(psql + [granted]).trimmingCharacters(in: .whitespacesAndNewlines) == "0" {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let answer = try await api.call(.get, "/api/v1/changes?date=\(date)")
+            _ = try await held
+            #expect(answer.status == .ok)
+            #expect(answer.body.hasPrefix("retry: 2000\n\n") && answer.body.contains(": ping"), "\(answer.body.prefix(200))")
         }
     }
 }

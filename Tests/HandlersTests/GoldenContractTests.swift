@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// Runs every golden example of `docs/api/examples/` against a fresh server on each backend.
-@Suite("Golden HTTP contract")
+@Suite("Golden HTTP contract", .sharingTheMachine)
 struct GoldenContractTests {
     static let cases: [(String, Backend)] = (try? GoldenScenario.all())?.flatMap { file in Backend.allCases.map { (file, $0) } } ?? []
 
@@ -24,7 +24,7 @@ struct GoldenContractTests {
 }
 
 /// No answer of any endpoint carries a secret (issue: accounts are public profiles, never hashes or tokens).
-@Suite("Secret scan")
+@Suite("Secret scan", .sharingTheMachine)
 struct SecretScanTests {
     @Test("the scan flags hashes, token fields and password fields")
     func scannerWorks() throws {

@@ -8,7 +8,7 @@ import TestSupport
 import Testing
 
 /// `POST /group` on both backends: one snapshot for the reads, no second implementation of any endpoint.
-@Suite("Group over HTTP")
+@Suite("Group over HTTP", .sharingTheMachine)
 struct GroupHTTPTests {
     static func group(_ api: APIClient, _ requests: [(id: String, method: String, url: String)]) async throws -> [String: JSONValue] {
         let body = JSONValue.object([

@@ -1,9 +1,10 @@
+import TestSupport
 import Testing
 
 @testable import Handlers
 
 /// A sub-request's url is resolved before its route is chosen; a url with nothing to resolve is kept as it is.
-@Suite("Group sub-request urls")
+@Suite("Group sub-request urls", .sharingTheMachine)
 struct GroupURLTests {
     @Test(
         "dot segments resolve, empty segments drop, a resolved url is kept",

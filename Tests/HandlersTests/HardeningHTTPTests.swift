@@ -9,7 +9,7 @@ import Testing
 
 /// What an attacker tries first (issue 8), answered over HTTP on both backends: guessing passwords in parallel,
 /// flooding the password hasher, hostile bytes, spelling tricks in groups, streams that never end.
-@Suite("Hardening over HTTP")
+@Suite("Hardening over HTTP", .sharingTheMachine)
 struct HardeningHTTPTests {
     /// Router-level tests have no TCP peer: the test stands as a trusted proxy and names client addresses.
     static func proxied(_ configuration: inout AppConfiguration) {

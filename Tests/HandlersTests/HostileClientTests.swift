@@ -10,7 +10,7 @@ import Testing
 
 /// Issue 16: what a hostile or flaky client does to each surface, over real HTTP on both backends. The largest values
 /// a field takes, connections dropped at every point of a stream, and a token revoked while a group runs.
-@Suite("Hostile clients")
+@Suite("Hostile clients", .sharingTheMachine)
 struct HostileClientTests {
     @Test("Range arithmetic: the largest offsets answer 206 or 416, never a trap; nosniff", arguments: Backend.allCases)
     func rangeExtremes(backend: Backend) async throws {

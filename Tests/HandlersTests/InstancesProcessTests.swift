@@ -6,7 +6,7 @@ import Testing
 /// Several instances behind a load balancer (issue 9): three `syncapi serve` processes on one PostgreSQL database.
 /// Writers and a syncing client alternate between them; the client always converges to the server's state, and a
 /// stream on one instance hears writes taken by another.
-@Suite("Three instances on one PostgreSQL")
+@Suite("Three instances on one PostgreSQL", .sharingTheMachine)
 struct InstancesProcessTests {
     @Test("writers and a syncing client alternating between three instances converge; notices cross instances")
     func threeInstances() async throws {

@@ -11,7 +11,7 @@ import Testing
 @testable import Handlers
 
 /// Body limits, and the same endpoints over real sockets.
-@Suite("Limits and live HTTP")
+@Suite("Limits and live HTTP", .sharingTheMachine)
 struct LimitsHTTPTests {
     @Test("a body over the limit is 413 payload_too_large", arguments: Backend.allCases)
     func bodyLimit(backend: Backend) async throws {

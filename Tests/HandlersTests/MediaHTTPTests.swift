@@ -12,7 +12,7 @@ import Testing
 
 /// Media (protocol §10) on both backends: upload, dedupe, conditional and ranged reads, isolation between families,
 /// type and size refusal, media URLs in items, groups, and the purge that keeps named media.
-@Suite("Media over HTTP")
+@Suite("Media over HTTP", .sharingTheMachine)
 struct MediaHTTPTests {
     /// A small JPEG-signed file of `count` bytes.
     static func jpeg(_ count: Int, seed: UInt8 = 1) -> [UInt8] {
@@ -161,7 +161,7 @@ struct MediaHTTPTests {
         let app = try await buildApplication(configuration, logger: logger)
         try await HangWatch.watched(app, "app", mode: .router) { client in
             let api = try await APIClient.signedUp(client)
-            let opened = try OpenedStore.open(url, logger: logger)
+            let opened = try OpenedStore.open(url, deadline: testDeadline, logger: logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await opened.runClient() }
                 defer { group.cancelAll() }

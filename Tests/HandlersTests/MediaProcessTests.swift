@@ -5,7 +5,7 @@ import Testing
 
 /// Media through the real process (protocol §10): a 100 MB upload with flat server memory, and a crash in the middle
 /// of an upload that leaves nothing visible, on both backends.
-@Suite("Media in the syncapi process")
+@Suite("Media in the syncapi process", .sharingTheMachine)
 struct MediaProcessTests {
     /// The server's peak resident memory so far, in bytes (VmHWM).
     static func peakMemory(_ pid: pid_t) throws -> Int {

@@ -8,7 +8,7 @@ import TestSupport
 import Testing
 
 /// `GET /api/v1/model` and `syncapi model check` (protocol §12).
-@Suite("The served model")
+@Suite("The served model", .sharingTheMachine)
 struct ModelHTTPTests {
     @Test("GET /api/v1/model answers the normalized default model without a token; its digest is the description's")
     func servedModel() async throws {

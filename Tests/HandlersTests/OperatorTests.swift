@@ -5,7 +5,7 @@ import Testing
 
 /// What an operator relies on (issue 8): slow senders are cut off, a restored backup never makes a client miss a
 /// change, secrets stay out of output, the embedded database is private.
-@Suite("Operating the syncapi process")
+@Suite("Operating the syncapi process", .sharingTheMachine)
 struct OperatorTests {
     /// An open TCP connection to the server on loopback.
     static func connect(port: Int) throws -> Int32 {

@@ -9,7 +9,7 @@ import Testing
 
 /// The server driven by a model other than the family app's (protocol §12), on both backends: §12's recipes example
 /// and an inspections model that uses every kind, field type and rule.
-@Suite("Other data models over HTTP")
+@Suite("Other data models over HTTP", .sharingTheMachine)
 struct OtherModelsHTTPTests {
     static func model(_ name: String) throws -> DataModel {
         try DataModel(contentsOf: DataModelPaths.root.appendingPathComponent("models/examples/\(name).json").path)

@@ -12,7 +12,7 @@ import Testing
 /// PostgreSQL stops for 10 s under concurrent readers and writers (issue 8): no answer is a 500, none is slower than
 /// the request time limit + 1 s, service is back within 2 s of the database's return, and every acknowledged write
 /// is there afterwards.
-@Suite("Database outage")
+@Suite("Database outage", .sharingTheMachine)
 struct OutageTests {
     struct Outcome: Sendable {
         let status: Int

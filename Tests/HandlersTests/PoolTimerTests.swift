@@ -10,7 +10,7 @@ import Testing
 /// each). With the default 30 s, a server answering a few clients one request at a time grew by 85 MB in 30 s at
 /// 4,000 req/s before it levelled off; two standbys' pools opened on demand (idle timers, 60 s) held 150 MB more. The
 /// pools now ping after `PoolSize.keepAliveFrequency` (5 s) and the standbys' open at start (docs/scaling.md).
-@Suite("Pool timers in the syncapi process")
+@Suite("Pool timers in the syncapi process", .sharingTheMachine)
 struct PoolTimerTests {
     static func residentMemory(_ pid: pid_t) throws -> Int {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)

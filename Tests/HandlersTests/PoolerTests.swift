@@ -11,7 +11,7 @@ import Testing
 /// Issue 19, item 5: the server behind a real PgBouncer 1.18 in transaction mode (`--database-pooler`): no named
 /// prepared statement crosses pooled server connections, and `LISTEN` goes through a direct connection
 /// (`--listen-database`), so live notices still arrive.
-@Suite("Behind PgBouncer (transaction mode)", .enabled(if: TestPgBouncer.binary != nil, "pgbouncer is not installed"))
+@Suite("Behind PgBouncer (transaction mode)", .sharingTheMachine, .enabled(if: TestPgBouncer.binary != nil, "pgbouncer is not installed"))
 struct PoolerTests {
     @Test("writers, syncing readers and a live notice through a pool of 3 server connections: exact, no error")
     func transactionPooling() async throws {

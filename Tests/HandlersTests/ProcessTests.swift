@@ -6,7 +6,7 @@ import Testing
 
 /// The executable as operators run it (issue 8): HTTPS with HTTP/1.1 and HTTP/2, SIGTERM with live streams open,
 /// and SIGKILL in the middle of writes, after which every acknowledged write must be there.
-@Suite("The syncapi process", .serialized)
+@Suite("The syncapi process", .sharingTheMachine, .serialized)
 struct ProcessTests {
     static func temporaryFolder() throws -> String {
         let folder = TestScratch.path("process-")

@@ -10,7 +10,7 @@ import Testing
 /// Per-family quotas (protocol §8, issue 16 §5; security audit H5, M1): items, stored bytes and media bytes, counted
 /// by the database in every write's transaction (cascades included), 403 `quota_exceeded` past them, and a write
 /// that lowers the usage always accepted.
-@Suite("Family quotas over HTTP")
+@Suite("Family quotas over HTTP", .sharingTheMachine)
 struct QuotaTests {
     /// Quotas are not about time limits: on a loaded CI machine, in the suite's first seconds when every test starts
     /// at once, one request past the default 10 s database deadline answers 503 and looks like a missing 403 (a CI run

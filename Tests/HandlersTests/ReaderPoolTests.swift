@@ -11,9 +11,9 @@ import Testing
 /// a reader. GRDB gives a reader back on the concurrency pool when an async read resumes, so a synchronous read
 /// there waits for a reader that only that pool can give back: with every thread of the pool blocked so, the process
 /// hangs (a release build did, 2026-11-25, under `bench/run` with 1,000 families, until `readHere` was reverted).
-@Suite("SQLite readers under many concurrent reads")
+@Suite("SQLite readers under many concurrent reads", .sharingTheMachine)
 struct ReaderPoolTests {
-    @Test("300 concurrent deltas, item reads, page syncs and full lists all finish, none 5xx", .timeLimit(.minutes(2)))
+    @Test("300 concurrent deltas, item reads, page syncs and full lists all finish, none 5xx", .timeLimit(.minutes(10)))
     func manyReads() async throws {
         // Budgets high enough that every request is answered: this test is about threads, not admission.
         let budgets: (inout AppConfiguration) -> Void = {

@@ -9,7 +9,7 @@ import Testing
 
 /// The token check is off the per-request database path (issue 9), and a revoked token still stops at once: on the
 /// instance that revoked it before it answers, on every other instance by the revocation notice.
-@Suite("Cached sessions")
+@Suite("Cached sessions", .sharingTheMachine)
 struct SessionCacheHTTPTests {
     @Test("a known token costs no lookup: 41 requests look it up once or twice, not 41 times")
     func noLookup() async throws {
@@ -66,9 +66,22 @@ struct SessionCacheHTTPTests {
         }
     }
 
-    @Test("a listener gone deaf without failing is noticed: a revocation elsewhere stops the token within 15 s")
+    /// The test stops PostgreSQL backends (SIGSTOP), so it runs on a PostgreSQL of its own: a backend stopped while it
+    /// held a lock of the shared cluster would stall every other test's writes.
+    @Test("a listener gone deaf without failing is noticed: a revocation elsewhere stops the token long before the cache would")
     func deafListener() async throws {
-        let url = try await TestPostgres.shared.newDatabaseURL()
+        let postgres = TestPostgres()
+        do {
+            try await Self.deafListener(on: postgres)
+        } catch {
+            try? await postgres.stop()
+            throw error
+        }
+        try await postgres.stop()
+    }
+
+    static func deafListener(on postgres: TestPostgres) async throws {
+        let url = try await postgres.newDatabaseURL()
         let database = try DatabaseURL(parsing: url)
         let first = try await LiveHubTests.app(database, maxDuration: .seconds(5))
         let second = try await LiveHubTests.app(database, maxDuration: .seconds(5))
@@ -92,14 +105,16 @@ struct SessionCacheHTTPTests {
                 #expect(try await here.call(.post, "/api/v1/logout").status == .noContent)
                 let revoked = ContinuousClock.now
                 var status = HTTPResponse.Status.ok
-                while status != .unauthorized, ContinuousClock.now - revoked < .seconds(20) {
+                while status != .unauthorized, ContinuousClock.now - revoked < .seconds(40) {
                     status = try await elsewhere.call(.get, "/api/v1/ctcsync").status
                     if status != .unauthorized { try await Task.sleep(for: .milliseconds(100)) }
                 }
                 let seconds = (ContinuousClock.now - revoked) / .seconds(1)
                 print("deaf listener: the revoked token stopped on the other instance after \(seconds) s")
-                // Pings every 2 s, unheard for 5 s, then 5 s for the connection's own query: at most about 12 s.
-                #expect(status == .unauthorized && seconds < 15, "still accepted \(seconds) s later")
+                // Pings every 2 s, unheard for 5 s, then 5 s for the connection's own query: about 12 s here. Without the
+                // heartbeat the cached session would be accepted until its entry ages out (60 s): the ceiling is
+                // generous for a loaded machine and still well below that.
+                #expect(status == .unauthorized, "still accepted \(seconds) s later")
                 #expect(try await alice.call(.get, "/api/v1/ctcsync").status == .ok)
             }
         }

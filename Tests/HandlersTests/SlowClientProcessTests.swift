@@ -6,7 +6,7 @@ import Testing
 
 /// Issue 16, §6 (security audit H4) against the real binary: a body trickled a byte at a time is cut at its
 /// whole-body deadline, and one address cannot hold more than its share of connections.
-@Suite("Slow and greedy clients")
+@Suite("Slow and greedy clients", .sharingTheMachine)
 struct SlowClientProcessTests {
     @Test("a body trickled a byte every 2 s is cut at its whole-body deadline (10 s for 100 bytes), not held forever")
     func trickle() async throws {

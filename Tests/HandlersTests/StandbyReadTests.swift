@@ -12,7 +12,7 @@ import Testing
 /// Issue 19, item 4 (protocol §13): reads from a real streaming hot standby (`pg_basebackup -R`). Clients syncing
 /// under concurrent writes never diverge and never get `sync: false` because the standby lags; a standby stopped
 /// under load costs no 5xx, and reads come back to it by themselves once it is up again.
-@Suite("Reads from a hot standby", .serialized)
+@Suite("Reads from a hot standby", .sharingTheMachine, .serialized)
 struct StandbyReadTests {
     // The time limits count the wait for `HeavyTestGate` too (see `OutageTests`).
     @Test("random clients syncing under writers, the standby 300 ms behind: exact, never sync false", .timeLimit(.minutes(10)))

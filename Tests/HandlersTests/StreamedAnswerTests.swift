@@ -11,7 +11,7 @@ import Testing
 
 /// Full lists go from the database cursor to the socket in chunks (issue 9): the same bytes as an answer built whole,
 /// flat server memory however long the list, and a read that stops when nobody will read its answer.
-@Suite("Streamed answers")
+@Suite("Streamed answers", .sharingTheMachine)
 struct StreamedAnswerTests {
     /// PUTs `count` contacts through groups of 20.
     static func seed(_ api: APIClient, count: Int) async throws {
@@ -109,7 +109,7 @@ struct StreamedAnswerTests {
                 accountID: try #require(SyncAPITestJSON.string(signup.body, "accountId")),
                 familyID: try #require(SyncAPITestJSON.string(signup.body, "familyId")))
             // Seeded in this process, through the engine, into the server's database (fast: no HTTP per item).
-            let opened = try OpenedStore.open(try DatabaseURL(parsing: database), logger: Logger(label: "seed"))
+            let opened = try OpenedStore.open(try DatabaseURL(parsing: database), deadline: testDeadline, logger: Logger(label: "seed"))
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await opened.runClient() }
                 defer { group.cancelAll() }

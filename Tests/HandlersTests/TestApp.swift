@@ -17,6 +17,8 @@ enum TestApp {
         // Live tests: HummingbirdTesting's client connects as the test starts and may first use its connection much
         // later on a loaded machine; the server must not close it for a late first head.
         configuration.headerReadTimeout = .seconds(300)
+        configuration.requestTimeLimit = testDeadline
+        configuration.databaseDeadline = testDeadline
         return configuration
     }
 

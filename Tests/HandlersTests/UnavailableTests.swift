@@ -9,7 +9,7 @@ import TestSupport
 import Testing
 
 /// While the database is unreachable the server answers 503 `unavailable` with `Retry-After`, never a 500.
-@Suite("Database unreachable")
+@Suite("Database unreachable", .sharingTheMachine)
 struct UnavailableTests {
     @Test("ready and data routes answer 503 unavailable")
     func unreachable() async throws {

@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 /// `GET /verify` (protocol §11): the digest a client computes from what it synced equals the server's.
-@Suite("Verify")
+@Suite("Verify", .sharingTheMachine)
 struct VerifyHTTPTests {
     /// The digest of protocol §11 over `items` (id, NUL, modified, newline, sorted by id).
     static func digest(_ items: [JSONValue]) -> String {

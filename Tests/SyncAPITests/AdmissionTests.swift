@@ -9,7 +9,7 @@ import Testing
 /// Issue 16, §6: work a client starts without a token is admitted per address before it costs anything; addresses
 /// are counted as one client per IPv4 address or IPv6 /64; the login throttle's windows slide; a stranger cannot
 /// lock a user out; signups cannot starve logins of the password hasher.
-@Suite("Admission and login throttling")
+@Suite("Admission and login throttling", .sharingTheMachine)
 struct AdmissionTests {
     @Test("addresses: IPv4-mapped IPv6 is IPv4, IPv6 is canonical and counted by /64")
     func addresses() {
@@ -147,7 +147,7 @@ final class CheapHasher: PasswordHasher {
 
 /// Hashes run on a thread pool of their own (security audit M6): media file I/O and other blocking work on the shared
 /// pool do not delay a login, and a flood of hashes does not delay them.
-@Suite("Password hashing threads")
+@Suite("Password hashing threads", .sharingTheMachine)
 struct HashingPoolTests {
     @Test("a hash completes while every thread of the shared blocking pool is busy")
     func hashWhileSharedPoolBusy() async throws {

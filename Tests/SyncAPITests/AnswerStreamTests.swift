@@ -1,4 +1,5 @@
 import NIOCore
+import TestSupport
 import Testing
 
 @testable import SyncAPI
@@ -9,7 +10,7 @@ import Testing
 /// included, until it fired: a group's answer stayed in memory for the request time limit after it was sent, and
 /// 10 s of groups on one SQLite instance grew the server from 48 MiB to 1 GiB (issue 19). The timers are now
 /// cancelled when their wait ends.
-@Suite("Answer streams")
+@Suite("Answer streams", .sharingTheMachine)
 struct AnswerStreamTests {
     /// A stream whose every time limit is a minute, and a producer that waits a little before its first chunk (so
     /// the consumer waits for the date) and then sends `chunks` chunks of 1 KB.

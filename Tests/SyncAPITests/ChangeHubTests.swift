@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import SyncAPI
@@ -7,7 +8,7 @@ import Testing
 /// The time limit is an event loop timer. Left armed after a notice woke the stream, it stayed queued, and held what
 /// it names, until the limit (issue 19: every armed timer of this kind cost memory until it fired); it is now
 /// cancelled when the wait ends.
-@Suite("Change hub")
+@Suite("Change hub", .sharingTheMachine)
 struct ChangeHubTests {
     @Test("a notice wakes the family's waiting stream with the new generation, and only that family's")
     func noticeWakes() async throws {

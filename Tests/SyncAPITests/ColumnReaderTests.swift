@@ -6,7 +6,7 @@ import Testing
 
 /// `ColumnReader` reads the common types straight from a cell's bytes: the same values as PostgresNIO's decoding,
 /// NULLs included, and any other type still through PostgresNIO's decoding.
-@Suite("Reading PostgreSQL columns")
+@Suite("Reading PostgreSQL columns", .sharingTheMachine)
 struct ColumnReaderTests {
     @Test("int8, int4, bool and text read from their bytes, NULLs as nil, other types through PostgresNIO")
     func readsEveryColumn() async throws {

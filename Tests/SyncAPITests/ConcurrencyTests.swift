@@ -8,7 +8,7 @@ import Testing
 
 /// Exactness under concurrency on a real PostgreSQL: whatever writers do meanwhile, a client that applies every
 /// sync answer ends up with exactly the server's live items, and no change is ever lost between two dates.
-@Suite("Concurrent writers and syncing clients (PostgreSQL)")
+@Suite("Concurrent writers and syncing clients (PostgreSQL)", .sharingTheMachine)
 struct ConcurrencyTests {
     /// A client's local copy of one full list.
     struct Replica {
@@ -100,7 +100,7 @@ struct ConcurrencyTests {
     @Test("a write held open during a sync is delivered by the next sync")
     func heldOpenWrite() async throws {
         let url = try DatabaseURL(parsing: try await TestPostgres.shared.newDatabaseURL())
-        let opened = try OpenedStore.open(url, logger: Logger(label: "test"))
+        let opened = try OpenedStore.open(url, deadline: testDeadline, logger: Logger(label: "test"))
         let client = try #require(opened.postgresClient)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }

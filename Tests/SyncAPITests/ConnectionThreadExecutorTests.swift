@@ -1,11 +1,12 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SyncAPI
 
 /// The bridge that lets the shared `async` orchestration use a GRDB connection: the code runs on the calling thread
 /// (the connection's queue), to its end, whatever it awaits.
-@Suite("Connection thread executor")
+@Suite("Connection thread executor", .sharingTheMachine)
 struct ConnectionThreadExecutorTests {
     /// Something to await that lives on another executor.
     actor Counter {

@@ -5,7 +5,7 @@ import Testing
 
 /// The data model file (protocol §12): the default model is `models/family.json` and is what the server serves; a
 /// model the server cannot serve is refused with a message naming the collection and the field.
-@Suite("Data model file")
+@Suite("Data model file", .sharingTheMachine)
 struct DataModelTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

@@ -1,10 +1,11 @@
 import SyncAPI
 import Synchronization
+import TestSupport
 import Testing
 
 /// A deadline answers in time whatever its work does, cancels work that began no write, waits for a write that
 /// began, and costs one task per request: work nested under a deadline runs inline.
-@Suite("Deadline")
+@Suite("Deadline", .sharingTheMachine)
 struct DeadlineTests {
     @Test("past the limit the caller gets its error, and work that began no write is cancelled (nobody waits for it)")
     func timeout() async throws {

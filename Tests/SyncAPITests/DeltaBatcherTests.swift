@@ -10,7 +10,7 @@ import Testing
 /// Deltas that wait for a connection are read together in one statement (`DeltaBatcher`, issue 19): each answer is
 /// what its own statement answers, whatever the families, collections and dates batched with it; a request that is
 /// cancelled while it waits leaves at once, and the others are answered.
-@Suite("PostgreSQL deltas of concurrent requests read together")
+@Suite("PostgreSQL deltas of concurrent requests read together", .sharingTheMachine)
 struct DeltaBatcherTests {
     @Test("60 waiting deltas of 5 families and a missing one: one statement after the first, each answer as alone")
     func batchedAnswersAsAlone() async throws {
@@ -91,7 +91,8 @@ struct DeltaBatcherTests {
     /// A migrated PostgreSQL store whose pool has one connection.
     static func withOneConnection(_ body: @Sendable (PostgresStore) async throws -> Void) async throws {
         let url = try await Backend.postgres.freshDatabaseURL()
-        let opened = try OpenedStore.open(url, pool: PoolSize(connections: 1, openAtStart: true), logger: Logger(label: "test"))
+        let opened = try OpenedStore.open(
+            url, deadline: testDeadline, pool: PoolSize(connections: 1, openAtStart: true), logger: Logger(label: "test"))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }

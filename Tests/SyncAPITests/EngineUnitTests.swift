@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// The engine's pure parts: JSON, times, ids, dates of sync, schemas, and the migrations shipped in the binary.
-@Suite("Engine units")
+@Suite("Engine units", .sharingTheMachine)
 struct EngineUnitTests {
     @Test(
         "JSON round-trips through parser and writer",
@@ -107,7 +107,7 @@ struct EngineUnitTests {
 }
 
 /// `--database` URLs: what parses, and the one-line errors of what does not.
-@Suite("Database URLs")
+@Suite("Database URLs", .sharingTheMachine)
 struct DatabaseURLTests {
     @Test("valid URLs")
     func valid() throws {

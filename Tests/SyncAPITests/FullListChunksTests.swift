@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import TestSupport
 import Testing
 
 @testable import SyncAPI
@@ -7,7 +8,7 @@ import Testing
 /// A full list is written from the stored bodies as bytes (issue 19): each body, a slice of the row the database
 /// delivered, is copied once into the chunk written to the socket. The chunks must still join into exactly the answer,
 /// and none may hold more than its size and one row.
-@Suite("Full list chunks")
+@Suite("Full list chunks", .sharingTheMachine)
 struct FullListChunksTests {
     @Test("slices of one buffer, of every size around the chunk size: the chunks join into the exact answer, each bounded")
     func chunksJoinExactly() throws {

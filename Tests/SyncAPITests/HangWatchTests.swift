@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// The harness's hang reporter: a step running past the limit is named once; a step that ended is never named.
-@Suite("HangWatch")
+@Suite("HangWatch", .sharingTheMachine)
 struct HangWatchTests {
     @Test("a step past the limit is reported once, with its name; an ended one is not")
     func reportsOnce() async throws {

@@ -1,12 +1,13 @@
 import Foundation
 import GRDB
+import TestSupport
 import Testing
 
 @testable import SyncAPI
 
 /// Reads in place on SQLite (`InlineReaders`): they see every committed write, and when every inline connection is
 /// taken a read goes through the pool instead of waiting (no thread of the concurrency pool ever waits for a reader).
-@Suite("SQLite inline readers")
+@Suite("SQLite inline readers", .sharingTheMachine)
 struct InlineReadersTests {
     @Test("a read in place sees the last commit; with every inline connection held, reads still answer through the pool")
     func fallsBackWithoutWaiting() async throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// Evolution of the served model (protocol §12): additive changes apply live, breaking ones are refused with their
 /// list unless accepted, and then an earlier date of sync answers `sync: false` for the collections they touched.
-@Suite("Model evolution")
+@Suite("Model evolution", .sharingTheMachine)
 struct ModelEvolutionTests {
     /// The default model with `edit` applied to its file text.
     static func family(_ edit: (String) -> String) throws -> DataModel {
@@ -137,6 +137,75 @@ struct ModelEvolutionTests {
             let generations = try ModelGenerations(json: try #require(try await store.modelGenerations()))
             // `narrower` also drops the field `wider` added to contacts: both collections are touched.
             #expect(generations == ModelGenerations(current: 1, touched: ["settings": 1, "contacts": 1]))
+        }
+    }
+    /// The default model without its `places` collection.
+    static func withoutPlaces() throws -> DataModel {
+        guard case .object(var top) = try JSONParser.parse(DataModel.familyFile),
+            let index = top.firstIndex(where: { $0.key == "collections" }), case .object(let collections) = top[index].value
+        else { throw SyncError.invalidJSON("the default model file") }
+        top[index].value = .object(collections.filter { $0.key != "places" })
+        return try DataModel(json: Array(JSONWriter.encode(.object(top)).utf8))
+    }
+
+    @Test(
+        "a collection removed, then added back, starts a new generation: a date issued meanwhile answers it in full",
+        arguments: Backend.allCases)
+    func collectionAddedBack(backend: Backend) async throws {
+        try await backend.withStore { store in
+            try await ModelRecord.apply(Collections.model, to: store, acceptBreaking: false)
+            let session = try await ConcurrencyTests.newFamily(store)
+            let engine = SyncEngine(store: store)
+            let home: JSONValue = ["name": "Home"]
+            _ = try await engine.put(session, ItemAddress(Collections.places, id: "p1"), body: home, preconditions: .init())
+            // Removed (breaking, accepted): generation 1 marks places; a date is taken under that model.
+            let without = try Self.withoutPlaces()
+            #expect(try await ModelRecord.apply(without, to: store, acceptBreaking: true).map(\.breaking) == [true])
+            let meanwhile = SyncEngine(store: store, collections: CollectionRegistry(without))
+            let contacts = try #require(meanwhile.collections.named("contacts"))
+            let taken = try JSONParser.parse(try await meanwhile.fullListSync(session, contacts, date: nil, ifNoneMatch: nil).wholeBody())
+            let date = try #require(taken["date"]?.stringValue)
+            // Added back: additive, so no flag, but its rows were never in that date: a new generation marks it.
+            #expect(try await ModelRecord.apply(Collections.model, to: store, acceptBreaking: false).map(\.breaking) == [false])
+            let generations = try ModelGenerations(json: try #require(try await store.modelGenerations()))
+            #expect(generations.current == 2 && generations.touched["places"] == 2)
+            let back = SyncEngine(store: store, collections: CollectionRegistry(Collections.model))
+            let places = try #require(back.collections.named("places"))
+            let answer = try JSONParser.parse(try await back.fullListSync(session, places, date: date, ifNoneMatch: nil).wholeBody())
+            #expect(answer["sync"] == .bool(false), "the date never saw the places: a full answer")
+            guard case .array(let items)? = answer["updated"] else { throw SyncError.invalidJSON("\(answer)") }
+            #expect(items.map { $0["id"] } == [.string("p1")])
+            // A collection the date did see stays answerable.
+            let again = try JSONParser.parse(
+                try await back.fullListSync(session, try #require(back.collections.named("contacts")), date: date, ifNoneMatch: nil).wholeBody())
+            #expect(again["sync"] == .bool(true))
+        }
+    }
+
+    @Test(
+        "a PATCH through an instance still on the previous model keeps the field a newer model added (rolling deploy)",
+        arguments: Backend.allCases)
+    func patchKeepsNewerFields(backend: Backend) async throws {
+        try await backend.withStore { store in
+            try await ModelRecord.apply(Collections.model, to: store, acceptBreaking: false)
+            let newer = try Self.family(Self.optionalField)
+            #expect(try await ModelRecord.apply(newer, to: store, acceptBreaking: false).map(\.breaking) == [false])
+            let session = try await ConcurrencyTests.newFamily(store)
+            let updated = SyncEngine(store: store, collections: CollectionRegistry(newer))
+            let old = SyncEngine(store: store)
+            let newContacts = try #require(updated.collections.named("contacts"))
+            let body: JSONValue = ["firstName": "Ann", "nickname": "Annie"]
+            _ = try await updated.put(session, ItemAddress(newContacts, id: "c1"), body: body, preconditions: .init())
+            let patched = try await old.patch(
+                session, ItemAddress(Collections.contacts, id: "c1"), patch: ["lastName": "Lee"], preconditions: .init())
+            let through = try JSONParser.parse(patched.body)
+            #expect(through["lastName"] == .string("Lee") && through["nickname"] == .string("Annie"))
+            let read = try JSONParser.parse(try await updated.get(session, ItemAddress(newContacts, id: "c1"), ifNoneMatch: nil).body)
+            #expect(read["nickname"] == .string("Annie") && read["lastName"] == .string("Lee") && read["firstName"] == .string("Ann"))
+            // A PUT is a replacement: it carries the whole item as its sender knows it.
+            _ = try await old.put(session, ItemAddress(Collections.contacts, id: "c1"), body: ["firstName": "Ann"], preconditions: .init())
+            let replaced = try JSONParser.parse(try await updated.get(session, ItemAddress(newContacts, id: "c1"), ifNoneMatch: nil).body)
+            #expect(replaced["nickname"] == nil || replaced["nickname"] == .null)
         }
     }
 }

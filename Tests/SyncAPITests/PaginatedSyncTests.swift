@@ -4,7 +4,7 @@ import Testing
 
 /// Paginated sync on both backends: children inside their parent, and a randomized client that follows the rules
 /// of protocol §4 and must always hold an exact, hole-free prefix of the server's sorted list.
-@Suite("Paginated sync")
+@Suite("Paginated sync", .sharingTheMachine)
 struct PaginatedSyncTests {
     static func json(_ bytes: [UInt8]) throws -> JSONValue { try JSONParser.parse(bytes) }
 

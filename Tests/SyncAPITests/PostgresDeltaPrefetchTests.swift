@@ -7,7 +7,7 @@ import Testing
 
 /// A group's deltas read ahead in one statement on PostgreSQL (issue 19, item 2): each answers exactly what the
 /// delta statement answers alone in the same snapshot, and a run of several deltas costs one statement, not one each.
-@Suite("PostgreSQL deltas of a group in one statement")
+@Suite("PostgreSQL deltas of a group in one statement", .sharingTheMachine)
 struct PostgresDeltaPrefetchTests {
     @Test("prefetched deltas answer what each delta answers alone, for 200 random sets of calls; one statement for four")
     func sameAnswersOneStatement() async throws {

@@ -9,7 +9,7 @@ import Testing
 /// The page and full-list statements are planned once per connection, and a page sync's one plan reads its changes
 /// the cheap way for both few and many changes (`PreparedPageStatements`): few through `items_delta` without walking
 /// the list, many by walking the list's order; either way the answer is the changed items' newest, exactly.
-@Suite("PostgreSQL plans of the page and full-list statements")
+@Suite("PostgreSQL plans of the page and full-list statements", .sharingTheMachine)
 struct PostgresPagePlanTests {
     /// 20,000 contacts of one family, versions 1…20,000 in an order unlike the list's, one in ten deleted; and a small
     /// family of 50. Returns (small, large).

@@ -9,11 +9,11 @@ import Testing
 /// must answer exactly what the shared orchestration answers from the same data (it still serves SQLite, and is
 /// the reference here): random lists with ties in the sort key, tombstones, tags and children, asked from every
 /// kind of place (no anchor, a live one, a deleted one, an unknown one) and date.
-@Suite("PostgreSQL pages in one statement")
+@Suite("PostgreSQL pages in one statement", .sharingTheMachine)
 struct PostgresPageStatementTests {
     @Test("a page sync and a page answer what the orchestration answers, for 400 random questions")
     func sameAnswers() async throws {
-        let opened = try OpenedStore.open(try await Backend.postgres.freshDatabaseURL(), logger: Logger(label: "test"))
+        let opened = try OpenedStore.open(try await Backend.postgres.freshDatabaseURL(), deadline: testDeadline, logger: Logger(label: "test"))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }
@@ -66,7 +66,7 @@ struct PostgresPageStatementTests {
     @Test("a page sync, a page, a delta and a full list are one statement each, with no transaction around them")
     func oneStatementEach() async throws {
         let url = try await TestPostgres.shared.newDatabaseURL(logStatements: true)
-        let opened = try OpenedStore.open(try DatabaseURL(parsing: url), logger: Logger(label: "test"))
+        let opened = try OpenedStore.open(try DatabaseURL(parsing: url), deadline: testDeadline, logger: Logger(label: "test"))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }

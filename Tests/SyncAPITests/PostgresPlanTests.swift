@@ -10,7 +10,7 @@ import Testing
 /// four of its columns, for a small family and for one whose rows are most of the table, in a table where top-level
 /// items are a small share of the rows (issue 19: planning each
 /// delta again was three quarters of PostgreSQL's CPU per delta).
-@Suite("PostgreSQL plans of the delta statements")
+@Suite("PostgreSQL plans of the delta statements", .sharingTheMachine)
 struct PostgresPlanTests {
     @Test("the deltas keep their generic plan from the sixth run; it reads items_delta by family, collection, parent and version")
     func genericPlansOnTheIndex() async throws {

@@ -9,7 +9,7 @@ import Testing
 /// A read-only snapshot's `START TRANSACTION` and `COMMIT` are written without waiting for their answers
 /// (`PostgresStore.snapshot`): the body's first statement must still be inside the transaction, and whoever leases
 /// the connection next must find it out of it.
-@Suite("PostgreSQL snapshots without round trips of their own")
+@Suite("PostgreSQL snapshots without round trips of their own", .sharingTheMachine)
 struct PostgresSnapshotTests {
     @Test(
         "many snapshots at once: each body's first statement is inside its transaction, and two reads see one snapshot across a commit between them")

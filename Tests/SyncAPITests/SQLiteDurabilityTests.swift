@@ -1,12 +1,13 @@
 import Foundation
 import GRDB
+import TestSupport
 import Testing
 
 @testable import SyncAPI
 
 /// What makes an acknowledged SQLite write survive power loss (issue 8, item 9): every connection of the pool, the
 /// writer and the readers, runs in WAL mode with `synchronous = FULL`, so a commit is on disk before it is answered.
-@Suite("SQLite durability settings")
+@Suite("SQLite durability settings", .sharingTheMachine)
 struct SQLiteDurabilityTests {
     @Test("every connection is WAL with synchronous = FULL; readiness reads the file")
     func fullSync() async throws {

@@ -8,7 +8,7 @@ import Testing
 /// SQLite's snapshots (a group's run of reads, a streamed full list) on connections kept open between snapshots
 /// (`SnapshotReaders`): each reads one state of the database from its first read to its last, a kept connection
 /// never holds a transaction, and no more than `keep` wait idle.
-@Suite("SQLite snapshots on kept connections")
+@Suite("SQLite snapshots on kept connections", .sharingTheMachine)
 struct SQLiteSnapshotTests {
     static func store() async throws -> (SQLiteStore, SyncEngine, Session) {
         guard case .sqlite(let path) = try await Backend.sqlite.freshDatabaseURL() else { throw SyncError.unavailable }

@@ -1,8 +1,9 @@
 import SyncAPI
+import TestSupport
 import Testing
 
 /// What the session cache keeps and when it lets go (the HTTP side is in `SessionCacheHTTPTests`).
-@Suite("Session cache")
+@Suite("Session cache", .sharingTheMachine)
 struct SessionCacheTests {
     let alice = Session(accountID: "a1", familyID: "f1")
     let bob = Session(accountID: "b1", familyID: "f2")

@@ -5,7 +5,7 @@ import Testing
 /// The budget of answers that hold a snapshot while their client downloads them (issue 16 §4; security audit H6,
 /// code review D4): per account at once, per instance after a short wait, a place given back when its answer ends
 /// however it ends (here: dropped unread), and a refused answer takes nothing.
-@Suite("Snapshot budget")
+@Suite("Snapshot budget", .sharingTheMachine)
 struct SnapshotBudgetTests {
     /// A family whose full list (about 360 KB) is more than an answer stream buffers, so an unread answer holds on.
     static func bigFamily(_ engine: SyncEngine, _ store: any SyncStore) async throws -> Session {

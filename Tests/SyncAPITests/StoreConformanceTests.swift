@@ -8,7 +8,7 @@ extension Delta {
 }
 
 /// One conformance suite, run on SQLite and on a real PostgreSQL: both stores must behave the same.
-@Suite("Store conformance")
+@Suite("Store conformance", .sharingTheMachine)
 struct StoreConformanceTests {
     static func account(_ name: String) -> NewAccount {
         NewAccount(

@@ -1,12 +1,13 @@
 import NIOPosix
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SyncAPI
 
 /// The shared timer of the time limits: never early, late by about a slot at most, a cancelled limit never fires
 /// and lets what it holds go at once, and the wheel stops turning when nothing is pending.
-@Suite("Timer wheel")
+@Suite("Timer wheel", .sharingTheMachine)
 struct TimerWheelTests {
     @Test("limits fire in order, never before their delay, and cancelled ones never")
     func firesAndCancels() async throws {

@@ -41,9 +41,7 @@ struct ChangesRoutes {
                     // the head was written can leave the head's write suspended in the HTTP server for good, with the
                     // answer and its slot. Nothing a client does keeps them (security audit H2).
                     let family = session.familyID
-                    let slot = StreamSlot(
-                        lease: try streams.open(account: session.accountID), hub: hub, family: family,
-                        startLimit: context.socketEventLoop == nil ? nil : .seconds(5))
+                    let slot = StreamSlot(lease: try streams.open(account: session.accountID), hub: hub, family: family)
                     // Subscribed before the token is checked again and the start is read: a write or a revocation
                     // from then on always wakes the stream (one in between would wait for the recheck).
                     let generation = slot.generation
@@ -59,6 +57,9 @@ struct ChangesRoutes {
                         slot.release()
                         throw error
                     }
+                    // The body's 5 s to start count from here, once the start is read (a start slower than that left
+                    // a 200 whose body sent nothing, security audit L6).
+                    if context.socketEventLoop != nil { slot.armStartLimit(.seconds(5)) }
                     // A client that goes away gives its slot back at once, and its stream wakes to end.
                     context.closeFuture?.whenComplete { _ in
                         slot.release()
@@ -198,16 +199,17 @@ final class StreamSlot: Sendable {
     /// 0: reserved, 1: the body started, 2: released.
     private let state = Atomic<Int>(0)
 
-    /// `startLimit`: how long the answer's body may take to start before the slot is given back anyway (over a
-    /// socket; seen: a client reset as the head was written left the head's write suspended until the idle timeout).
-    init(lease: LiveStreams.Lease, hub: ChangeHub?, family: String, startLimit: Duration?) {
+    init(lease: LiveStreams.Lease, hub: ChangeHub?, family: String) {
         self.lease = lease
         self.hub = hub
         self.family = family
         generation = hub?.subscribe(family: family) ?? 0
-        guard let startLimit else { return }
-        MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(startLimit.wholeNanoseconds)) {
-            [weak self] in
+    }
+
+    /// Gives the slot back if the answer's body has not started `limit` from now (over a socket; seen: a client reset
+    /// as the head was written left the head's write suspended until the idle timeout).
+    func armStartLimit(_ limit: Duration) {
+        MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(limit.wholeNanoseconds)) { [weak self] in
             if let self, self.state.compareExchange(expected: 0, desired: 2, ordering: .relaxed).exchanged { self.giveBack() }
         }
     }

@@ -47,6 +47,9 @@ struct GroupRoutes {
                     if let lease { stream.whenCancelled { lease.release() } }
                     let sink = GroupSink(stream: stream)
                     let subContext = context
+                    // No sub-request starts past the group's time limit (protocol §6: no sub-request keeps a group
+                    // open); those left answer 503 each, and the client sends them again.
+                    let startBy = ContinuousClock.now + answerLimit
                     stream.produce {
                         defer { lease?.release() }
                         do {
@@ -64,10 +67,13 @@ struct GroupRoutes {
                                     try await store.withReadSnapshot { pinned in
                                         var runContext = subContext
                                         runContext.snapshot = try await self.prefetching(run, on: pinned, context: subContext)
-                                        for sub in run { try await self.answer(sub, authorization: authorization, context: runContext, into: sink) }
+                                        for sub in run {
+                                            try await self.answer(
+                                                sub, authorization: authorization, context: runContext, startBy: startBy, into: sink)
+                                        }
                                     }
                                 } else {
-                                    try await answer(run[0], authorization: authorization, context: subContext, into: sink)
+                                    try await answer(run[0], authorization: authorization, context: subContext, startBy: startBy, into: sink)
                                 }
                                 index = end
                             }
@@ -134,12 +140,15 @@ struct GroupRoutes {
 
     /// Runs one sub-request through the router and writes its `{"id", "status", "headers"?, "body"}` entry into
     /// the group's answer, its body as the route writes it.
-    func answer(_ sub: SubRequest, authorization: String?, context: AppRequestContext, into sink: GroupSink) async throws {
+    func answer(
+        _ sub: SubRequest, authorization: String?, context: AppRequestContext, startBy: ContinuousClock.Instant, into sink: GroupSink
+    ) async throws {
         var status = 400
         var etag: String?
         var response: Response?
         var problem: [UInt8] = []
         do {
+            guard ContinuousClock.now < startBy else { throw SyncError.groupTimeLimit }
             let request = try Self.request(sub, authorization: authorization)
             guard let responder = responder.value.withLock({ $0 }) else { throw SyncError.unavailable }
             // The group's session, checked once (AuthMiddleware passes it on to every sub-request).

@@ -23,6 +23,15 @@ public enum ItemBody {
         return .object(members.filter { declared.contains($0.key) })
     }
 
+    /// The stored members a schema neither declares nor sets itself: fields of a newer model (a rolling deploy), kept
+    /// as stored by a PATCH through an instance that does not know them.
+    static func undeclared(_ members: [(key: String, value: JSONValue)], _ schema: ItemSchema) -> [(key: String, value: JSONValue)] {
+        let declared = Set(schema.fields.map(\.name))
+        return members.filter {
+            $0.key != "id" && $0.key != "modified" && !declared.contains($0.key) && !schema.serverSetFields.contains($0.key)
+        }
+    }
+
     /// A stored body in the shape of a changed model (protocol §12, evolution): `id`, then the schema's fields in
     /// order (a stored value, else the field's default or null), then the other members as stored (server fields,
     /// `modified` last) without the `removed` fields. Nil when `body` is not an object.

@@ -147,10 +147,13 @@ public enum ModelRecord {
             let schema = spec.schema
             _ = try await store.rewriteBodies(collection: collection.name) { body in ItemBody.reshaped(body, schema, removed: removed) }
         }
+        // A collection added back after a breaking change removed it has rows that dates issued meanwhile never
+        // saw: it starts a new generation too, so that those dates answer it `sync: false` (a full answer).
+        let marks = try await store.modelGenerations().map { try ModelGenerations(json: $0) } ?? ModelGenerations()
+        let readded = changes.filter { $0.field == nil && $0.what == "added" && marks.touched[$0.collection] != nil }
         var generations: String?
-        if !breaking.isEmpty {
-            let recorded = try await store.modelGenerations().map { try ModelGenerations(json: $0) } ?? ModelGenerations()
-            generations = recorded.next(touching: Set(breaking.map(\.collection)), in: [model, old]).json
+        if !breaking.isEmpty || !readded.isEmpty {
+            generations = marks.next(touching: Set((breaking + readded).map(\.collection)), in: [model, old]).json
         }
         try await store.recordModel(normalized, generations: generations)
         return changes

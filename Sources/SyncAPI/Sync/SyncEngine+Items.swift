@@ -51,38 +51,58 @@ extension SyncEngine {
     /// `PATCH` (protocol §2, JSON Merge Patch, RFC 7396): the patch applied to the stored item's content under the
     /// family's lock, the result validated as a whole like a PUT body. Never creates: 404 for a missing or deleted
     /// item, except a singleton, which always exists (with its defaults). Fields the patch does not name keep their
-    /// stored value: an app version that does not know a field never erases it.
+    /// stored value: an app version that does not know a field never erases it, and neither does an instance whose
+    /// model does not declare it yet (a rolling deploy of an added field keeps the stored members it does not know).
     public func patch(
         _ session: Session, _ address: ItemAddress, patch: JSONValue, preconditions: WritePreconditions
     ) async throws
         -> ItemAnswer
     {
         try address.validate()
-        guard case .object(let changes) = patch else { throw SyncError.invalidJSON("A merge patch must be a JSON object.") }
+        // Checked and keyed before the write: the work under the family's lock is linear in the declared fields,
+        // whatever the patch's size.
+        let changes = try Self.mergePatchChanges(patch, address.collection.schema, pathID: address.id)
         let spec = address.collection
         let singleton = if case .singleton = spec.kind { true } else { false }
         return try await store(session, address, preconditions: preconditions) { live in
             guard live != nil || singleton else { throw SyncError.notFound("No \(spec.name) item with this id.") }
-            guard case .object(var merged) = ItemBody.content(of: ItemBody.members(of: live?.body), spec.schema) else { return [] }
-            let declared = Set(spec.schema.fields.map(\.name))
-            for change in changes {
-                if change.key == "id" {
-                    guard change.value == .string(address.id) else { throw SyncError.invalidID("The body's id differs from the id in the path.") }
-                    continue
-                }
-                if spec.schema.serverSetFields.contains(change.key) && !declared.contains(change.key) { continue }
-                merged.removeAll { $0.key == change.key }
-                if change.value != .null { merged.append(change) }
+            var merged: [String: JSONValue] = [:]
+            if case .object(let stored) = ItemBody.content(of: ItemBody.members(of: live?.body), spec.schema) {
+                for member in stored { merged[member.key] = member.value }
             }
-            return try spec.schema.canonicalContent(of: .object(merged), pathID: address.id)
+            for (key, value) in changes { merged[key] = value == .null ? nil : value }
+            return try spec.schema.canonicalContent(of: .object(merged.map { ($0.key, $0.value) }), pathID: address.id)
+        } keeping: { stored in
+            ItemBody.undeclared(stored, spec.schema)
         }
+    }
+
+    /// A merge patch's members by name: `id` must be the path's, server-set names are ignored, any other name the
+    /// schema does not declare is 400 `unknown_field`. A name given twice counts once (the last).
+    static func mergePatchChanges(_ patch: JSONValue, _ schema: ItemSchema, pathID: String) throws -> [String: JSONValue] {
+        guard case .object(let members) = patch else { throw SyncError.invalidJSON("A merge patch must be a JSON object.") }
+        let declared = Set(schema.fields.map(\.name))
+        var changes: [String: JSONValue] = [:]
+        for member in members {
+            if member.key == "id" {
+                guard member.value == .string(pathID) else { throw SyncError.invalidID("The body's id differs from the id in the path.") }
+                continue
+            }
+            if declared.contains(member.key) {
+                changes[member.key] = member.value
+            } else if !schema.serverSetFields.contains(member.key) {
+                throw SyncError.unknownField(member.key)
+            }
+        }
+        return changes
     }
 
     /// Creates, replaces or (identical content) keeps the item with the content `decide` gives from its live row,
     /// under the family's lock. A child's write also changes its parent.
     private func store(
         _ session: Session, _ address: ItemAddress, preconditions: WritePreconditions,
-        content decide: @escaping @Sendable (StoredItem?) throws -> [(key: String, value: JSONValue)]
+        content decide: @escaping @Sendable (StoredItem?) throws -> [(key: String, value: JSONValue)],
+        keeping kept: @escaping @Sendable ([(key: String, value: JSONValue)]) -> [(key: String, value: JSONValue)] = { _ in [] }
     ) async throws -> ItemAnswer {
         let spec = address.collection
         let nowMs = now()
@@ -103,14 +123,16 @@ extension SyncEngine {
             var server: [(key: String, value: JSONValue)] = []
             if spec.authored {
                 server.append(("author", value("author") ?? .string(accountID)))
-                server.append(("created", .string(Timestamp.format(epochMilliseconds: sortMs))))
+                // Kept from the live item: a list stores no sort position, so `sortMs` would be the update's time.
+                server.append(("created", live.flatMap { _ in value("created") } ?? .string(Timestamp.format(epochMilliseconds: sortMs))))
             }
             if case .lastChildCreated(let field) = spec.sortKey {
                 server.append((field, .string(Timestamp.format(epochMilliseconds: sortMs))))
             }
             var rows = [
                 RowWrite(
-                    key: address.key, body: ItemBody.make(id: address.id, content: content, serverFields: server, modifiedMs: nowMs),
+                    key: address.key,
+                    body: ItemBody.make(id: address.id, content: content + kept(stored), serverFields: server, modifiedMs: nowMs),
                     sortMs: spec.sortKey == nil ? nil : sortMs, sortMoved: live == nil,
                     tag: spec.filterField.flatMap { field in content.first { $0.key == field }?.value.stringValue })
             ]

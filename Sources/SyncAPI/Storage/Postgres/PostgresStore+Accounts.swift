@@ -54,6 +54,10 @@ extension PostgresStore {
             try await transaction { conn in
                 let statements = PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements)
                 guard try await statements.family(familyID, lock: true) != nil else { throw SyncError.unauthorized }
+                // The account's row is locked first: a login's new token (its foreign key check) then waits for this
+                // transaction and fails after it, instead of committing a token that the account's delete would
+                // then trip over (23503: 500 for 9 of 25 deletes racing logins, security audit L5).
+                try await conn.query("SELECT 1 FROM accounts WHERE id = \(accountID) FOR UPDATE", logger: logger)
                 // Its tokens first: they reference the account.
                 try await conn.query(
                     "DELETE FROM tokens WHERE account_id = \(accountID) AND family_id = \(familyID)", logger: logger)
@@ -112,11 +116,17 @@ extension PostgresStore {
 
     public func insertToken(hash: String, session: Session, expiresMs: Int64) async throws {
         try await guarded {
-            try await client.query(
-                """
-                INSERT INTO tokens (hash, account_id, family_id, expires_ms)
-                VALUES (\(hash), \(session.accountID), \(session.familyID), \(expiresMs))
-                """, logger: logger)
+            do {
+                try await client.query(
+                    """
+                    INSERT INTO tokens (hash, account_id, family_id, expires_ms)
+                    VALUES (\(hash), \(session.accountID), \(session.familyID), \(expiresMs))
+                    """, logger: logger)
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23503" {
+                // The account was deleted after its password was checked (a login racing `DELETE /accounts`): no
+                // account, so no token.
+                throw SyncError.invalidCredentials
+            }
         }
     }
 

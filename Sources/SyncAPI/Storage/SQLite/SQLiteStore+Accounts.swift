@@ -86,9 +86,14 @@ extension SQLiteStore {
 
     public func insertToken(hash: String, session: Session, expiresMs: Int64) async throws {
         try await write { db in
-            try db.executeCached(
-                sql: "INSERT INTO tokens (hash, account_id, family_id, expires_ms) VALUES (?, ?, ?, ?)",
-                arguments: [hash, session.accountID, session.familyID, expiresMs])
+            do {
+                try db.executeCached(
+                    sql: "INSERT INTO tokens (hash, account_id, family_id, expires_ms) VALUES (?, ?, ?, ?)",
+                    arguments: [hash, session.accountID, session.familyID, expiresMs])
+            } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
+                // The account was deleted after its password was checked (a login racing `DELETE /accounts`).
+                throw SyncError.invalidCredentials
+            }
         }
     }
 
