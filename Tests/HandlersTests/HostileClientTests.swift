@@ -3,6 +3,7 @@ import HTTPTypes
 import Handlers
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import NIOPosix
 import SyncAPI
 import TestSupport
@@ -228,6 +229,47 @@ struct HostileClientTests {
             for _ in 0..<3 {
                 #expect(try await api.call(.get, "/api/v1/contacts/c1").status == .unauthorized)
             }
+        }
+    }
+
+    /// Security audit M1: a group's sub-requests used the session checked when the group began, so a PUT behind a slow
+    /// first answer landed after its token was revoked (and after the account was deleted: the same check).
+    @Test("a write of a group after its token was revoked answers 401 and lands nowhere")
+    func groupWriteAfterRevocation() async throws {
+        var configuration = try await TestApp.configuration(.postgres)
+        configuration.bcryptCost = testBcryptCost
+        guard case .postgres(let host, let port, _, _, let database, _) = configuration.database else { throw TestFailure("not PostgreSQL") }
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let app = try await buildApplication(configuration, logger: logger)
+        // Router mode: the group and the logout run at once (the live test client sends them one after the other).
+        try await HangWatch.watched(app, "app", mode: .router) { client in
+            let owner = try await APIClient.signedUp(client)
+            #expect(try await AccountManagementTests.addAccount(owner, "bob").status == .created)
+            let bob = try await AccountManagementTests.login(client, "bob")
+            let psql = ["psql", "-h", host, "-p", "\(port)", "-U", "postgres", "-d", database, "-Atc"]
+            // The items table held by another session for 5 s: the group's first read waits for it.
+            async let held = TestPostgres.run(psql + ["BEGIN; LOCK TABLE items IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(5); COMMIT;"])
+            let granted = "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'items' AND l.granted"
+            while try await TestPostgres.run(psql + [granted]).trimmingCharacters(in: .whitespacesAndNewlines) == "0" {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let body =
+                #"{"requests":[{"id":"l","method":"GET","url":"/api/v1/ctcsync"},{"id":"w","method":"PUT","url":"/api/v1/contacts/ghost","body":{"firstName":"Ghost"}}]}"#
+            async let group = bob.call(.post, "/api/v1/group", body: body)
+            // Once the group's read waits for the table, its token is revoked.
+            let waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            while try await TestPostgres.run(psql + [waiting]).trimmingCharacters(in: .whitespacesAndNewlines) == "0" {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(try await bob.call(.post, "/api/v1/logout").status == .noContent)
+            _ = try await held
+            let answer = try await group
+            guard case .array(let entries)? = answer.json?["responses"], entries.count == 2 else {
+                throw TestFailure("group: \(answer.status) \(answer.body.prefix(300))")
+            }
+            #expect(entries[1]["status"] == .number(401), "\(entries[1])")
+            #expect(try await owner.call(.get, "/api/v1/contacts/ghost").status == .notFound)
         }
     }
 

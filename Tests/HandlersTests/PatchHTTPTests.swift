@@ -112,4 +112,25 @@ struct PatchHTTPTests {
             #expect(duplicated.status == .badRequest && duplicated.json?["code"] == .string("invalid_json"))
         }
     }
+    /// Security audit L2: an authored collection without a sort position (a wall post's comments) rewrote `created` on
+    /// every update.
+    @Test("an authored item keeps its created time through PUT and PATCH", arguments: Backend.allCases)
+    func createdKept(backend: Backend) async throws {
+        try await TestApp.run(backend) { client in
+            let api = try await APIClient.signedUp(client)
+            #expect(try await api.call(.put, "/api/v1/wall/p1", body: #"{"type":"text","text":"a"}"#).status == .ok)
+            let first = try await api.call(.put, "/api/v1/wall/p1/comments/k1", body: #"{"text":"one"}"#)
+            let created = try #require(first.json?["created"])
+            // Updated later (a later millisecond: each call is a round trip).
+            var n = 0
+            var updated = first
+            while updated.json?["modified"] == first.json?["modified"], n < 1000 {
+                n += 1
+                updated = try await api.call(.put, "/api/v1/wall/p1/comments/k1", body: #"{"text":"edit \#(n)"}"#)
+            }
+            #expect(updated.json?["created"] == created)
+            let patched = try await api.call(.patch, "/api/v1/wall/p1/comments/k1", body: #"{"text":"four"}"#, headers: Self.mergePatch)
+            #expect(patched.status == .ok && patched.json?["created"] == created)
+        }
+    }
 }
