@@ -128,13 +128,47 @@ public struct Delta: Sendable {
     public let version: Int64
     /// Tombstones at or below this version have been purged: an older position cannot be answered exactly.
     public let horizon: Int64
-    /// Changed rows (live items and tombstones) by collection, oldest change first.
+    /// Changed rows (live items and tombstones) by collection, oldest change first; empty when `overflowed`.
     public let rows: [String: [StoredItem]]
+    /// The changed rows held more than `Delta.byteBudget`: none were kept, and the caller answers the whole list,
+    /// streamed (a delta is built whole, so its memory must be bounded whatever the date; security audit H2).
+    public let overflowed: Bool
 
-    public init(version: Int64, horizon: Int64, rows: [String: [StoredItem]]) {
+    /// The most bytes of changed rows a delta holds: past it, a full list streamed from a cursor is cheaper to hold.
+    public static let byteBudget = 4 << 20
+
+    public init(version: Int64, horizon: Int64, rows: [String: [StoredItem]], overflowed: Bool = false) {
         self.version = version
         self.horizon = horizon
-        self.rows = rows
+        self.rows = overflowed ? [:] : rows
+        self.overflowed = overflowed
+    }
+}
+
+/// A delta's rows as a statement returns them, kept while their bytes stay within `Delta.byteBudget`: the one fold
+/// of delta rows, whichever statement read them. A dateless read (`since` nil: `/verify`, a singletons' bundle) is
+/// every live row, asked for whole: it has no budget.
+struct DeltaRows {
+    private(set) var rows: [String: [StoredItem]] = [:]
+    private(set) var bytes = 0
+    private(set) var overflowed = false
+    let budgeted: Bool
+
+    init(since: Int64?) { budgeted = since != nil }
+
+    mutating func append(_ item: StoredItem, to collection: String) {
+        guard !overflowed else { return }
+        bytes += (item.body?.utf8.count ?? 0) + item.id.utf8.count + 16
+        guard !budgeted || bytes <= Delta.byteBudget else {
+            overflowed = true
+            rows = [:]
+            return
+        }
+        rows[collection, default: []].append(item)
+    }
+
+    func delta(version: Int64, horizon: Int64) -> Delta {
+        Delta(version: version, horizon: horizon, rows: rows, overflowed: overflowed)
     }
 }
 

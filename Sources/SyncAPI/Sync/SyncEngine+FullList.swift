@@ -45,10 +45,11 @@ extension SyncEngine {
     }
 
     /// The changes of `collections` after `since`; when that position cannot be answered exactly (never reached, or
-    /// older than purged tombstones), every live row instead, with nil as the position answered.
+    /// older than purged tombstones) or its changes are more than a delta holds, every live row instead, with nil as
+    /// the position answered.
     func answerableDelta(_ session: Session, collections: [String], since: Int64?) async throws -> (Delta, Int64?) {
         let delta = try await store.delta(familyID: session.familyID, collections: collections, since: since)
-        guard let position = since, position > delta.version || position < delta.horizon else { return (delta, since) }
+        guard let position = since, position > delta.version || position < delta.horizon || delta.overflowed else { return (delta, since) }
         return (try await store.delta(familyID: session.familyID, collections: collections, since: nil), nil)
     }
 
@@ -99,12 +100,13 @@ extension SyncEngine {
         // streamed, where a delta would hold every change and tombstone ever made (security audit H5).
         if let since = try await position(date, session, for: [collection.name]), since > 0 {
             let delta = try await store.delta(familyID: session.familyID, collections: [collection.name], since: since)
-            if since <= delta.version, since >= delta.horizon {
+            if since <= delta.version, since >= delta.horizon, !delta.overflowed {
                 return try await deltaAnswer(session, collection, delta, ifNoneMatch: ifNoneMatch)
             }
         }
-        // No date, or one that cannot be answered exactly (code review D6): the whole list, streamed from a cursor,
-        // or, inside a group, from the group's snapshot as the answer is written.
+        // No date, one that cannot be answered exactly (code review D6), or one whose changes are more than a delta
+        // holds (`Delta.byteBudget`, a date from long ago or forged): the whole list, streamed from a cursor, or,
+        // inside a group, from the group's snapshot as the answer is written.
         if store.isInReadSnapshot { return try await pinnedFullList(session, collection, ifNoneMatch: ifNoneMatch) }
         return try await streamedFullList(session, collection, ifNoneMatch: ifNoneMatch)
     }

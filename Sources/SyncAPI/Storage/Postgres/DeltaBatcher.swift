@@ -141,19 +141,20 @@ final class DeltaBatcher: Sendable {
             }
         }
         var counters = [FamilyCounter?](repeating: nil, count: calls.count)
-        var items = [[String: [StoredItem]]](repeating: [:], count: calls.count)
+        var items = calls.map { DeltaRows(since: $0.since) }
         for try await (call, fv, fh, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in try await conn.run(
             statement, prepared: prepared, logger: logger)
         {
             let index = Int(call)
             counters[index] = FamilyCounter(version: fv, horizon: fh)
             if let collection, let id, let iv, let deleted {
-                items[index][collection, default: []].append(
-                    StoredItem(id: id, version: iv, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag))
+                items[index].append(
+                    StoredItem(id: id, version: iv, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag),
+                    to: collection)
             }
         }
         return calls.indices.map { index in
-            counters[index].map { Delta(version: $0.version, horizon: $0.horizon, rows: items[index]) }
+            counters[index].map { items[index].delta(version: $0.version, horizon: $0.horizon) }
         }
     }
 }

@@ -106,16 +106,17 @@ struct PostgresItemStatements: ItemStatements {
                     prepared: prepared, logger: logger)
             }
         var counter: FamilyCounter?
-        var items: [String: [StoredItem]] = [:]
+        var items = DeltaRows(since: since)
         for try await (fv, fh, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in rows {
             counter = FamilyCounter(version: fv, horizon: fh)
             if let collection, let id, let iv, let deleted {
-                items[collection, default: []].append(
-                    StoredItem(id: id, version: iv, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag))
+                items.append(
+                    StoredItem(id: id, version: iv, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag),
+                    to: collection)
             }
         }
         guard let counter else { return nil }
-        return Delta(version: counter.version, horizon: counter.horizon, rows: items)
+        return items.delta(version: counter.version, horizon: counter.horizon)
     }
 
     /// Served by the index `items_order` (family, collection, parent, sort key, id).

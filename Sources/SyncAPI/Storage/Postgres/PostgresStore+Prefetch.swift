@@ -58,7 +58,7 @@ extension PostgresStore {
                 limit: Int64(limit) + 1),
             prepared: prepared, logger: logger)
         var counter: (version: Int64, horizon: Int64)?
-        var items = [[String: [StoredItem]]](repeating: [:], count: requests.count)
+        var items = requests.map { DeltaRows(since: $0.since) }
         var count = 0
         // Read to the end (one row past the limit at most), so the pinned connection is left with nothing pending.
         for try await (call, version, horizon, collection, id, itemVersion, deleted, body, sortMs, sortVersion, tag) in rows {
@@ -66,14 +66,15 @@ extension PostgresStore {
             guard count <= limit else { continue }
             counter = (version, horizon)
             guard let collection, let id, let itemVersion, let deleted else { continue }
-            items[Int(call)][collection, default: []].append(
-                StoredItem(id: id, version: itemVersion, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag))
+            items[Int(call)].append(
+                StoredItem(id: id, version: itemVersion, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag),
+                to: collection)
         }
         guard count <= limit else { return nil }
         guard let counter else { return [:] }
         var deltas: [DeltaRequest: Delta] = [:]
         for (index, request) in requests.enumerated() {
-            deltas[request] = Delta(version: counter.version, horizon: counter.horizon, rows: items[index])
+            deltas[request] = items[index].delta(version: counter.version, horizon: counter.horizon)
         }
         return deltas
     }

@@ -96,12 +96,13 @@ struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
     /// The counter, then one statement per collection, in the caller's read transaction (one snapshot).
     func delta(familyID: String, collections: [String], since: Int64?) throws -> Delta? {
         guard let family = try family(familyID, lock: false) else { return nil }
-        var rows: [String: [StoredItem]] = [:]
+        var rows = DeltaRows(since: since)
         for collection in collections {
-            rows[collection] = try Self.storedItems(
+            let cursor = try Row.fetchCursor(
                 db.cachedStatement(sql: Self.deltaSQL), arguments: [familyID, collection, since ?? 0, since != nil])
+            while let row = try cursor.next(), !rows.overflowed { rows.append(Self.storedItem(row), to: collection) }
         }
-        return Delta(version: family.version, horizon: family.horizon, rows: rows)
+        return rows.delta(version: family.version, horizon: family.horizon)
     }
 
     /// Served by the index `items_order` (family, collection, parent, sort key, id).
