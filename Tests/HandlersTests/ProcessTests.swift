@@ -233,4 +233,21 @@ struct ProcessTests {
             try await TestPostgres.run([try ServerProcess.binary(), "serve", "--database", database, "--database-connections", "1"])
         }
     }
+    /// Security audit M6: a `--listen-database` naming another database heard its own pings and nothing else: live
+    /// notices and cross-instance revocations stopped silently.
+    @Test("--listen-database naming another database stops the server with the reason")
+    func wrongListenDatabase() async throws {
+        let database = try await TestPostgres.shared.newDatabaseURL()
+        let other = try await TestPostgres.shared.newDatabaseURL()
+        let port = Int.random(in: 20_000..<60_000)
+        let log = TestScratch.path("server-", suffix: ".log")
+        let pid = try ServerProcess.spawn(
+            [try ServerProcess.binary(), "serve", "--port", "\(port)", "--database", database, "--listen-database", other], output: log)
+        let server = ServerProcess(pid: pid, port: port, log: log)
+        let exited = await server.waitForExit(within: .seconds(120))
+        if !exited { server.killAndReap() }
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(exited, "still serving with a listener on another database")
+        #expect(output.contains("--listen-database names another database"), "\(output.suffix(800))")
+    }
 }

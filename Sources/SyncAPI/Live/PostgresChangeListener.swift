@@ -22,6 +22,13 @@ public struct PostgresChangeListener: Service {
     static let pingPrefix = "p:"
 
     let client: PostgresClient
+    /// Where pings are sent: the statements' pool, so that a listener on another database than the writes' (a wrong
+    /// `--listen-database`) never hears them and counts as deaf (security audit M6).
+    let pings: PostgresClient
+    /// With a `--listen-database` of its own: the database id the writes' database holds, which the listening
+    /// database must hold too; a listener on another database hears no write and no revocation, so the instance
+    /// stops with an error rather than serve stale streams and 60 s revocations.
+    let expectedDatabaseID: (@Sendable () async throws -> String)?
     let hub: ChangeHub
     let logger: Logger
     let heartbeat: Duration
@@ -31,9 +38,12 @@ public struct PostgresChangeListener: Service {
     let instance = DatabaseIdentity.uuid()
 
     public init(
-        client: PostgresClient, hub: ChangeHub, logger: Logger, heartbeat: Duration = .seconds(2), deafAfter: Duration = .seconds(5)
+        client: PostgresClient, pings: PostgresClient? = nil, expectedDatabaseID: (@Sendable () async throws -> String)? = nil,
+        hub: ChangeHub, logger: Logger, heartbeat: Duration = .seconds(2), deafAfter: Duration = .seconds(5)
     ) {
         self.client = client
+        self.pings = pings ?? client
+        self.expectedDatabaseID = expectedDatabaseID
         self.hub = hub
         self.logger = logger
         self.heartbeat = heartbeat
@@ -43,11 +53,18 @@ public struct PostgresChangeListener: Service {
     /// The listener stopped hearing its own pings.
     struct Deaf: Error {}
 
+    /// The listening database is not the writes' database.
+    struct WrongDatabase: Error, CustomStringConvertible {
+        let description =
+            "--listen-database names another database than --database (their syncapi_meta database ids differ): it would hear no write and no revocation"
+    }
+
     public func run() async throws {
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             do {
                 try await cancelWhenGracefulShutdown {
                     try await client.withConnection { conn in
+                        try await checkDatabase(on: conn)
                         do {
                             try await listen(on: conn)
                         } catch let error as Deaf {
@@ -57,6 +74,10 @@ public struct PostgresChangeListener: Service {
                         }
                     }
                 }
+            } catch let error as WrongDatabase {
+                hub.sessions.setLive(false)
+                logger.critical("the change listener listens on another database", metadata: ["error": "\(error)"])
+                throw error
             } catch {
                 hub.sessions.setLive(false)
                 if Task.isCancelled || Task.isShuttingDownGracefully { return }
@@ -65,6 +86,24 @@ public struct PostgresChangeListener: Service {
                 try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(1)) }
             }
         }
+    }
+
+    /// Throws `WrongDatabase` when `conn` is not on the writes' database (a database id that differs, or none where
+    /// the writes' database has one). Throws something else, retried, while the writes' database has no id yet.
+    func checkDatabase(on conn: PostgresConnection) async throws {
+        guard let expectedDatabaseID else { return }
+        let expected = try await expectedDatabaseID()
+        var found: String?
+        do {
+            for try await value in try await conn.query("SELECT value FROM syncapi_meta WHERE key = 'database_id'", logger: logger)
+                .decode(String.self)
+            {
+                found = value
+            }
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "42P01" {
+            found = nil  // no syncapi_meta table: not a SyncAPI database
+        }
+        guard found == expected else { throw WrongDatabase() }
     }
 
     /// Listens on `conn` until it fails or goes deaf.
@@ -93,7 +132,7 @@ public struct PostgresChangeListener: Service {
         var n = 0
         while true {
             let payload = "\(Self.pingPrefix)\(instance):\(n)"
-            try await client.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+            try await pings.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
             let sent = ContinuousClock.now
             while heard.last < n {
                 if ContinuousClock.now >= sent + deafAfter {

@@ -165,7 +165,14 @@ public struct OpenedStore: Sendable {
                     url, pool: PoolSize(connections: snapshotConnections, openAtStart: pool.openAtStart), logger: logger)
             }
             // Behind a pooler with no direct URL there is no LISTEN (`serve` refuses that; `migrate` needs none).
-            let listener = pooler && listen == nil ? nil : PostgresChangeListener(client: listenClient ?? client, hub: hub, logger: logger)
+            let writes = store
+            let expectedDatabaseID: (@Sendable () async throws -> String)? =
+                listenClient == nil ? nil : { @Sendable in try await writes.databaseID() }
+            let listener =
+                pooler && listen == nil
+                ? nil
+                : PostgresChangeListener(
+                    client: listenClient ?? client, pings: client, expectedDatabaseID: expectedDatabaseID, hub: hub, logger: logger)
             guard !reads.isEmpty else {
                 var opened = OpenedStore(store: store, postgresClient: client, hub: hub, listener: listener)
                 opened.listenClient = listenClient
