@@ -65,7 +65,10 @@ public struct SharingTheMachine: TestTrait, SuiteTrait, TestScoping {
     }
 
     public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        try await TestSlots.shared.run(function)
+        // Once in its slot, a step of its own for HangWatch: a test that never ends is named, with where it is
+        // declared, whatever it waits for.
+        let name = "test \(test.name) (\(test.sourceLocation.fileName):\(test.sourceLocation.line))"
+        try await TestSlots.shared.run { try await HangWatch.step(name) { try await function() } }
     }
 }
 

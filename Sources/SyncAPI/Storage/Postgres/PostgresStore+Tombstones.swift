@@ -9,22 +9,7 @@ extension PostgresStore {
     public func purgeTombstones(cutoffMs: Int64) async throws -> Int {
         // A background job, not a request: it runs as long as the batches take.
         try await guarded(within: .seconds(3600)) {
-            try await client.withConnection { conn in
-                var locked = false
-                for try await ok in try await conn.query("SELECT pg_try_advisory_lock(\(Self.purgeLockKey))", logger: logger)
-                    .decode(Bool.self)
-                { locked = ok }
-                // Another instance is purging: its purge covers this one.
-                guard locked else { return 0 }
-                do {
-                    let total = try await purgeBatches(cutoffMs: cutoffMs, on: conn)
-                    try await conn.query("SELECT pg_advisory_unlock(\(Self.purgeLockKey))", logger: logger)
-                    return total
-                } catch {
-                    _ = try? await conn.query("SELECT pg_advisory_unlock(\(Self.purgeLockKey))", logger: logger)
-                    throw error
-                }
-            }
+            try await client.withConnection { conn in try await purgeBatches(cutoffMs: cutoffMs, on: conn) }
         }
     }
 
@@ -41,7 +26,15 @@ extension PostgresStore {
         var total = 0
         for family in families {
             while true {
-                let purged = try await inTransaction(on: conn) { conn in
+                let purged = try await inTransaction(on: conn) { conn -> Int? in
+                    // One instance purges at a time, each batch under a transaction-scoped lock: a session-scoped one
+                    // could be taken and released on different server sessions behind a pooler and leak (security
+                    // audit L3). Another instance holding it is purging: its purge covers this one.
+                    var mine = false
+                    for try await ok in try await conn.query("SELECT pg_try_advisory_xact_lock(\(Self.purgeLockKey))", logger: logger)
+                        .decode(Bool.self)
+                    { mine = ok }
+                    guard mine else { return nil }
                     // The family row first, as writers do: the purge waits for them, never the other way round.
                     try await conn.query("SELECT 1 FROM families WHERE id = \(family) FOR UPDATE", logger: logger)
                     var count = 0
@@ -61,6 +54,7 @@ extension PostgresStore {
                     ).decode(Int64.self) { count = Int(n) }
                     return count
                 }
+                guard let purged else { return total }
                 total += purged
                 if purged < Self.purgeBatch { break }
             }
