@@ -132,7 +132,7 @@ public func buildRouter(
         store: store, configuration: configuration, metrics: metrics, streams: streams, hub: hub, snapshots: engine.snapshots
     ).add(to: router, api: api)
     let accountRoutes = AccountRoutes(
-        accounts: accounts, bodyMaxBytes: configuration.bodyMaxBytes,
+        accounts: accounts, bodyMaxBytes: min(configuration.bodyMaxBytes, AccountRoutes.bodyMaxBytes),
         clientAddress: ClientAddressResolver(trustedProxies: configuration.trustedProxies),
         logins: AdmissionLimiter(rate: configuration.loginRate), signups: AdmissionLimiter(rate: configuration.signupRate))
     accountRoutes.addPublic(to: api)

@@ -28,13 +28,14 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
         }
         if Self.isStreaming(request) { return try await inner.respond(to: request, context: context) }
         if request.method == .put || request.method == .post {
+            let limit = AccountRoutes.bodyLimit(request.uri.path, itemLimit: bodyMaxBytes)
             do {
-                if let length = request.headers[.contentLength].flatMap(Int.init), length > bodyMaxBytes {
-                    throw SyncError.payloadTooLarge(limit: bodyMaxBytes)
+                if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+                    throw SyncError.payloadTooLarge(limit: limit)
                 }
-                request.body = RequestBody(buffer: try await request.collectBody(upTo: bodyMaxBytes))
+                request.body = RequestBody(buffer: try await request.collectBody(upTo: limit))
             } catch {
-                return ProblemMiddleware.problem(for: error, bodyMaxBytes: bodyMaxBytes, logger: context.logger).response
+                return ProblemMiddleware.problem(for: error, bodyMaxBytes: limit, logger: context.logger).response
             }
         }
         let ready = request

@@ -25,6 +25,30 @@ struct LimitsHTTPTests {
         }
     }
 
+    @Test(
+        "an account call's body over 16 KiB is 413 whatever the item limit; a declared length over it is refused unread", arguments: Backend.allCases)
+    func accountBodyLimit(backend: Backend) async throws {
+        try await TestApp.run(backend, mode: .live) { client in
+            let padding = String(repeating: "p", count: 17 << 10)
+            let login = try await APIClient(client: client).call(
+                .post, "/api/v1/login", body: #"{"username":"alice","password":"\#(padding)"}"#)
+            #expect(login.status == .contentTooLarge && login.json?["code"] == .string("payload_too_large"))
+            let signup = try await APIClient(client: client).call(
+                .post, "/api/v1/signup", body: #"{"family":"\#(padding)","username":"alice","password":"password1"}"#)
+            #expect(signup.status == .contentTooLarge)
+            // A head that declares 1 MiB, and no body yet: answered at once, the body never waited for.
+            let port = try #require(client.port)
+            let fd = try await RawSocket.connect(port: port)
+            defer { close(fd) }
+            try await RawSocket.send(
+                fd, "POST /api/v1/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n")
+            let answer = try await RawSocket.read(fd, until: "\r\n\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 413"), "\(answer.prefix(200))")
+            // Small bodies still pass.
+            #expect(try await APIClient.signedUp(client).token != nil)
+        }
+    }
+
     @Test("the README walkthrough over a live server: signup, PUT, ctcsync twice", arguments: Backend.allCases)
     func liveWalkthrough(backend: Backend) async throws {
         try await TestApp.run(backend, mode: .live) { client in

@@ -3,6 +3,22 @@ import SyncAPI
 
 /// `POST /signup`, `/login`, `/logout`, `/password`, `/accounts` (protocol §1).
 struct AccountRoutes {
+    /// The most an account call's body takes (signup, login, password, a new account: a few hundred bytes): a body
+    /// declared larger is 413 before a byte of it is read, and one sent larger stops being read there, so bodies
+    /// trickled to these unauthenticated routes cost this much each, not the item routes' limit (security audit).
+    static let bodyMaxBytes = 16 << 10
+
+    /// The account calls' paths.
+    static let paths: Set<Substring> = ["/api/v1/signup", "/api/v1/login", "/api/v1/logout", "/api/v1/password", "/api/v1/accounts"]
+
+    /// The most bytes of body read for a request to `path` (`TimeLimitedResponder` reads bodies before routing): the
+    /// item routes' limit, or an account call's.
+    static func bodyLimit(_ path: String, itemLimit: Int) -> Int {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        return paths.contains(trimmed) ? min(itemLimit, bodyMaxBytes) : itemLimit
+    }
+
     let accounts: AccountService
     let bodyMaxBytes: Int
     let clientAddress: ClientAddressResolver
