@@ -75,22 +75,23 @@ struct ChangesHTTPTests {
         var configuration = try await TestApp.configuration(.postgres)
         Self.fast(&configuration)
         configuration.changesMaxDuration = .seconds(4)
-        guard case .postgres(let host, let port, _, _, let database, _) = configuration.database else { throw TestFailure("not PostgreSQL") }
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let app = try await buildApplication(configuration, logger: logger)
+        let database = configuration.database
         try await HangWatch.watched(app, "app", mode: .live) { client in
             let api = try await APIClient.signedUp(client)
             let date = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
-            let psql = ["psql", "-h", host, "-p", "\(port)", "-U", "postgres", "-d", database, "-Atc"]
-            // Another session holds the families table for 7 s: the stream's start (the family's counter) waits for it.
-            async let held = TestPostgres.run(psql + ["BEGIN; LOCK TABLE families IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(7); COMMIT;"])
-            let granted = "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'families' AND l.granted"
-            while try await TestPostgres.run(psql + [granted]).trimmingCharacters(in: .whitespacesAndNewlines) == "0" {
-                try await Task.sleep(for: .milliseconds(50))
+            // The families table held: the stream's start (the family's counter) waits for it, 6 s past the moment it
+            // is seen waiting, so the start takes longer than the 5 s its body has to begin.
+            let lock = TableLock(database: database, table: "families")
+            let stream = try await lock.holding {
+                let stream = Task { try await api.call(.get, "/api/v1/changes?date=\(date)") }
+                try await lock.waitForWaiter()
+                try await Task.sleep(for: .seconds(6))
+                return stream
             }
-            let answer = try await api.call(.get, "/api/v1/changes?date=\(date)")
-            _ = try await held
+            let answer = try await stream.value
             #expect(answer.status == .ok)
             #expect(answer.body.hasPrefix("retry: 2000\n\n") && answer.body.contains(": ping"), "\(answer.body.prefix(200))")
         }

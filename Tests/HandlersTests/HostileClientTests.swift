@@ -238,33 +238,25 @@ struct HostileClientTests {
     func groupWriteAfterRevocation() async throws {
         var configuration = try await TestApp.configuration(.postgres)
         configuration.bcryptCost = testBcryptCost
-        guard case .postgres(let host, let port, _, _, let database, _) = configuration.database else { throw TestFailure("not PostgreSQL") }
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let app = try await buildApplication(configuration, logger: logger)
+        let database = configuration.database
         // Router mode: the group and the logout run at once (the live test client sends them one after the other).
         try await HangWatch.watched(app, "app", mode: .router) { client in
             let owner = try await APIClient.signedUp(client)
             #expect(try await AccountManagementTests.addAccount(owner, "bob").status == .created)
             let bob = try await AccountManagementTests.login(client, "bob")
-            let psql = ["psql", "-h", host, "-p", "\(port)", "-U", "postgres", "-d", database, "-Atc"]
-            // The items table held by another session for 5 s: the group's first read waits for it.
-            async let held = TestPostgres.run(psql + ["BEGIN; LOCK TABLE items IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(5); COMMIT;"])
-            let granted = "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'items' AND l.granted"
-            while try await TestPostgres.run(psql + [granted]).trimmingCharacters(in: .whitespacesAndNewlines) == "0" {
-                try await Task.sleep(for: .milliseconds(50))
+            // The items table held: the group's first read waits for it; its token is revoked meanwhile.
+            let lock = TableLock(database: database, table: "items")
+            let body = #"{"requests":[{"id":"l","method":"GET","url":"/api/v1/ctcsync"},{"id":"w","method":"PUT","url":"/api/v1/contacts/ghost","body":{"firstName":"Ghost"}}]}"#
+            let group = try await lock.holding {
+                let group = Task { try await bob.call(.post, "/api/v1/group", body: body) }
+                try await lock.waitForWaiter()
+                #expect(try await bob.call(.post, "/api/v1/logout").status == .noContent)
+                return group
             }
-            let body =
-                #"{"requests":[{"id":"l","method":"GET","url":"/api/v1/ctcsync"},{"id":"w","method":"PUT","url":"/api/v1/contacts/ghost","body":{"firstName":"Ghost"}}]}"#
-            async let group = bob.call(.post, "/api/v1/group", body: body)
-            // Once the group's read waits for the table, its token is revoked.
-            let waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-            while try await TestPostgres.run(psql + [waiting]).trimmingCharacters(in: .whitespacesAndNewlines) == "0" {
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            #expect(try await bob.call(.post, "/api/v1/logout").status == .noContent)
-            _ = try await held
-            let answer = try await group
+            let answer = try await group.value
             guard case .array(let entries)? = answer.json?["responses"], entries.count == 2 else {
                 throw TestFailure("group: \(answer.status) \(answer.body.prefix(300))")
             }

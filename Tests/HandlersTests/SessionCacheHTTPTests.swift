@@ -29,7 +29,7 @@ struct SessionCacheHTTPTests {
         }
     }
 
-    @Test("logout and password change on one instance stop the token on another within 1 s")
+    @Test("logout and password change on one instance stop the token on another long before its cache entry would")
     func revokedEverywhere() async throws {
         let url = try DatabaseURL(parsing: try await TestPostgres.shared.newDatabaseURL())
         let first = try await LiveHubTests.app(url, maxDuration: .seconds(5))
@@ -55,11 +55,13 @@ struct SessionCacheHTTPTests {
                     #expect(try await here.call(.get, "/api/v1/ctcsync").status == .unauthorized, "\(revoke)")
                     let revoked = ContinuousClock.now
                     var status = HTTPResponse.Status.ok
-                    while status != .unauthorized, ContinuousClock.now - revoked < .seconds(1) {
+                    // The revocation notice: well under a second here. Without it the cached entry would be accepted for
+                    // its 60 s: the ceiling is for a loaded machine and still well below that.
+                    while status != .unauthorized, ContinuousClock.now - revoked < .seconds(30) {
                         status = try await elsewhere.call(.get, "/api/v1/ctcsync").status
                         if status != .unauthorized { try await Task.sleep(for: .milliseconds(20)) }
                     }
-                    #expect(status == .unauthorized, "\(revoke): still accepted elsewhere 1 s later")
+                    #expect(status == .unauthorized, "\(revoke): still accepted elsewhere 30 s later")
                     #expect(try await alice.call(.get, "/api/v1/ctcsync").status == .ok)
                 }
             }
