@@ -64,7 +64,18 @@ struct WritesLeaveTests {
 
     @Test("a write made while the server cannot take it (its database is down: 503) leaves by itself once it is back")
     func leavesWhenBack() async throws {
+        // Its own PostgreSQL, stopped at the end whatever happens.
         let postgres = TestPostgres()
+        do {
+            try await Self.leavesWhenBack(on: postgres)
+        } catch {
+            try? await postgres.stop()
+            throw error
+        }
+        try await postgres.stop()
+    }
+
+    static func leavesWhenBack(on postgres: TestPostgres) async throws {
         let database = try DatabaseURL(parsing: try await postgres.newDatabaseURL())
         try await LiveServer.run(.postgres, database: database) { server in
             let signer = try server.client()

@@ -50,7 +50,13 @@ public actor TestPostgres {
         if let starting { return try await starting.value }
         let task = Task { try await self.initialize() }
         starting = task
-        return try await task.value
+        do {
+            return try await task.value
+        } catch {
+            // A failed start is not kept: the next test tries again, rather than every later test failing with it.
+            starting = nil
+            throw error
+        }
     }
 
     private func initialize() async throws -> Int {
