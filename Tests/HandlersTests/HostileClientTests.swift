@@ -249,7 +249,9 @@ struct HostileClientTests {
             let bob = try await AccountManagementTests.login(client, "bob")
             // The items table held: the group's first read waits for it; its token is revoked meanwhile.
             let lock = TableLock(database: database, table: "items")
-            let body = #"{"requests":[{"id":"l","method":"GET","url":"/api/v1/ctcsync"},{"id":"w","method":"PUT","url":"/api/v1/contacts/ghost","body":{"firstName":"Ghost"}}]}"#
+            let body =
+                #"{"requests":[{"id":"l","method":"GET","url":"/api/v1/ctcsync"},"#
+                + #"{"id":"w","method":"PUT","url":"/api/v1/contacts/ghost","body":{"firstName":"Ghost"}}]}"#
             let group = try await lock.holding {
                 let group = Task { try await bob.call(.post, "/api/v1/group", body: body) }
                 try await lock.waitForWaiter()
