@@ -20,10 +20,22 @@ public struct StandbyHealthChecker: Service {
 
     /// The lag in seconds: zero when everything received is replayed (an idle primary sends nothing, and the last
     /// replayed commit's time then grows old without any lag); nil when the standby is not in recovery, has not
-    /// replayed the schema yet, or cannot say.
+    /// replayed the schema yet, is not streaming from its primary, or cannot say.
+    ///
+    /// A standby whose WAL receiver stopped (a partition, a dead primary, `primary_conninfo` naming the old primary
+    /// after a failover) keeps the last position it received, replays up to it, and would read as 0 lag for good
+    /// with a frozen state (security audit M2): it must have a receiver that streams and heard from its primary
+    /// within 90 s (the primary sends a keep-alive at least every `wal_sender_timeout / 2`, 30 s by default). A
+    /// role that may not read `pg_stat_wal_receiver`'s details (it needs `pg_read_all_stats`, or `pg_monitor`)
+    /// sees its status as null: then only a missing receiver is caught (docs/operations.md).
     static let lagQuery: PostgresQuery = """
         SELECT CASE
             WHEN NOT pg_is_in_recovery() OR to_regclass('families') IS NULL THEN NULL
+            WHEN NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver) THEN NULL
+            WHEN EXISTS (
+                SELECT 1 FROM pg_stat_wal_receiver WHERE status IS NOT NULL
+                AND (status <> 'streaming' OR last_msg_receipt_time IS NULL OR last_msg_receipt_time < now() - interval '90 seconds')
+            ) THEN NULL
             WHEN pg_last_wal_receive_lsn() IS NOT NULL AND pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
             ELSE EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp())::float8
         END
@@ -38,7 +50,7 @@ public struct StandbyHealthChecker: Service {
                 }
                 return nil
             }
-            guard let lag else { return (false, "not a standby in recovery, no schema yet, or its lag is unknown") }
+            guard let lag else { return (false, "not a standby in recovery, no schema yet, not streaming from its primary, or its lag is unknown") }
             if lag > Double(maxLag.components.seconds) + Double(maxLag.components.attoseconds) / 1e18 {
                 return (false, "lags \(lag) s")
             }
