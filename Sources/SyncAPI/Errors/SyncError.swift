@@ -82,9 +82,9 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public static func unsupportedMediaType(_ detail: String) -> SyncError {
         SyncError(code: "unsupported_media_type", status: 415, detail: detail, field: "Content-Type")
     }
-    /// A sub-request of a group that would have started past the group's time limit (protocol §6).
+    /// A write sub-request of a group that would have started past the group's time limit (protocol §6).
     public static let groupTimeLimit = SyncError(
-        code: "unavailable", status: 503, detail: "The group ran past its time limit before this request started; send it again.",
+        code: "unavailable", status: 503, detail: "The group ran past its time limit before this write started; send it again.",
         retryAfter: 1)
     public static let unavailable = SyncError(
         code: "unavailable", status: 503, detail: "The database is unreachable; retry shortly.", retryAfter: 5)
