@@ -49,6 +49,10 @@ public struct AppConfiguration: Sendable {
     /// reads), per account and per instance; past either, 429. The instance's stays below PostgreSQL's pool of 20.
     public var maxSnapshotAnswersPerAccount = 4
     public var maxSnapshotAnswersPerInstance = 8
+    /// Most of them per family (nil: half the instance's, at least the account's), so other families find a place.
+    public var maxSnapshotAnswersPerFamily: Int?
+    /// The pace below which such an answer gives its place up to one that waits (`SnapshotBudget.Pace`).
+    public var snapshotAnswerPace = SnapshotBudget.Pace()
 
     /// TLS: PEM certificate chain and private key files; both or neither (then plain HTTP for a proxy in front).
     public var tlsCertificatePath: String?

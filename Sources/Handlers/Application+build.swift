@@ -106,7 +106,9 @@ public func buildRouter(
     let collections = CollectionRegistry(configuration.model)
     let engine = SyncEngine(
         store: store, streamStartDeadline: configuration.databaseDeadline, quotas: configuration.quotas,
-        snapshots: SnapshotBudget(perAccount: configuration.maxSnapshotAnswersPerAccount, perInstance: configuration.maxSnapshotAnswersPerInstance),
+        snapshots: SnapshotBudget(
+            perAccount: configuration.maxSnapshotAnswersPerAccount, perFamily: configuration.maxSnapshotAnswersPerFamily,
+            perInstance: configuration.maxSnapshotAnswersPerInstance, pace: configuration.snapshotAnswerPace),
         collections: collections)
     let streams = LiveStreams(perAccount: configuration.maxStreamsPerAccount, perInstance: configuration.maxStreamsPerInstance)
     let metrics = PrometheusCollectorRegistry()

@@ -149,6 +149,13 @@ struct Serve: AsyncParsableCommand {
             "Most answers downloading from a database snapshot at once on this instance (default 8); PostgreSQL gives them a pool of their own of this size."
     )
     var maxSnapshotAnswersPerInstance: Int?
+    @Option(help: "Most answers of one family downloading from a database snapshot at once (default half the instance's, at least the account's).")
+    var maxSnapshotAnswersPerFamily: Int?
+    @Option(
+        help:
+            "KiB a second below which an answer downloading from a database snapshot, after its first 10 s, gives its place up to an answer that waits for one (0: never)."
+    )
+    var snapshotAnswerMinRate = 64
     @Option(
         help:
             "PostgreSQL connections for statements, all opened at start (env SYNCAPI_DATABASE_CONNECTIONS; default twice the cores plus 2: about what the database runs at once without a long tail). Snapshot answers have their own pool."
@@ -222,6 +229,11 @@ struct Serve: AsyncParsableCommand {
         }
         configuration.maxSnapshotAnswersPerAccount = maxSnapshotAnswersPerAccount
         configuration.maxSnapshotAnswersPerInstance = snapshotAnswers
+        guard (maxSnapshotAnswersPerFamily ?? 1) >= 1, (0...1_048_576).contains(snapshotAnswerMinRate) else {
+            throw ValidationError("--max-snapshot-answers-per-family is at least 1 and --snapshot-answer-min-rate 0 to 1048576 (KiB/s)")
+        }
+        configuration.maxSnapshotAnswersPerFamily = maxSnapshotAnswersPerFamily
+        configuration.snapshotAnswerPace = SnapshotBudget.Pace(minimumRate: snapshotAnswerMinRate * 1024)
         // Snapshot answers get a pool of their own, as large as their budget: held by slow downloads, they never take
         // a connection from the statements (PostgreSQL; SQLite has no pool).
         configuration.databasePool = PoolSize(connections: connections, openAtStart: true, snapshotConnections: snapshotAnswers)

@@ -300,8 +300,8 @@ struct HostileClientTests {
 /// system call, so it runs on NIO's blocking pool: on the two threads of Swift's own pool it would starve the
 /// in-process server it talks to.
 enum RawSocket {
-    static func connect(port: Int) async throws -> Int32 {
-        try await NIOThreadPool.singleton.runIfActive { try OperatorTests.connect(port: port) }
+    static func connect(port: Int, receiveBuffer: Int32? = nil) async throws -> Int32 {
+        try await NIOThreadPool.singleton.runIfActive { try OperatorTests.connect(port: port, receiveBuffer: receiveBuffer) }
     }
 
     static func send(_ fd: Int32, _ text: String) async throws {

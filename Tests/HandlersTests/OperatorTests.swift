@@ -7,10 +7,12 @@ import Testing
 /// change, secrets stay out of output, the embedded database is private.
 @Suite("Operating the syncapi process", .sharingTheMachine)
 struct OperatorTests {
-    /// An open TCP connection to the server on loopback.
-    static func connect(port: Int) throws -> Int32 {
+    /// An open TCP connection to the server on loopback; `receiveBuffer` (bytes) shrinks its receive window, as a
+    /// phone on a slow link looks to the server.
+    static func connect(port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket") }
+        if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

@@ -1,3 +1,4 @@
+import NIOCore
 import SyncAPI
 import TestSupport
 import Testing
@@ -82,7 +83,7 @@ struct SnapshotBudgetTests {
                     var refused = 0
                     for _ in 0..<300 {
                         do {
-                            let lease = try await budget.lease("account\(worker % 4)")
+                            let lease = try await budget.lease("account\(worker % 4)", family: "family\(worker % 4)")
                             await Task.yield()
                             lease.release()
                         } catch {
@@ -96,5 +97,60 @@ struct SnapshotBudgetTests {
         }
         #expect(refused == 0)
         #expect(budget.count == 0)
+    }
+
+    /// Security audit 651e0ee H3: two accounts of one family held every place. A family takes at most its share (by
+    /// default half the instance's), refused at once past it; another family still finds a place.
+    @Test("a family takes at most its share of the places; another family still gets one")
+    func familyShare() async throws {
+        let budget = SnapshotBudget(perAccount: 2, perInstance: 4, wait: .seconds(60))
+        #expect(budget.perFamily == 2)
+        let first = try await budget.lease("a1", family: "A")
+        let second = try await budget.lease("a2", family: "A")
+        let clock = ContinuousClock()
+        let started = clock.now
+        #expect(await Self.status { _ = try await budget.lease("a3", family: "A") } == 429)
+        #expect(clock.now - started < .seconds(30), "refused after the wait, not at once")
+        let other = try await budget.lease("b1", family: "B")
+        #expect(budget.count == 3)
+        for lease in [first, second, other] { lease.release() }
+        #expect(budget.count == 0)
+        // Given back, the family's share is whole again.
+        let again = try await budget.lease("a3", family: "A")
+        again.release()
+    }
+
+    /// Security audit 651e0ee H3: readers at 64 KB/s held every place for as long as they read. A holder past its grace
+    /// reading below the pace is cut when another answer waits, and the waiter takes its place; one at the pace keeps
+    /// it, and the waiter is refused after its wait as before.
+    @Test("a holder below the pace gives its place to a waiter; one at the pace keeps it")
+    func slowHolderIsCut() async throws {
+        // Any holder is below 1 TB/s: the slow case does not depend on how fast this machine is.
+        let strict = SnapshotBudget(perAccount: 4, perInstance: 1, wait: .seconds(60), pace: .init(minimumRate: 1 << 40, grace: .zero))
+        let slow = try await strict.lease("a1", family: "A")
+        let slowAnswer = AnswerStream()
+        slow.track(slowAnswer)
+        let waiter = try await strict.lease("b1", family: "B")
+        #expect(strict.cutCount == 1)
+        #expect(strict.count == 1)
+        // The cut answer's producer stops at its next chunk.
+        await #expect(throws: CancellationError.self) { try await slowAnswer.send(ByteBuffer(string: "late")) }
+        waiter.release()
+        #expect(strict.count == 0)
+
+        // A megabyte delivered is far above 1 byte a second for the next 11 days: the holder keeps its place.
+        let lenient = SnapshotBudget(perAccount: 4, perInstance: 1, wait: .milliseconds(200), pace: .init(minimumRate: 1, grace: .zero))
+        let fast = try await lenient.lease("a1", family: "A")
+        let fastAnswer = AnswerStream()
+        fast.track(fastAnswer)
+        try await fastAnswer.send(ByteBuffer(repeating: 0, count: 1 << 20))
+        #expect(try await fastAnswer.next()?.readableBytes == 1 << 20)
+        #expect(await Self.status { _ = try await lenient.lease("b1", family: "B") } == 429)
+        #expect(lenient.cutCount == 0)
+        fast.release()
+        // A holder that never tracked an answer (nothing to judge) is not cut either.
+        let untracked = try await lenient.lease("a1", family: "A")
+        #expect(await Self.status { _ = try await lenient.lease("b1", family: "B") } == 429)
+        untracked.release()
     }
 }

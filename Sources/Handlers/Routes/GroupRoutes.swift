@@ -42,9 +42,9 @@ struct GroupRoutes {
                     // A run of reads holds its snapshot while its answers are written: one place in the budget of
                     // snapshot holders for the whole group (429 before anything starts when there is none).
                     let pinsSnapshot = zip(subRequests, subRequests.dropFirst()).contains { $0.method == .get && $1.method == .get }
-                    let lease = pinsSnapshot ? try await snapshots.lease(try context.requireSession().accountID) : nil
+                    let lease = pinsSnapshot ? try await snapshots.lease(for: context.requireSession()) : nil
                     let stream = AnswerStream(producerStallLimit: answerLimit)
-                    if let lease { stream.whenCancelled { lease.release() } }
+                    lease?.track(stream)
                     let sink = GroupSink(stream: stream)
                     let subContext = context
                     // No write starts past the group's time limit (protocol §6: no sub-request keeps a group open): one

@@ -28,6 +28,10 @@ struct OperationsRoutes {
             descriptor: MetricNameDescriptor(
                 namespace: "syncapi", metricName: "snapshot_answers", unitName: "",
                 helpText: "Places taken in the budget of answers that hold a snapshot while their client downloads."))
+        let snapshotCuts = metrics.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "syncapi", metricName: "snapshot_answers_cut", unitName: "",
+                helpText: "Answers cut since start for reading below the pace while another waited for a snapshot place."))
         let readRoutes = (store as? ReadRoutingStore).map { ReadRouteMetrics(counts: $0.routes, registry: metrics) }
         router.resource("health", [.get: { _, _ in HTTPBodies.response(json: #"{"status":"ok"}"#) }])
         let readiness = ReadinessProbe { try await store.ping() }
@@ -47,6 +51,7 @@ struct OperationsRoutes {
                     subscriptions.set(Double(hub?.subscriptions ?? 0))
                     answers.set(Double(AnswerStream.open))
                     snapshotPlaces.set(Double(snapshots.count))
+                    snapshotCuts.set(Double(snapshots.cutCount))
                     readRoutes?.update()
                     return Response(
                         status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

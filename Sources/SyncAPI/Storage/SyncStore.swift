@@ -115,6 +115,12 @@ public protocol SyncStore: Sendable {
 /// How many rows a streamed read hands over at a time.
 enum StreamPaging {
     static let pageSize = 256
+    /// A page ends once its bodies reach this many bytes, whatever their count: a page of 256 of the largest rows held
+    /// tens of megabytes per stream, twice (rows and answer chunks; security audit 651e0ee H2).
+    static let pageBytes = 1 << 20
+
+    /// Whether a page of `count` rows and `bytes` bytes is full.
+    static func isFull(count: Int, bytes: Int) -> Bool { count >= pageSize || bytes >= pageBytes }
 }
 
 /// A page of a full list as it is answered: the stored canonical JSON of each live row, oldest change first, as bytes.

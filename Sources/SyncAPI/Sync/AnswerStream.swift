@@ -34,6 +34,7 @@ public final class AnswerStream: Sendable {
     }
 
     private let state = Mutex(State())
+    private let delivered = Atomic<Int>(0)
     let capacity: Int
     /// A producer that waits longer than this for the consumer gives up: the client stopped reading, or the answer
     /// was dropped (a request answered 503 by its deadline never writes its body).
@@ -52,6 +53,9 @@ public final class AnswerStream: Sendable {
     deinit { Self.live.subtract(1, ordering: .relaxed) }
 
     private static let live = Atomic<Int>(0)
+
+    /// Bytes handed to the consumer so far: the pace at which the client reads (`SnapshotBudget.Pace`).
+    public var deliveredBytes: Int { delivered.load(ordering: .relaxed) }
 
     /// Answers alive in this process (their producer, or their consumer, still holds them): for metrics and tests.
     public static var open: Int { live.load(ordering: .relaxed) }
@@ -120,6 +124,7 @@ public final class AnswerStream: Sendable {
             releaseDate()
             switch action {
             case .handOver(let consumer):
+                delivered.add(chunk.readableBytes, ordering: .relaxed)
                 consumer.resume(returning: chunk)
                 continuation.resume()
             case .queued: continuation.resume()
@@ -219,6 +224,7 @@ public final class AnswerStream: Sendable {
             }
             producer?.resume()
             if let ready {
+                if case .success(let chunk?) = ready { delivered.add(chunk.readableBytes, ordering: .relaxed) }
                 continuation.resume(with: ready)
                 return
             }

@@ -2,61 +2,110 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// The budget of answers that hold a database snapshot while their client downloads them (security audit H6, code
-/// review D4): full lists streamed from their snapshot, and groups whose run of reads streams from its pinned one.
+/// The budget of answers that hold a database snapshot while their client downloads them (security audit H6,
+/// code review D4): full lists streamed from their snapshot, and groups whose run of reads streams from its pinned one.
 ///
 /// Such an answer keeps its snapshot (on PostgreSQL a pooled connection, on SQLite a connection and the WAL) for as
 /// long as its client takes to read it, so slow phones could otherwise take every pooled connection and delay every
-/// other family's requests. At most `perAccount` of them per account (past it: 429 `too_many_requests` at once) and
-/// `perInstance` in all: past that a new one waits, first come first served, for at most `wait` (a fast answer holds
-/// its place for milliseconds), then answers 429. Nothing is taken before the place: a refused answer costs nothing.
-/// The instance budget stays below the PostgreSQL pool's size, so ordinary requests always find a connection.
+/// other family's requests. At most `perAccount` of them per account and `perFamily` per family (past either: 429
+/// `too_many_requests` at once), and `perInstance` in all: past that a new one waits, first come first served, for at
+/// most `wait` (a fast answer holds its place for milliseconds), then answers 429. Nothing is taken before the place:
+/// a refused answer costs nothing. The instance budget stays below the PostgreSQL pool's size, so ordinary requests
+/// always find a connection.
+///
+/// A place is not kept at any pace (security audit 651e0ee H3: eight readers at 64 KB/s held every place for as long
+/// as they read): when an answer has to wait, the slowest holder that has held its place for `pace.grace` and read
+/// less than `pace.minimumRate` bytes a second on average is cut (its stream cancelled, its client gets a broken
+/// answer and asks again), and the waiter takes its place. A slow phone alone keeps its answer as long as it reads.
 public final class SnapshotBudget: Sendable {
     public let perAccount: Int
+    public let perFamily: Int
     public let perInstance: Int
     public let wait: Duration
+    public let pace: Pace
+
+    /// The pace below which a holder gives its place up to a waiting answer.
+    public struct Pace: Sendable {
+        /// Bytes a second, averaged over the whole hold.
+        public var minimumRate: Int
+        /// How long a holder reads before its pace is judged (a phone's first round trips, TCP's slow start).
+        public var grace: Duration
+
+        public init(minimumRate: Int = 64 * 1024, grace: Duration = .seconds(10)) {
+            self.minimumRate = max(0, minimumRate)
+            self.grace = grace
+        }
+    }
 
     private struct Waiter {
         let id: Int
-        let accountID: String
+        let owner: Owner
         let continuation: CheckedContinuation<Void, any Error>
+    }
+
+    /// Whose answer a place or a waiter is.
+    private struct Owner {
+        let account: String
+        let family: String
+    }
+
+    /// An answer holding a place: how much it has delivered, and how to cut it.
+    private struct Holder {
+        let owner: Owner
+        let since: ContinuousClock.Instant
+        var delivered: (@Sendable () -> Int)?
+        var cut: (@Sendable () -> Void)?
     }
 
     private struct State {
         var total = 0
         var byAccount: [String: Int] = [:]
+        var byFamily: [String: Int] = [:]
+        var holders: [Int: Holder] = [:]
         var waiters: [Waiter] = []
         var nextID = 0
+        var cuts = 0
     }
 
     private let state = Mutex(State())
 
-    public init(perAccount: Int = 4, perInstance: Int = 8, wait: Duration = .seconds(2)) {
+    public init(perAccount: Int = 4, perFamily: Int? = nil, perInstance: Int = 8, wait: Duration = .seconds(2), pace: Pace = Pace()) {
         self.perAccount = max(1, perAccount)
         self.perInstance = max(1, perInstance)
+        // By default a family may take half the places (at least an account's): others always find some.
+        self.perFamily = max(1, perFamily ?? max(self.perAccount, self.perInstance / 2))
         self.wait = wait
+        self.pace = pace
     }
 
-    /// Takes one answer's place for `accountID`, given back by the lease (once) or, at the latest, when it is freed.
-    public func lease(_ accountID: String) async throws -> SnapshotLease {
-        enum Decision { case granted, refusedAccount, wait(Int) }
+    /// Takes one answer's place for `accountID` of `familyID`, given back by the lease (once) or, at the latest, when
+    /// it is freed.
+    public func lease(_ accountID: String, family familyID: String) async throws -> SnapshotLease {
+        enum Decision { case granted(Int), refusedAccount, refusedFamily, wait(Int) }
+        let owner = Owner(account: accountID, family: familyID)
         let decision = state.withLock { state -> Decision in
             guard state.byAccount[accountID, default: 0] < perAccount else { return .refusedAccount }
-            // Counted for the account at once (a waiting answer is one of its answers too).
+            guard state.byFamily[familyID, default: 0] < perFamily else { return .refusedFamily }
+            // Counted for the account and family at once (a waiting answer is one of theirs too).
             state.byAccount[accountID, default: 0] += 1
+            state.byFamily[familyID, default: 0] += 1
+            state.nextID += 1
             if state.total < perInstance && state.waiters.isEmpty {
                 state.total += 1
-                return .granted
+                state.holders[state.nextID] = Holder(owner: owner, since: .now)
+                return .granted(state.nextID)
             }
-            state.nextID += 1
             return .wait(state.nextID)
         }
         switch decision {
-        case .granted:
-            return SnapshotLease(budget: self, accountID: accountID)
+        case .granted(let id):
+            return SnapshotLease(budget: self, id: id)
         case .refusedAccount:
             throw SyncError.tooManyRequests(
                 retryAfter: 5, detail: "This account is downloading \(perAccount) answers already; retry when one is done.")
+        case .refusedFamily:
+            throw SyncError.tooManyRequests(
+                retryAfter: 5, detail: "This family is downloading \(perFamily) answers already; retry when one is done.")
         case .wait(let id):
             // An event loop timer, removed when the place comes first (a cancelled `Task.sleep` would stay queued for
             // the whole wait); set once the waiter is queued, so that it always finds it.
@@ -67,13 +116,14 @@ public final class SnapshotBudget: Sendable {
                 // yet, was freed, not handed over. Queued behind nobody, this waiter takes it now; otherwise every
                 // newcomer would queue behind a waiter that no holder is left to serve (seen under load: every answer
                 // 429 after the wait, none holding a place).
-                let placeFree = state.withLock { state -> Bool in
+                let (placeFree, slowest) = state.withLock { state -> (Bool, (@Sendable () -> Void)?) in
                     if state.total < perInstance && state.waiters.isEmpty {
                         state.total += 1
-                        return true
+                        state.holders[id] = Holder(owner: owner, since: .now)
+                        return (true, nil)
                     }
-                    state.waiters.append(Waiter(id: id, accountID: accountID, continuation: continuation))
-                    return false
+                    state.waiters.append(Waiter(id: id, owner: owner, continuation: continuation))
+                    return (false, Self.takeSlowest(&state, pace: pace))
                 }
                 if placeFree {
                     continuation.resume()
@@ -83,17 +133,44 @@ public final class SnapshotBudget: Sendable {
                     self.expire(id)
                 }
                 timer.withLock { $0 = expiry }
+                // Cut outside the lock: its stream's cancellation gives the place back, to the first waiter.
+                slowest?()
             }
-            return SnapshotLease(budget: self, accountID: accountID)
+            return SnapshotLease(budget: self, id: id)
         }
     }
 
-    /// A waiter whose time is up: refused, its account's count given back.
+    /// The place of one of `session`'s answers.
+    public func lease(for session: Session) async throws -> SnapshotLease {
+        try await lease(session.accountID, family: session.familyID)
+    }
+
+    /// The cut of the slowest holder below the pace, taken from it so that no other waiter cuts it again; nil when
+    /// every holder keeps the pace (or is still in its grace).
+    private static func takeSlowest(_ state: inout State, pace: Pace) -> (@Sendable () -> Void)? {
+        let now = ContinuousClock.now
+        var slowest: (id: Int, rate: Double)?
+        for (id, holder) in state.holders {
+            guard let delivered = holder.delivered, holder.cut != nil else { continue }
+            let held = now - holder.since
+            guard held >= pace.grace else { continue }
+            let seconds = max(Double(held.components.seconds) + Double(held.components.attoseconds) / 1e18, 1e-3)
+            let rate = Double(delivered()) / seconds
+            guard rate < Double(pace.minimumRate) else { continue }
+            if slowest == nil || rate < slowest!.rate { slowest = (id, rate) }
+        }
+        guard let slowest else { return nil }
+        state.cuts += 1
+        defer { state.holders[slowest.id]?.cut = nil }
+        return state.holders[slowest.id]?.cut
+    }
+
+    /// A waiter whose time is up: refused, its account's and family's counts given back.
     private func expire(_ id: Int) {
         let waiter = state.withLock { state -> Waiter? in
             guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
             let waiter = state.waiters.remove(at: index)
-            Self.uncount(waiter.accountID, &state)
+            Self.uncount(waiter.owner, &state)
             return waiter
         }
         waiter?.continuation.resume(
@@ -101,42 +178,66 @@ public final class SnapshotBudget: Sendable {
                 retryAfter: 5, detail: "This server is sending \(perInstance) answers already; retry in a moment."))
     }
 
+    /// Lets the budget judge the pace of the answer holding place `id`, and cut it when it is too slow.
+    fileprivate func track(_ id: Int, delivered: @escaping @Sendable () -> Int, cut: @escaping @Sendable () -> Void) {
+        state.withLock { state in
+            guard state.holders[id] != nil else { return }
+            state.holders[id]?.delivered = delivered
+            state.holders[id]?.cut = cut
+        }
+    }
+
     /// A place given back: handed to the first waiter, else freed.
-    fileprivate func giveBack(_ accountID: String) {
+    fileprivate func giveBack(_ id: Int) {
         let next = state.withLock { state -> Waiter? in
-            Self.uncount(accountID, &state)
+            guard let holder = state.holders.removeValue(forKey: id) else { return nil }
+            Self.uncount(holder.owner, &state)
             if state.waiters.isEmpty {
                 state.total -= 1
                 return nil
             }
-            return state.waiters.removeFirst()
+            let next = state.waiters.removeFirst()
+            state.holders[next.id] = Holder(owner: next.owner, since: .now)
+            return next
         }
         next?.continuation.resume()
     }
 
-    private static func uncount(_ accountID: String, _ state: inout State) {
-        let left = state.byAccount[accountID, default: 1] - 1
-        state.byAccount[accountID] = left > 0 ? left : nil
+    private static func uncount(_ owner: Owner, _ state: inout State) {
+        let left = state.byAccount[owner.account, default: 1] - 1
+        state.byAccount[owner.account] = left > 0 ? left : nil
+        let familyLeft = state.byFamily[owner.family, default: 1] - 1
+        state.byFamily[owner.family] = familyLeft > 0 ? familyLeft : nil
     }
 
     /// Answers holding a snapshot now (for metrics and tests).
     public var count: Int { state.withLock { $0.total } }
+
+    /// Answers cut so far for reading below the pace while another waited (for metrics and tests).
+    public var cutCount: Int { state.withLock { $0.cuts } }
 }
 
 /// One answer's place in the `SnapshotBudget`.
 public final class SnapshotLease: Sendable {
     let budget: SnapshotBudget
-    let accountID: String
+    let id: Int
     private let released = Atomic(false)
 
-    fileprivate init(budget: SnapshotBudget, accountID: String) {
+    fileprivate init(budget: SnapshotBudget, id: Int) {
         self.budget = budget
-        self.accountID = accountID
+        self.id = id
+    }
+
+    /// The answer holding this place: the budget reads its pace, and cancels it when it is too slow for others to
+    /// wait (`SnapshotBudget.Pace`); its cancellation gives the place back.
+    public func track(_ stream: AnswerStream) {
+        stream.whenCancelled { self.release() }
+        budget.track(id, delivered: { [weak stream] in stream?.deliveredBytes ?? Int.max }, cut: { [weak stream] in stream?.cancel() })
     }
 
     /// Gives the place back (once; later calls do nothing).
     public func release() {
-        if !released.exchange(true, ordering: .relaxed) { budget.giveBack(accountID) }
+        if !released.exchange(true, ordering: .relaxed) { budget.giveBack(id) }
     }
 
     deinit { release() }

@@ -9,9 +9,9 @@ extension SyncEngine {
     func streamedFullList(_ session: Session, _ collection: CollectionSpec, ifNoneMatch: String?) async throws -> SyncAnswer {
         let identity = try await databaseIdentity()
         // Its place in the budget of snapshot holders, given back when the producer ends, however it ends.
-        let lease = try await snapshots.lease(session.accountID)
+        let lease = try await snapshots.lease(for: session)
         let stream = AnswerStream(producerStallLimit: streamDeadline)
-        stream.whenCancelled { lease.release() }
+        lease.track(stream)
         let encoder = FullListEncoder(stream: stream)
         let store = self.store
         let familyID = session.familyID

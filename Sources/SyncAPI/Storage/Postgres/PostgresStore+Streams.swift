@@ -19,6 +19,7 @@ extension PostgresStore {
                     PreparedStatements.LiveRows(familyID: familyID, collection: collection), prepared: usesPreparedStatements,
                     logger: logger)
                 var started = false
+                var bytes = 0
                 var batch = LiveBodies()
                 batch.reserveCapacity(StreamPaging.pageSize)
                 for try await (version, body) in rows {
@@ -28,9 +29,11 @@ extension PostgresStore {
                     }
                     guard let body else { continue }
                     batch.append(body)
-                    if batch.count == StreamPaging.pageSize {
+                    bytes += body.readableBytes
+                    if StreamPaging.isFull(count: batch.count, bytes: bytes) {
                         try await page(batch)
                         batch.removeAll(keepingCapacity: true)
+                        bytes = 0
                     }
                 }
                 guard started else { throw SyncError.unauthorized }
@@ -73,13 +76,16 @@ extension PostgresStore {
         let rows = try await conn.run(
             PreparedStatements.SnapshotLiveRows(familyID: familyID, collection: collection), prepared: usesPreparedStatements, logger: logger)
         var batch = LiveBodies()
+        var bytes = 0
         batch.reserveCapacity(StreamPaging.pageSize)
         for try await body in rows {
             guard let body else { continue }
             batch.append(body)
-            if batch.count == StreamPaging.pageSize {
+            bytes += body.readableBytes
+            if StreamPaging.isFull(count: batch.count, bytes: bytes) {
                 try await page(batch)
                 batch.removeAll(keepingCapacity: true)
+                bytes = 0
             }
         }
         if !batch.isEmpty { try await page(batch) }

@@ -45,13 +45,13 @@ extension SQLiteStore {
             let (bodies, last) = try await livePage(snapshot, familyID: familyID, collection: collection, after: after)
             guard let last else { return }
             try await page(bodies)
-            guard bodies.count == StreamPaging.pageSize else { return }
+            guard StreamPaging.isFull(count: bodies.count, bytes: bodies.reduce(0) { $0 + $1.readableBytes }) else { return }
             after = last
         }
     }
 
     /// The next page of live rows after `after` (keyset order: version, then id): their bodies, in one buffer that
-    /// each body is a slice of, and the position of the last.
+    /// each body is a slice of, and the position of the last. A page bounded by bytes reads fewer rows than its `LIMIT`.
     static func livePage(
         _ snapshot: DatabaseQueue, familyID: String, collection: String, after: (version: Int64, id: String)
     ) async throws -> (LiveBodies, (version: Int64, id: String)?) {
@@ -68,7 +68,8 @@ extension SQLiteStore {
             var ends: [Int] = []
             ends.reserveCapacity(StreamPaging.pageSize)
             var last: (version: Int64, id: String)?
-            while let row = try rows.next() {
+            // Ends at `pageSize` rows or once `pageBytes` are read, whichever comes first.
+            while !StreamPaging.isFull(count: ends.count, bytes: buffer.writerIndex), let row = try rows.next() {
                 last = (row[0], row[1])
                 let body: String? = row[2]
                 buffer.writeString(body ?? "null")
