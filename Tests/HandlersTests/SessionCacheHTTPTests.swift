@@ -113,9 +113,10 @@ struct SessionCacheHTTPTests {
                 }
                 let seconds = (ContinuousClock.now - revoked) / .seconds(1)
                 print("deaf listener: the revoked token stopped on the other instance after \(seconds) s")
-                // Pings every 2 s, unheard for 5 s, then 5 s for the connection's own query: about 12 s here. Without the
-                // heartbeat the cached session would be accepted until its entry ages out (60 s): the ceiling is
-                // generous for a loaded machine and still well below that.
+                // Pings every 2 s; one unheard for 1 s turns the cache off (before: only once found deaf, unheard for 5 s
+                // and then 5 s for the connection's own query: 11.2–11.9 s here). Without the heartbeat the cached
+                // session would be accepted until its entry ages out (60 s): the ceiling is generous for a loaded
+                // machine and still well below that.
                 #expect(status == .unauthorized, "still accepted \(seconds) s later")
                 #expect(try await alice.call(.get, "/api/v1/ctcsync").status == .ok)
             }

@@ -34,12 +34,15 @@ public struct PostgresChangeListener: Service {
     let heartbeat: Duration
     /// How long a ping may go unheard before the connection counts as deaf (a loaded machine delays a round trip).
     let deafAfter: Duration
+    /// How long a ping may go unheard before the cache stops trusting the listener, deaf or not yet known.
+    let suspectAfter: Duration
     /// This instance's name in its pings (other instances ignore them).
     let instance = DatabaseIdentity.uuid()
 
     public init(
         client: PostgresClient, pings: PostgresClient? = nil, expectedDatabaseID: (@Sendable () async throws -> String)? = nil,
-        hub: ChangeHub, logger: Logger, heartbeat: Duration = .seconds(2), deafAfter: Duration = .seconds(5)
+        hub: ChangeHub, logger: Logger, heartbeat: Duration = .seconds(2), deafAfter: Duration = .seconds(5),
+        suspectAfter: Duration = .seconds(1)
     ) {
         self.client = client
         self.pings = pings ?? client
@@ -48,6 +51,7 @@ public struct PostgresChangeListener: Service {
         self.logger = logger
         self.heartbeat = heartbeat
         self.deafAfter = deafAfter
+        self.suspectAfter = min(suspectAfter, deafAfter)
     }
 
     /// The listener stopped hearing its own pings.
@@ -128,13 +132,23 @@ public struct PostgresChangeListener: Service {
 
     /// Pings through the pool every `heartbeat`; throws `Deaf` when a ping is not heard within `deafAfter` and the
     /// listening connection does not answer a query of its own within `deafAfter` either.
+    ///
+    /// A ping unheard for `suspectAfter` already turns the session cache off (every token is checked in the database)
+    /// and has every stream check its counter once, until a ping is heard again: a frozen listener stopped a logout
+    /// elsewhere for the whole 10 s or so that telling deaf from slow takes (security audit 651e0ee).
     func beat(heard: HeardPings, on conn: PostgresConnection) async throws {
         var n = 0
+        var suspected = false
         while true {
             let payload = "\(Self.pingPrefix)\(instance):\(n)"
             try await pings.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
             let sent = ContinuousClock.now
             while heard.last < n {
+                if !suspected, ContinuousClock.now >= sent + suspectAfter {
+                    suspected = true
+                    hub.sessions.setLive(false)
+                    hub.notifyAll()
+                }
                 if ContinuousClock.now >= sent + deafAfter {
                     // Unheard. A connection that still answers a query of its own is slow, not deaf (a loaded
                     // machine): it keeps listening. One that does not is deaf: the cache goes off at once.
@@ -147,6 +161,11 @@ public struct PostgresChangeListener: Service {
                     break
                 }
                 try await Task.sleep(for: .milliseconds(20))
+            }
+            if suspected, heard.last >= n {
+                // Heard after all: slow, not deaf. Notices come in order, so nothing sent before this ping was missed.
+                suspected = false
+                hub.sessions.setLive(true)
             }
             n += 1
             try await Task.sleep(until: sent + heartbeat)
