@@ -48,6 +48,15 @@ extension ItemExecutor {
         }
     }
 
+    /// The family's counter and its lists' rows as `/verify` digests them, in one snapshot.
+    func readVerifyRows(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
+        try await inSnapshot { statements in
+            guard let family = try await statements.family(familyID, lock: false) else { throw SyncError.unauthorized }
+            for collection in collections { try await statements.verifyRows(familyID: familyID, collection: collection, each) }
+            return family.version
+        }
+    }
+
     /// Everything a paginated sync decides from (protocol §4), in one snapshot.
     func readPageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
         try await inSnapshot { statements in

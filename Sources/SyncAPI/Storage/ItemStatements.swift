@@ -19,6 +19,8 @@ protocol ItemStatements {
     /// The counter, the horizon and the top-level rows of `collections` changed after `since` (tombstones included),
     /// or every live row when `since` is nil, oldest change first; nil for an unknown family.
     func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta?
+    /// Every live top-level row of `collection` as `/verify` digests it, sorted by id (byte order), one at a time.
+    func verifyRows(familyID: String, collection: String, _ each: @Sendable (VerifyRow) -> Void) async throws
     /// Live items of a page's list (its tag filter applied) in sort order, newest first unless `oldestFirst`, at most
     /// `limit`: only those changed after `changedAfter` when given, only those placed as `bound` says when given.
     func liveItems(

@@ -255,3 +255,22 @@ public struct Session: Sendable, Equatable {
         self.familyID = familyID
     }
 }
+
+/// One live item as `/verify` digests it: its id and stored `modified`, with the sort key and tag that place it in a
+/// paginated list; no body.
+public struct VerifyRow: Sendable {
+    public let collection: String
+    public let id: String
+    /// The `modified` member of its stored body (nil when it has none).
+    public let modified: String?
+    public let sortMs: Int64?
+    public let tag: String?
+
+    public init(collection: String, id: String, modified: String?, sortMs: Int64?, tag: String?) {
+        self.collection = collection
+        self.id = id
+        self.modified = modified
+        self.sortMs = sortMs
+        self.tag = tag
+    }
+}

@@ -66,6 +66,10 @@ public protocol SyncStore: Sendable {
 
     /// One item row (live or tombstone) of a family.
     func item(familyID: String, key: ItemKey) async throws -> StoredItem?
+    /// What `/verify` digests (protocol §11) of every live top-level item of `collections`, each collection's sorted by
+    /// id (byte order), handed to `each` one at a time so that no list is held whole (security audit 651e0ee H2: every
+    /// body was read and parsed); returns the family's counter, from the same snapshot.
+    func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64
     /// Reads the row (and its parent, for a child) under the family's lock, lets `plan` decide, and stores the decided
     /// rows at the next version of the family's change counter, all in one transaction (so versions are in commit order).
     func write(

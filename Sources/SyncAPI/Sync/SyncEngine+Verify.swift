@@ -1,4 +1,5 @@
 import Crypto
+import Synchronization
 
 /// `GET /verify` (protocol §11): a count and a digest per list, so a client can prove its replica exact.
 public struct VerifyParameters: Sendable {
@@ -12,56 +13,82 @@ public struct VerifyParameters: Sendable {
 
 extension SyncEngine {
     /// The family's lists now, with the date of sync of that state, read in one snapshot:
-    /// `{"date", "lists": {name: {"count", "digest"}}}`. 404 for a `lastId` the server never knew.
+    /// `{"date", "lists": {name: {"count", "digest"}}}`. 404 for a `lastId` the server never knew. Rows are digested
+    /// as the database hands them over, id and `modified` only: memory stays flat whatever the lists hold.
     public func verify(_ session: Session, _ parameters: VerifyParameters) async throws -> [UInt8] {
-        let full = collections.lists
-        let paged: [(CollectionSpec, String?, [String]?)] = collections.paginated.map { spec in
-            (spec, parameters.lastIds[spec.name], parameters.filters[spec.name] ?? nil)
+        let full = collections.lists.map(\.name)
+        let paged = collections.paginated.compactMap { spec in
+            parameters.lastIds[spec.name].map { (spec.name, $0, parameters.filters[spec.name] ?? nil) }
         }
         let store = self.store
         let family = session.familyID
-        let (delta, anchors) = try await store.withReadSnapshot { store in
-            let delta = try await store.delta(familyID: family, collections: (full + paged.map(\.0)).map(\.name), since: nil)
-            var anchors: [String: StoredItem] = [:]
-            for (spec, lastId, _) in paged {
-                guard let lastId else { continue }
-                guard let anchor = try await store.item(familyID: family, key: ItemKey(collection: spec.name, id: lastId)) else {
-                    throw SyncError.notFound("No \(spec.name) item \(lastId).")
+        let digests = VerifyDigests()
+        let version = try await store.withReadSnapshot { store in
+            for name in full { digests.begin(name, held: nil) }
+            for (name, lastId, types) in paged {
+                guard let anchor = try await store.item(familyID: family, key: ItemKey(collection: name, id: lastId)) else {
+                    throw SyncError.notFound("No \(name) item \(lastId).")
                 }
-                anchors[spec.name] = anchor
+                digests.begin(name, held: VerifyDigests.Held(anchorSortMs: anchor.sortMs ?? 0, anchorID: anchor.id, types: types))
             }
-            return (delta, anchors)
+            return try await store.forEachVerifyRow(familyID: family, collections: full + paged.map(\.0)) { digests.add($0) }
         }
         var lists: [(key: String, value: JSONValue)] = []
-        for spec in full { lists.append((spec.name, Self.summary(delta.rows[spec.name] ?? []))) }
-        for (spec, lastId, types) in paged where lastId != nil {
-            guard let anchor = anchors[spec.name] else { continue }
-            // The part the client holds: at or above its last item in sort order (sort key desc, then id desc).
-            let held = (delta.rows[spec.name] ?? []).filter { item in
-                let key = item.sortMs ?? 0
-                let anchorKey = anchor.sortMs ?? 0
-                let above = key > anchorKey || (key == anchorKey && Array(item.id.utf8).lexicographicallyPrecedes(Array(anchor.id.utf8)) == false)
-                return above && (types.map { $0.contains(item.tag ?? "") } ?? true)
-            }
-            lists.append((spec.name, Self.summary(held)))
-        }
+        for name in full + paged.map(\.0) { lists.append((name, digests.summary(name))) }
         var writer = JSONWriter(capacity: 512)
         writer.raw("{\"date\":")
-        writer.string(try await token(delta.version, session))
+        writer.string(try await token(version, session))
         writer.raw(",\"lists\":")
         writer.value(.object(lists))
         writer.raw("}")
         return writer.bytes
     }
+}
 
-    /// `{"count", "digest"}` of live items: SHA-256 over, sorted by id (byte order), `id` NUL `modified` newline.
-    static func summary(_ items: [StoredItem]) -> JSONValue {
-        let live = items.filter { !$0.deleted }.sorted { Array($0.id.utf8).lexicographicallyPrecedes(Array($1.id.utf8)) }
-        var hasher = SHA256()
-        for item in live {
-            let modified = item.body.flatMap { try? JSONParser.parse($0) }?["modified"]?.stringValue ?? ""
-            hasher.update(data: Array(item.id.utf8) + [0] + Array(modified.utf8) + [0x0A])
+/// The count and running SHA-256 of each list `/verify` answers for (protocol §11: over the live items sorted by id,
+/// `id` NUL `modified` newline), fed one row at a time in id order.
+final class VerifyDigests: Sendable {
+    /// The part of a paginated list the client holds: at or above its last item in sort order (sort key desc, then id
+    /// desc), within the filter values it follows.
+    struct Held {
+        let anchorSortMs: Int64
+        let anchorID: String
+        let types: [String]?
+
+        func contains(_ row: VerifyRow) -> Bool {
+            let key = row.sortMs ?? 0
+            let above =
+                key > anchorSortMs
+                || (key == anchorSortMs && Array(row.id.utf8).lexicographicallyPrecedes(Array(anchorID.utf8)) == false)
+            return above && (types.map { $0.contains(row.tag ?? "") } ?? true)
         }
-        return .object([("count", .number(Double(live.count))), ("digest", .string(Hex.lowercase(hasher.finalize())))])
+    }
+
+    private struct Digest {
+        var count = 0
+        var hasher = SHA256()
+        let held: Held?
+    }
+
+    private let digests = Mutex<[String: Digest]>([:])
+
+    func begin(_ list: String, held: Held?) {
+        digests.withLock { $0[list] = Digest(held: held) }
+    }
+
+    func add(_ row: VerifyRow) {
+        digests.withLock { digests in
+            guard var digest = digests[row.collection], digest.held?.contains(row) ?? true else { return }
+            digests[row.collection] = nil
+            digest.count += 1
+            digest.hasher.update(data: Array(row.id.utf8) + [0] + Array((row.modified ?? "").utf8) + [0x0A])
+            digests[row.collection] = digest
+        }
+    }
+
+    /// `{"count", "digest"}` of a list.
+    func summary(_ list: String) -> JSONValue {
+        let digest = digests.withLock { $0[list] } ?? Digest(held: nil)
+        return .object([("count", .number(Double(digest.count))), ("digest", .string(Hex.lowercase(digest.hasher.finalize())))])
     }
 }

@@ -119,6 +119,18 @@ struct PostgresItemStatements: ItemStatements {
         return items.delta(version: counter.version, horizon: counter.horizon)
     }
 
+    /// `id` is `COLLATE "C"`: its order is the byte order. Only `modified` leaves the database, not the body.
+    func verifyRows(familyID: String, collection: String, _ each: @Sendable (VerifyRow) -> Void) async throws {
+        let rows = try await conn.query(
+            """
+            SELECT id, body::json->>'modified', sort_ms, tag FROM items
+            WHERE family_id = \(familyID) AND collection = \(collection) AND parent_id = '' AND NOT deleted ORDER BY id
+            """, logger: logger)
+        for try await (id, modified, sortMs, tag) in rows.decode((String, String?, Int64?, String?).self) {
+            each(VerifyRow(collection: collection, id: id, modified: modified, sortMs: sortMs, tag: tag))
+        }
+    }
+
     /// Served by the index `items_order` (family, collection, parent, sort key, id).
     func liveItems(
         _ query: PageQuery, familyID: String, changedAfter: Int64?, bound: AnchorBound?, oldestFirst: Bool, limit: Int

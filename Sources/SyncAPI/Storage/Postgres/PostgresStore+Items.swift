@@ -28,6 +28,10 @@ extension PostgresStore: ItemExecutor {
         try await readItem(familyID: familyID, key: key)
     }
 
+    public func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
+        try await readVerifyRows(familyID: familyID, collections: collections, each)
+    }
+
     public func write(
         familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
     ) async throws -> WriteOutcome {

@@ -51,6 +51,9 @@ extension ReadRoutingStore {
     }
 
     public func item(familyID: String, key: ItemKey) async throws -> StoredItem? { try await primary.item(familyID: familyID, key: key) }
+    public func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
+        try await primary.forEachVerifyRow(familyID: familyID, collections: collections, each)
+    }
     public func write(
         familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
     ) async throws -> WriteOutcome {

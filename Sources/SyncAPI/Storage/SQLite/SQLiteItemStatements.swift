@@ -105,6 +105,19 @@ struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
         return rows.delta(version: family.version, horizon: family.horizon)
     }
 
+    /// The primary key's order is the id's byte order (BINARY collation); `modified` read by SQLite's JSON functions.
+    func verifyRows(familyID: String, collection: String, _ each: @Sendable (VerifyRow) -> Void) throws {
+        let cursor = try Row.fetchCursor(
+            db.cachedStatement(
+                sql: """
+                    SELECT id, json_extract(body, '$.modified'), sort_ms, tag FROM items
+                    WHERE family_id = ? AND collection = ? AND parent_id = '' AND NOT deleted ORDER BY id
+                    """), arguments: [familyID, collection])
+        while let row = try cursor.next() {
+            each(VerifyRow(collection: collection, id: row[0], modified: row[1], sortMs: row[2], tag: row[3]))
+        }
+    }
+
     /// Served by the index `items_order` (family, collection, parent, sort key, id).
     func liveItems(
         _ query: PageQuery, familyID: String, changedAfter: Int64?, bound: AnchorBound?, oldestFirst: Bool, limit: Int
