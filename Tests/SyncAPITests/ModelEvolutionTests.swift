@@ -208,4 +208,23 @@ struct ModelEvolutionTests {
             #expect(replaced["nickname"] == nil || replaced["nickname"] == .null)
         }
     }
+
+    /// Security audit 651e0ee L1: instances starting together with `--accept-breaking-changes` each bumped the
+    /// generation (1, then 2) and each cached its own, refusing the other's dates. Eight applies at once: one records
+    /// the change, the others find it recorded; the generation is bumped once.
+    @Test("eight instances applying one breaking change at once bump the generation once", arguments: Backend.allCases)
+    func concurrentApplies(backend: Backend) async throws {
+        try await backend.withStore { store in
+            try await ModelRecord.apply(Collections.model, to: store, acceptBreaking: false)
+            let without = try Self.family(Self.withoutNotes)
+            let applied = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<8 { group.addTask { try await ModelRecord.apply(without, to: store, acceptBreaking: true).count } }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(applied.sorted() == [0, 0, 0, 0, 0, 0, 0, 1], "changes each apply made: \(applied)")
+            let generations = try ModelGenerations(json: try #require(try await store.modelGenerations()))
+            #expect(generations == ModelGenerations(current: 1, touched: ["contacts": 1]))
+            #expect(try await Self.servedDigest(store) == without.digest)
+        }
+    }
 }

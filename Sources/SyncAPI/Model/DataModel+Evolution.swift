@@ -115,12 +115,24 @@ public enum ModelRecord {
     /// `acceptBreaking`, and then a new model generation marks the collections they touched: a date of sync issued
     /// before answers `sync: false` for those (the client reloads them) and stays answerable for the others.
     /// Returns the changes applied.
+    ///
+    /// Instances starting together each decide against what they read, and only the first records its decision; the
+    /// others decide again against it (the same model: nothing more to do), so a generation is bumped once.
     @discardableResult
     public static func apply(_ model: DataModel, to store: any SyncStore, acceptBreaking: Bool) async throws -> [DataModel.Change] {
+        while true {
+            if let changes = try await applyOnce(model, to: store, acceptBreaking: acceptBreaking) { return changes }
+        }
+    }
+
+    /// One decision against the recorded model: the changes applied, or nil when another instance recorded first.
+    private static func applyOnce(_ model: DataModel, to store: any SyncStore, acceptBreaking: Bool) async throws -> [DataModel.Change]? {
         let normalized = JSONWriter.encode(model.normalized)
+        let generationsBefore = try await store.modelGenerations()
         guard let recorded = try await store.servedModel() else {
-            try await store.recordModel(normalized, generations: nil)
-            return []
+            let recorded = try await store.recordModel(
+                normalized, generations: nil, expected: RecordedModel(model: nil, generations: generationsBefore))
+            return recorded ? [] : nil
         }
         let old: DataModel
         do {
@@ -149,13 +161,14 @@ public enum ModelRecord {
         }
         // A collection added back after a breaking change removed it has rows that dates issued meanwhile never
         // saw: it starts a new generation too, so that those dates answer it `sync: false` (a full answer).
-        let marks = try await store.modelGenerations().map { try ModelGenerations(json: $0) } ?? ModelGenerations()
+        let marks = try generationsBefore.map { try ModelGenerations(json: $0) } ?? ModelGenerations()
         let readded = changes.filter { $0.field == nil && $0.what == "added" && marks.touched[$0.collection] != nil }
         var generations: String?
         if !breaking.isEmpty || !readded.isEmpty {
             generations = marks.next(touching: Set((breaking + readded).map(\.collection)), in: [model, old]).json
         }
-        try await store.recordModel(normalized, generations: generations)
+        let expected = RecordedModel(model: recorded, generations: generationsBefore)
+        guard try await store.recordModel(normalized, generations: generations, expected: expected) else { return nil }
         return changes
     }
 }

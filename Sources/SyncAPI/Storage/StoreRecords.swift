@@ -274,3 +274,14 @@ public struct VerifyRow: Sendable {
         self.tag = tag
     }
 }
+
+/// The model and model generations a database records (`syncapi_meta`), as read before a change is decided.
+public struct RecordedModel: Sendable, Equatable {
+    public var model: String?
+    public var generations: String?
+
+    public init(model: String?, generations: String?) {
+        self.model = model
+        self.generations = generations
+    }
+}

@@ -18,8 +18,11 @@ public protocol SyncStore: Sendable {
     /// The normalized model this database last served (protocol §12), nil before the first.
     func servedModel() async throws -> String?
     /// Records the model served from now on; with `generations`, in the same transaction, the new model generations
-    /// (a breaking change: dates of sync from before answer `sync: false` for the collections it touched).
-    func recordModel(_ normalized: String, generations: String?) async throws
+    /// (a breaking change: dates of sync from before answer `sync: false` for the collections it touched). Only while
+    /// the recorded model and generations are still `expected` (what the caller decided from; nil: none recorded):
+    /// false, and nothing written, when another instance recorded first (security audit 651e0ee L1: two instances
+    /// starting together each bumped the generation and refused the other's dates).
+    func recordModel(_ normalized: String, generations: String?, expected: RecordedModel) async throws -> Bool
     /// Rewrites the stored bodies of a collection's items, in batches of one transaction each (a model change:
     /// removed fields dropped, added ones filled in). `transform` answers nil to leave a body as it is; versions and
     /// `modified` stay. Returns how many bodies changed.

@@ -119,9 +119,18 @@ public struct PostgresStore: SyncStore {
         }
     }
 
-    public func recordModel(_ normalized: String, generations: String?) async throws {
+    public func recordModel(_ normalized: String, generations: String?, expected: RecordedModel) async throws -> Bool {
         try await guarded {
             try await transaction { conn in
+                // One instance at a time decides against what is recorded (transaction-scoped: safe behind a pooler).
+                try await conn.query("SELECT pg_advisory_xact_lock(\(Self.modelLockKey))", logger: logger)
+                var recorded = RecordedModel(model: nil, generations: nil)
+                for try await (key, value) in try await conn.query(
+                    "SELECT key, value FROM syncapi_meta WHERE key IN ('model', 'model_generations')", logger: logger
+                ).decode((String, String).self) {
+                    if key == "model" { recorded.model = value } else { recorded.generations = value }
+                }
+                guard recorded == expected else { return false }
                 for (key, value) in [("model", normalized), ("model_generations", generations)] {
                     guard let value else { continue }
                     try await conn.query(
@@ -130,9 +139,13 @@ public struct PostgresStore: SyncStore {
                         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
                         """, logger: logger)
                 }
+                return true
             }
         }
     }
+
+    /// The advisory lock that orders model changes across instances.
+    static let modelLockKey: Int64 = 0x7379_6e63_6d6f_646c
 
     public func rewriteBodies(collection: String, _ transform: @escaping @Sendable (String) -> String?) async throws -> Int {
         var after = ("", "", "")

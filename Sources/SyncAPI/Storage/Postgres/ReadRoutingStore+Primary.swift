@@ -6,8 +6,8 @@ extension ReadRoutingStore {
     public func rotateDatabaseID() async throws -> String { try await primary.rotateDatabaseID() }
     public func ping() async throws { try await primary.ping() }
     public func servedModel() async throws -> String? { try await primary.servedModel() }
-    public func recordModel(_ normalized: String, generations: String?) async throws {
-        try await primary.recordModel(normalized, generations: generations)
+    public func recordModel(_ normalized: String, generations: String?, expected: RecordedModel) async throws -> Bool {
+        try await primary.recordModel(normalized, generations: generations, expected: expected)
     }
     public func rewriteBodies(collection: String, _ transform: @escaping @Sendable (String) -> String?) async throws -> Int {
         try await primary.rewriteBodies(collection: collection, transform)

@@ -135,14 +135,20 @@ public struct SQLiteStore: SyncStore {
         try await read { db in try String.fetchOne(db, sql: "SELECT value FROM syncapi_meta WHERE key = 'model'") }
     }
 
-    public func recordModel(_ normalized: String, generations: String?) async throws {
+    public func recordModel(_ normalized: String, generations: String?, expected: RecordedModel) async throws -> Bool {
+        // The single writer's transaction: decided against what is recorded, with no other writer in between.
         try await write { db in
+            let recorded = RecordedModel(
+                model: try String.fetchOne(db, sql: "SELECT value FROM syncapi_meta WHERE key = 'model'"),
+                generations: try String.fetchOne(db, sql: "SELECT value FROM syncapi_meta WHERE key = 'model_generations'"))
+            guard recorded == expected else { return false }
             for (key, value) in [("model", normalized), ("model_generations", generations)] {
                 guard let value else { continue }
                 try db.execute(
                     sql: "INSERT INTO syncapi_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     arguments: [key, value])
             }
+            return true
         }
     }
 
