@@ -58,6 +58,9 @@ struct GroupRoutes {
                             stream.setDate("")
                             try await sink.raw("{\"responses\":[")
                             var index = 0
+                            // Once a write of the group ran, its reads go where every committed write is seen (a
+                            // run of reads: the primary's snapshot already; a single read: the primary, never a standby).
+                            var wrote = false
                             while index < subRequests.count {
                                 // A run of reads shares one snapshot; each write runs alone, so later reads see it.
                                 var end = index + 1
@@ -75,7 +78,10 @@ struct GroupRoutes {
                                         }
                                     }
                                 } else {
-                                    try await answer(run[0], authorization: authorization, context: subContext, startBy: startBy, into: sink)
+                                    var single = subContext
+                                    if wrote, run[0].method == .get { single.snapshot = store.primaryReads }
+                                    try await answer(run[0], authorization: authorization, context: single, startBy: startBy, into: sink)
+                                    if run[0].method != .get { wrote = true }
                                 }
                                 index = end
                             }

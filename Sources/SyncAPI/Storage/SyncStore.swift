@@ -101,6 +101,9 @@ public protocol SyncStore: Sendable {
     func prefetchingDeltas(_ requests: [DeltaRequest]) async throws -> any SyncStore
     /// Whether `prefetchingDeltas` reads anything ahead (callers skip computing the requests otherwise).
     var prefetchesDeltas: Bool { get }
+    /// The store whose reads see every committed write at once: reads after a write of the same group go there
+    /// (protocol §6), never to a standby that may not have replayed it yet (§13). Itself but for `ReadRoutingStore`.
+    var primaryReads: any SyncStore { get }
     /// True for a store pinned by `withReadSnapshot` (there, full lists come from `pinnedVersion` and
     /// `forEachPinnedLivePage`).
     var isInReadSnapshot: Bool { get }
@@ -139,6 +142,7 @@ public typealias LiveBodies = [ByteBuffer]
 extension SyncStore {
     public func prefetchingDeltas(_ requests: [DeltaRequest]) async throws -> any SyncStore { self }
     public var prefetchesDeltas: Bool { false }
+    public var primaryReads: any SyncStore { self }
 }
 
 extension SyncStore {

@@ -6,6 +6,7 @@ extension ReadRoutingStore {
     public func rotateDatabaseID() async throws -> String { try await primary.rotateDatabaseID() }
     public func ping() async throws { try await primary.ping() }
     public func servedModel() async throws -> String? { try await primary.servedModel() }
+    public var primaryReads: any SyncStore { primary }
     public func recordModel(_ normalized: String, generations: String?, expected: RecordedModel) async throws -> Bool {
         try await primary.recordModel(normalized, generations: generations, expected: expected)
     }
