@@ -233,4 +233,30 @@ struct MediaHTTPTests {
             #expect(try await setUp.get(photo).status == .notFound)
         }
     }
+
+    /// Security audit 651e0ee L4: a thread's delete tombstones its messages, but the photos they named kept the time
+    /// of the messages' writes, so they went at the next purge instead of a retention after the delete.
+    @Test("a thread's delete keeps its messages' photos as long as their tombstones", arguments: Backend.allCases)
+    func cascadeKeepsChildrensFiles(backend: Backend) async throws {
+        try await Self.withPurgeSetUp(backend) { setUp in
+            let photo = try await setUp.upload(100_000, seed: 21)
+            #expect(try await setUp.api.call(.put, "/api/v1/threads/t3", body: #"{"title":"T"}"#).status == .ok)
+            let message = try await setUp.api.call(.put, "/api/v1/threads/t3/messages/m3", body: #"{"text":"look \#(photo)"}"#)
+            #expect(message.status == .ok)
+            // The upload and the message are more than a second older than the thread's deletion.
+            try await Task.sleep(for: .milliseconds(1200))
+            let beforeDeletion = WallClock.nowMs()
+            #expect(try await setUp.api.call(.delete, "/api/v1/threads/t3").status == .noContent)
+            let afterDeletion = WallClock.nowMs()
+            let retention = 3600
+            let purger = TombstonePurger(
+                store: setUp.opened.store, media: setUp.opened.media, retentionSeconds: retention, logger: setUp.logger)
+            // A retention after the message, not after the deletion: the photo stays.
+            _ = try await purger.purgeOnce(nowMs: beforeDeletion - 100 + Int64(retention) * 1000)
+            #expect(try await setUp.get(photo).status == .ok)
+            // A retention after the deletion: it goes with the tombstones.
+            _ = try await purger.purgeOnce(nowMs: afterDeletion + 1000 + Int64(retention) * 1000)
+            #expect(try await setUp.get(photo).status == .notFound)
+        }
+    }
 }

@@ -81,6 +81,18 @@ struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
                 row.sortMoved,
             ])
         if let children = row.deleteChildren {
+            // The media the children name lasts a retention from now, as a deleted post's does (security audit L4).
+            var hashes: [String] = []
+            let bodies = try String.fetchCursor(
+                db.cachedStatement(
+                    sql: """
+                        SELECT body FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND NOT deleted
+                        AND instr(body, ?) > 0
+                        """), arguments: [familyID, children, key.id, MediaURL.prefix])
+            while let body = try bodies.next() {
+                for hash in MediaURL.hashes(in: [body]) where !hashes.contains(hash) { hashes.append(hash) }
+            }
+            if !hashes.isEmpty { try touchMedia(familyID: familyID, hashes: hashes, nowMs: nowMs) }
             try db.executeCached(
                 sql: """
                     UPDATE items SET deleted = 1, body = NULL, version = ?, modified_ms = ?
