@@ -68,6 +68,19 @@ struct StoreConformanceTests {
         }
     }
 
+    /// Security audit 651e0ee L8: the owner is the family's oldest account by `created_ms`, each instance's own clock;
+    /// an instance whose clock was behind made a new member older than the owner, who could then be deleted by it.
+    @Test("the owner stays the family's first account whatever the clock of the instance adding a member", arguments: Backend.allCases)
+    func ownerDespiteClockSkew(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let family = try await Self.family(store, "founder")
+            // The family was created at 1000 ms; an instance whose clock reads 1 ms adds two members.
+            try await store.createAccount(Self.account("member1"), familyID: family, nowMs: 1)
+            try await store.createAccount(Self.account("member2"), familyID: family, nowMs: 1)
+            #expect(try await store.accounts(familyID: family).map(\.username) == ["founder", "member1", "member2"])
+        }
+    }
+
     @Test("tokens expire and can be revoked", arguments: Backend.allCases)
     func tokens(backend: Backend) async throws {
         try await backend.withStore { store in

@@ -87,10 +87,13 @@ extension PostgresStore {
     func insertAccount(_ account: NewAccount, familyID: String, nowMs: Int64, on conn: PostgresConnection) async throws -> Int64 {
         let key = account.username.lowercased()
         do {
+            // After every account of the family whatever this instance's clock says: the owner is the family's oldest
+            // account, and a clock behind another instance's must not make a new member older (security audit L8).
             try await conn.query(
                 """
                 INSERT INTO accounts (id, family_id, username, username_key, display_name, password_hash, created_ms)
-                VALUES (\(account.id), \(familyID), \(account.username), \(key), \(account.displayName), \(account.passwordHash), \(nowMs))
+                VALUES (\(account.id), \(familyID), \(account.username), \(key), \(account.displayName), \(account.passwordHash),
+                        GREATEST(\(nowMs), (SELECT COALESCE(MAX(created_ms) + 1, 0) FROM accounts WHERE family_id = \(familyID))))
                 """, logger: logger)
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
             throw SyncError.usernameTaken

@@ -59,7 +59,7 @@ extension SQLiteStore {
             try db.executeCached(
                 sql: """
                     INSERT INTO accounts (id, family_id, username, username_key, display_name, password_hash, created_ms)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, max(?7, (SELECT coalesce(max(created_ms) + 1, 0) FROM accounts WHERE family_id = ?2)))
                     """,
                 arguments: [
                     account.id, familyID, account.username, account.username.lowercased(), account.displayName,
