@@ -227,4 +227,28 @@ struct ModelEvolutionTests {
             #expect(try await Self.servedDigest(store) == without.digest)
         }
     }
+
+    /// Security audit 651e0ee L9: `--accept-breaking-changes` took a list made paginated (or another order, filter,
+    /// parent, scope or authorship) without giving its rows the sort keys, tags and authors of the new shape, so they
+    /// dropped out of pages and filters. Such a change is now refused even with the flag; renaming a sync endpoint is not.
+    @Test(
+        "a change of a collection's shape that stored rows cannot follow is refused even when breaking changes are accepted",
+        arguments: Backend.allCases)
+    func unmigratableShapeRefused(backend: Backend) async throws {
+        try await backend.withStore { store in
+            try await ModelRecord.apply(Collections.model, to: store, acceptBreaking: false)
+            let paginated = try Self.family {
+                $0.replacingOccurrences(
+                    of: #""kind": "list", "sync": "plcsync","#,
+                    with: #""kind": "paginated", "sync": "plcsync", "order": "created","#)
+            }
+            #expect(paginated.changes(from: Collections.model).contains { !$0.migratable })
+            await #expect(throws: ModelError.self) { try await ModelRecord.apply(paginated, to: store, acceptBreaking: true) }
+            #expect(try await Self.servedDigest(store) == Collections.model.digest)
+            // A sync endpoint renamed: breaking (apps call the old one), but no stored row depends on it.
+            let renamed = try Self.family { $0.replacingOccurrences(of: #""sync": "plcsync""#, with: #""sync": "placesync""#) }
+            #expect(try await ModelRecord.apply(renamed, to: store, acceptBreaking: true).map(\.migratable) == [true])
+            #expect(try await Self.servedDigest(store) == renamed.digest)
+        }
+    }
 }

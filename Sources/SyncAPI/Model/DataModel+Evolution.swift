@@ -10,6 +10,11 @@ extension DataModel {
         public let field: String?
         public let what: String
         public let breaking: Bool
+        /// False for a change the server cannot bring stored rows to (a collection's kind, order, filter, parent,
+        /// children, scope or authorship: rows carry sort keys, tags, parents and authors of the old shape): refused
+        /// even with `--accept-breaking-changes` (security audit 651e0ee L9: a list made paginated was accepted, and its
+        /// rows, with no sort key, dropped out of its pages).
+        public var migratable = true
 
         public var description: String {
             var place = "collection \"\(collection)\""
@@ -36,7 +41,10 @@ extension DataModel {
                 ("authored", "\(before.authored)", "\(new.authored)"),
             ]
             for (key, a, b) in shape where a != b {
-                out.append(Change(collection: new.name, field: nil, what: "\(key) changed from \(a ?? "none") to \(b ?? "none")", breaking: true))
+                var change = Change(collection: new.name, field: nil, what: "\(key) changed from \(a ?? "none") to \(b ?? "none")", breaking: true)
+                // A sync endpoint's name is the only part of a collection's shape that no stored row depends on.
+                change.migratable = key == "sync"
+                out.append(change)
             }
             for gone in before.fields where !new.fields.contains(where: { $0.name == gone.name }) {
                 out.append(Change(collection: new.name, field: gone.name, what: "removed (its stored values are dropped)", breaking: true))
@@ -142,6 +150,14 @@ public enum ModelRecord {
         }
         guard old.digest != model.digest else { return [] }
         let changes = model.changes(from: old)
+        let unmigratable = changes.filter { !$0.migratable }
+        if !unmigratable.isEmpty {
+            throw ModelError(
+                "the model changes the shape of collections that hold stored rows, which the server cannot move to it; nothing was changed:\n  "
+                    + unmigratable.map(\.description).joined(separator: "\n  ")
+                    + "\nServe the new shape under a new collection name (removing the old one is a breaking change) and have the apps copy their data."
+            )
+        }
         let breaking = changes.filter(\.breaking)
         if !breaking.isEmpty && !acceptBreaking {
             throw ModelError(
