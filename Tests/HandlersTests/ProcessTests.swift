@@ -60,7 +60,8 @@ struct ProcessTests {
             """,
         ])
         let seconds = Double(held.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 99
-        #expect(seconds >= 1.5 && seconds < 6, "a stalled handshake was held \(held)")
+        // 2 s by design; the wrong outcome is a handshake held to the client's 30 s end.
+        #expect(seconds >= 1.5 && seconds < 20, "a stalled handshake was held \(held)")
 
         // TLS 1.2 without forward secrecy or with CBC is refused; ECDHE with AES-GCM is served.
         func handshake(_ cipher: String) async -> Bool {

@@ -44,9 +44,10 @@ struct SlowClientProcessTests {
         defer { close(stalled) }
         let start = ContinuousClock.now
         try await RawSocket.send(stalled, "POST /api/v1/login HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
-        let cut = try await RawSocket.isClosed(stalled, waiting: .seconds(10))
+        let cut = try await RawSocket.isClosed(stalled, waiting: .seconds(25))
         let seconds = (ContinuousClock.now - start) / .seconds(1)
-        #expect(cut && seconds >= 1.5 && seconds < 8, "a stalled body was cut after \(seconds) s (body read timeout 2 s)")
+        // Not before the 2 s, and well before the default 30 s that would mean the option was ignored.
+        #expect(cut && seconds >= 1.5 && seconds < 20, "a stalled body was cut after \(seconds) s (body read timeout 2 s)")
         // Whole requests on a keep-alive connection, 3 s apart (past the body read timeout): none is cut.
         let alive = try await RawSocket.connect(port: server.port)
         defer { close(alive) }
@@ -94,7 +95,8 @@ struct SlowClientProcessTests {
         let parts = output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ", maxSplits: 1)
         let seconds = Double(parts.first ?? "") ?? 99
         #expect(parts.last?.hasPrefix("HTTP/1.1 401") == true, "the client did not read its answer: \(output)")
-        #expect(seconds < 8, "an answered request's body was read for \(seconds) s")
+        // 2 s by design; the wrong outcome is a body read to the client's 30 s end.
+        #expect(seconds < 20, "an answered request's body was read for \(seconds) s")
     }
 
     @Test("past --max-connections-per-address a new connection of that address is closed at once")
