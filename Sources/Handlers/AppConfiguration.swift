@@ -18,6 +18,8 @@ public struct AppConfiguration: Sendable {
     public var readMaxLag = Duration.seconds(5)
     /// Largest accepted request body, in bytes (protocol §2: default 1 MiB).
     public var bodyMaxBytes = 1 << 20
+    /// Bytes of request bodies (items, groups, accounts) read or held at once by this instance; past it 503 at once.
+    public var bodyMemoryBytes = 128 << 20
     /// Largest medium `POST /media` takes, in bytes (protocol §10: default 20 MiB).
     public var mediaMaxBytes = 20 << 20
     /// Most sub-requests in one `POST /group`.

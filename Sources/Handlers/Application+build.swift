@@ -24,10 +24,13 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
         configuration.database, deadline: configuration.databaseDeadline, pooler: configuration.databasePooler,
         listen: configuration.listenDatabase, pool: configuration.databasePool, reads: configuration.readDatabases,
         readMaxLag: configuration.readMaxLag, logger: logger)
-    let router = buildRouter(store: opened.store, media: opened.media, hub: opened.hub, configuration: configuration, logger: logger)
+    let bodies = BodyBudget(limit: configuration.bodyMemoryBytes)
+    let router = buildRouter(
+        store: opened.store, media: opened.media, hub: opened.hub, bodies: bodies, configuration: configuration, logger: logger)
     var app = Application(
         responder: TimeLimitedResponder(
-            inner: router.buildResponder(), limit: configuration.requestTimeLimit, bodyMaxBytes: configuration.bodyMaxBytes),
+            inner: router.buildResponder(), limit: configuration.requestTimeLimit, bodyMaxBytes: configuration.bodyMaxBytes,
+            bodies: bodies),
         server: try serverBuilder(configuration),
         configuration: .init(
             address: .hostname(configuration.hostname, port: configuration.port), serverName: "SyncAPI",
@@ -98,7 +101,7 @@ public struct TLSFilesError: Error, CustomStringConvertible {
 
 /// Builds the router over a store: every endpoint of protocol.md, behind problem+json errors and authentication.
 public func buildRouter(
-    store: any SyncStore, media: (any MediaStore)? = nil, hub: ChangeHub? = nil, configuration: AppConfiguration,
+    store: any SyncStore, media: (any MediaStore)? = nil, hub: ChangeHub? = nil, bodies: BodyBudget? = nil, configuration: AppConfiguration,
     logger: Logger = Logger(label: "syncapi")
 ) -> Router<
     AppRequestContext
@@ -131,7 +134,8 @@ public func buildRouter(
     router.add(middleware: GroupReachMiddleware(reach: reach))
     let api = router.group("api/v1")
     OperationsRoutes(
-        store: store, configuration: configuration, metrics: metrics, streams: streams, hub: hub, snapshots: engine.snapshots
+        store: store, configuration: configuration, metrics: metrics, streams: streams, hub: hub, snapshots: engine.snapshots,
+        bodies: bodies
     ).add(to: router, api: api)
     let accountRoutes = AccountRoutes(
         accounts: accounts, bodyMaxBytes: min(configuration.bodyMaxBytes, AccountRoutes.bodyMaxBytes),

@@ -2,6 +2,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import SyncAPI
+import Synchronization
 
 /// Every request is answered within `limit` (protocol §8): past it, 503 `unavailable` with `Retry-After`, whatever
 /// the database or a handler does. The handler is not cancelled: it runs on to its own end (a transaction always
@@ -16,6 +17,8 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
     let inner: Inner
     let limit: Duration
     let bodyMaxBytes: Int
+    /// The memory of request bodies being read or held, across every request of the instance.
+    let bodies: BodyBudget
 
     func respond(to request: Request, context: Context) async throws -> Response {
         var request = request
@@ -27,13 +30,23 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
             request = Request(head: head, body: request.body)
         }
         if Self.isStreaming(request) { return try await inner.respond(to: request, context: context) }
-        if request.method == .put || request.method == .post {
+        var reserved = 0
+        defer { bodies.release(reserved) }
+        if request.method == .put || request.method == .post || request.method == .patch {
             let limit = AccountRoutes.bodyLimit(request.uri.path, itemLimit: bodyMaxBytes)
             do {
-                if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
-                    throw SyncError.payloadTooLarge(limit: limit)
+                let declared = request.headers[.contentLength].flatMap(Int.init)
+                if let declared, declared > limit, request.method != .patch { throw SyncError.payloadTooLarge(limit: limit) }
+                // Its place in the instance's body memory before a byte is read: what it declares, else its limit.
+                reserved = min(max(0, declared ?? limit), limit)
+                guard bodies.reserve(reserved) else {
+                    reserved = 0
+                    throw SyncError(
+                        code: "unavailable", status: 503, detail: "This server is reading too many request bodies at once; retry shortly.",
+                        retryAfter: 1)
                 }
-                request.body = RequestBody(buffer: try await request.collectBody(upTo: limit))
+                // PATCH reads its body in its handler, once its content type is checked (415 before the body).
+                if request.method != .patch { request.body = RequestBody(buffer: try await request.collectBody(upTo: limit)) }
             } catch {
                 return ProblemMiddleware.problem(for: error, bodyMaxBytes: limit, logger: context.logger).response
             }
@@ -72,4 +85,33 @@ enum RequestDeadline {
         let grace = min(limit / 5, .seconds(1))
         return (limit - grace, grace)
     }
+}
+
+/// The bytes of request bodies an instance reads or holds at once (security audit 651e0ee: 300 connections trickling
+/// 1 MiB bodies held 336 MiB). A body takes its place before its first byte is read, as much as it declares (its limit
+/// when it declares nothing), and gives it back when its request is answered; past `limit`, 503 at once.
+public final class BodyBudget: Sendable {
+    let limit: Int
+    private let used = Mutex(0)
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// False when `bytes` more would pass the limit (then nothing is taken). A single body always fits an empty budget.
+    func reserve(_ bytes: Int) -> Bool {
+        used.withLock { used in
+            guard used == 0 || used + bytes <= limit else { return false }
+            used += bytes
+            return true
+        }
+    }
+
+    func release(_ bytes: Int) {
+        guard bytes > 0 else { return }
+        used.withLock { $0 -= bytes }
+    }
+
+    /// Bytes taken now (for tests).
+    var inUse: Int { used.withLock { $0 } }
 }

@@ -122,6 +122,8 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Turn off POST /signup.") var disableSignup = false
     @Option(help: "bcrypt cost of password hashes (4–31).") var bcryptCost: UInt8 = 12
     @Option(help: "Largest request body, in bytes (a group's whole body).") var bodyMaxBytes = 1 << 20
+    @Option(help: "MiB of request bodies read or held at once by this instance (media uploads aside); past it 503 at once.")
+    var maxBodyMemory = 128
     @Option(help: "Most sub-requests in one POST /group.") var groupMaxRequests = 20
     @Option(help: "Largest medium POST /media takes, in bytes.") var mediaMaxBytes = 20 << 20
     @Option(help: "PEM certificate chain: serve HTTPS (TLS 1.2+, HTTP/2 by ALPN). Needs --tls-key.") var tlsCert: String?
@@ -193,6 +195,8 @@ struct Serve: AsyncParsableCommand {
         configuration.accounts.signupEnabled = !disableSignup && ProcessInfo.processInfo.environment["SYNCAPI_SIGNUP"] != "false"
         configuration.bcryptCost = bcryptCost
         configuration.bodyMaxBytes = bodyMaxBytes
+        guard (1...1_048_576).contains(maxBodyMemory) else { throw ValidationError("--max-body-memory is 1 to 1048576 (MiB)") }
+        configuration.bodyMemoryBytes = maxBodyMemory << 20
         configuration.groupMaxRequests = groupMaxRequests
         configuration.mediaMaxBytes = mediaMaxBytes
         guard mediaMaxBytes >= 1024 else { throw ValidationError("--media-max-bytes must be at least 1024") }

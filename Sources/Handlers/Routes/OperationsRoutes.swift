@@ -11,6 +11,7 @@ struct OperationsRoutes {
     let streams: LiveStreams
     let hub: ChangeHub?
     let snapshots: SnapshotBudget
+    let bodies: BodyBudget?
 
     func add(to router: Router<AppRequestContext>, api: RouterGroup<AppRequestContext>) {
         // Long-lived resources, read when scraped: each returns to zero when its clients are gone, whatever they did.
@@ -32,6 +33,10 @@ struct OperationsRoutes {
             descriptor: MetricNameDescriptor(
                 namespace: "syncapi", metricName: "snapshot_answers_cut", unitName: "",
                 helpText: "Answers cut since start for reading below the pace while another waited for a snapshot place."))
+        let bodyBytes = metrics.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "syncapi", metricName: "request_body_bytes", unitName: "",
+                helpText: "Bytes of request bodies being read or held (their declared length, else their limit)."))
         let readRoutes = (store as? ReadRoutingStore).map { ReadRouteMetrics(counts: $0.routes, registry: metrics) }
         router.resource("health", [.get: { _, _ in HTTPBodies.response(json: #"{"status":"ok"}"#) }])
         let readiness = ReadinessProbe { try await store.ping() }
@@ -52,6 +57,7 @@ struct OperationsRoutes {
                     answers.set(Double(AnswerStream.open))
                     snapshotPlaces.set(Double(snapshots.count))
                     snapshotCuts.set(Double(snapshots.cutCount))
+                    bodyBytes.set(Double(bodies?.inUse ?? 0))
                     readRoutes?.update()
                     return Response(
                         status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
