@@ -22,13 +22,21 @@ struct TimerWheelTests {
                     fired.value.withLock { $0.append((index, at)) }
                 })
         }
-        for (index, handle) in handles.enumerated() where index % 2 == 1 { wheel.cancel(handle) }
+        // A cancel that comes after its limit fired (a loaded machine may reach it late) does nothing and says so:
+        // exactly the limits whose cancel succeeded never fire.
+        var cancelled = Set<Int>()
+        for (index, handle) in handles.enumerated() where index % 2 == 1 {
+            if wheel.cancel(handle) { cancelled.insert(index) }
+        }
+        let expected = Set(0..<40).subtracting(cancelled)
         // Waited for, not slept on: a loaded machine may run the loop late (never early).
-        let deadline = ContinuousClock.now + .seconds(10)
-        while fired.value.withLock({ $0.count }) < 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while fired.value.withLock({ $0.count }) < expected.count, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         try await Task.sleep(for: .milliseconds(100))
         let seen = fired.value.withLock { $0 }
-        #expect(seen.map(\.0).sorted() == Array(stride(from: 0, to: 40, by: 2)))
+        #expect(seen.count == expected.count && Set(seen.map(\.0)) == expected)
         for (index, at) in seen { #expect(at >= .milliseconds(5 * index), "limit \(index) fired at \(at)") }
     }
 
@@ -67,7 +75,7 @@ struct TimerWheelTests {
                 }
             }
         }
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while fired.value.withLock({ $0 }) + cancelled.value.withLock({ $0 }) < 4000, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
