@@ -75,25 +75,11 @@ struct OperatorTests {
         defer {
             server.killAndReap()
         }
-        // Two connections the server has certainly accepted: each answered once, and kept alive.
-        var held: [Int32] = []
-        for _ in 0..<2 {
-            let fd = try await RawSocket.connect(port: server.port)
-            held.append(fd)
-            try await RawSocket.send(fd, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-            _ = try await RawSocket.read(fd, until: "\"ok\"")
-        }
+        let held = try await RawSocket.answeredConnections(2, port: server.port)
         let refused = try? await Curl.call(["-m", "2", "http://127.0.0.1:\(server.port)/health"])
         #expect(refused == nil, "a third connection was served while two were open")
         for fd in held { close(fd) }
-        // Served once the server has seen them close (a loaded machine may take seconds); never served is what is wrong.
-        var served = false
-        let end = ContinuousClock.now + .seconds(60)
-        while !served, ContinuousClock.now < end {
-            served = (try? await Curl.call(["-m", "10", "http://127.0.0.1:\(server.port)/health"]))?.status == 200
-            if !served { try await Task.sleep(for: .milliseconds(100)) }
-        }
-        #expect(served)
+        #expect(try await Curl.servedAgain(port: server.port))
     }
 
     @Test("restore-epoch: a date of sync issued before the restore answers sync: false")

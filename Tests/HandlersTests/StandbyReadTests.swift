@@ -105,12 +105,11 @@ struct StandbyReadTests {
     static func runStopped(_ servers: TestStandby) async throws {
         let app = try await application(servers)
         try await HangWatch.watched(app, "app", mode: .router) { client in
-            let api = try await APIClient.signedUp(client)
             let load = Load()
             // The standby is let in by the health check, and serves reads.
-            var replica = try await Replica.start(api)
-            _ = try await api.call(.put, "/api/v1/contacts/first", body: #"{"firstName":"First"}"#)
-            try await waitForStandbyReads(client, replica: &replica, load: load, within: .seconds(60))
+            let started = try await onStandby(client, load: load)
+            let api = started.api
+            var replica = started.replica
             let clock = ContinuousClock()
             let readers = 3
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -253,11 +252,10 @@ struct StandbyReadTests {
     static func runGroupReadsItsWrites(_ servers: TestStandby) async throws {
         let app = try await application(servers)
         try await HangWatch.watched(app, "app", mode: .router) { client in
-            let api = try await APIClient.signedUp(client)
             let load = Load()
-            var replica = try await Replica.start(api)
-            _ = try await api.call(.put, "/api/v1/contacts/first", body: #"{"firstName":"First"}"#)
-            try await waitForStandbyReads(client, replica: &replica, load: load, within: .seconds(60))
+            let started = try await onStandby(client, load: load)
+            let api = started.api
+            var replica = started.replica
             var missed: [String] = []
             for round in 0..<8 {
                 let date = replica.date
@@ -281,6 +279,15 @@ struct StandbyReadTests {
             #expect(missed.isEmpty, "the group's own write missing from its read: \(missed)")
             #expect(load.failures.isEmpty, "\(load.failures)")
         }
+    }
+
+    /// A new family with one contact, and its replica once the standby has served one of its reads.
+    static func onStandby(_ client: any TestClientProtocol, load: Load) async throws -> (api: APIClient, replica: Replica) {
+        let api = try await APIClient.signedUp(client)
+        var replica = try await Replica.start(api)
+        _ = try await api.call(.put, "/api/v1/contacts/first", body: #"{"firstName":"First"}"#)
+        try await waitForStandbyReads(client, replica: &replica, load: load, within: .seconds(60))
+        return (api, replica)
     }
 
     /// `syncapi_read_transactions_total` by `served_by`, from `GET /metrics`.
