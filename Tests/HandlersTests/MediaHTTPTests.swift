@@ -214,23 +214,8 @@ struct MediaHTTPTests {
         try await Self.withPurgeSetUp(backend) { setUp in
             let photo = try await setUp.upload(200_000, seed: 3)
             #expect(try await setUp.api.call(.put, "/api/v1/wall/p2", body: #"{"type":"photo","mediaUrl":"\#(photo)"}"#).status == .ok)
-            // The upload and the post are more than a second older than the deletion.
-            try await Task.sleep(for: .milliseconds(1200))
-            let beforeDeletion = WallClock.nowMs()
-            #expect(try await setUp.api.call(.delete, "/api/v1/wall/p2").status == .noContent)
-            let afterDeletion = WallClock.nowMs()
-            let retention = 3600
-            let purger = TombstonePurger(
-                store: setUp.opened.store, media: setUp.opened.media, retentionSeconds: retention, logger: setUp.logger)
-            // The retention has passed since the upload and the post, not since the deletion: the tombstone stays, so
-            // a client that still shows the post can still fetch its photo.
-            let early = try await purger.purgeOnce(nowMs: beforeDeletion - 100 + Int64(retention) * 1000)
-            #expect(early == 0)
-            #expect(try await setUp.get(photo).status == .ok)
-            // The retention has passed since the deletion: the tombstone and the file go together.
-            let late = try await purger.purgeOnce(nowMs: afterDeletion + 1000 + Int64(retention) * 1000)
-            #expect(late == 1)
-            #expect(try await setUp.get(photo).status == .notFound)
+            let (early, late) = try await Self.purgesAroundDeletion(setUp, photo: photo, deleting: "/api/v1/wall/p2")
+            #expect(early == 0 && late == 1)
         }
     }
 
@@ -243,20 +228,27 @@ struct MediaHTTPTests {
             #expect(try await setUp.api.call(.put, "/api/v1/threads/t3", body: #"{"title":"T"}"#).status == .ok)
             let message = try await setUp.api.call(.put, "/api/v1/threads/t3/messages/m3", body: #"{"text":"look \#(photo)"}"#)
             #expect(message.status == .ok)
-            // The upload and the message are more than a second older than the thread's deletion.
-            try await Task.sleep(for: .milliseconds(1200))
-            let beforeDeletion = WallClock.nowMs()
-            #expect(try await setUp.api.call(.delete, "/api/v1/threads/t3").status == .noContent)
-            let afterDeletion = WallClock.nowMs()
-            let retention = 3600
-            let purger = TombstonePurger(
-                store: setUp.opened.store, media: setUp.opened.media, retentionSeconds: retention, logger: setUp.logger)
-            // A retention after the message, not after the deletion: the photo stays.
-            _ = try await purger.purgeOnce(nowMs: beforeDeletion - 100 + Int64(retention) * 1000)
-            #expect(try await setUp.get(photo).status == .ok)
-            // A retention after the deletion: it goes with the tombstones.
-            _ = try await purger.purgeOnce(nowMs: afterDeletion + 1000 + Int64(retention) * 1000)
-            #expect(try await setUp.get(photo).status == .notFound)
+            let (early, late) = try await Self.purgesAroundDeletion(setUp, photo: photo, deleting: "/api/v1/threads/t3")
+            #expect(early == 0 && late == 2)
         }
+    }
+
+    /// Deletes `path` once the clock has moved a second past the writes before it, then purges twice: a retention
+    /// after those writes but not after the deletion (the photo must stay), and a retention after the deletion (it
+    /// goes with the tombstones). Returns the rows each purge removed.
+    static func purgesAroundDeletion(_ setUp: PurgeSetUp, photo: String, deleting path: String) async throws -> (Int, Int) {
+        // Waited for, not slept on: the wall clock the server stamps writes with has passed a second since them.
+        let written = WallClock.nowMs()
+        while WallClock.nowMs() < written + 1_100 { try await Task.sleep(for: .milliseconds(50)) }
+        let beforeDeletion = WallClock.nowMs()
+        #expect(try await setUp.api.call(.delete, path).status == .noContent)
+        let afterDeletion = WallClock.nowMs()
+        let retention = 3600
+        let purger = TombstonePurger(store: setUp.opened.store, media: setUp.opened.media, retentionSeconds: retention, logger: setUp.logger)
+        let early = try await purger.purgeOnce(nowMs: beforeDeletion - 100 + Int64(retention) * 1000)
+        #expect(try await setUp.get(photo).status == .ok, "the file went a retention after the writes, not after the deletion")
+        let late = try await purger.purgeOnce(nowMs: afterDeletion + 1000 + Int64(retention) * 1000)
+        #expect(try await setUp.get(photo).status == .notFound, "the file outlived its tombstone's retention")
+        return (early, late)
     }
 }

@@ -15,28 +15,18 @@ struct OperationsRoutes {
 
     func add(to router: Router<AppRequestContext>, api: RouterGroup<AppRequestContext>) {
         // Long-lived resources, read when scraped: each returns to zero when its clients are gone, whatever they did.
-        let openStreams = metrics.makeGauge(
-            descriptor: MetricNameDescriptor(namespace: "syncapi", metricName: "live_streams", unitName: "", helpText: "Open GET /changes streams."))
-        let subscriptions = metrics.makeGauge(
-            descriptor: MetricNameDescriptor(
-                namespace: "syncapi", metricName: "hub_subscriptions", unitName: "",
-                helpText: "Streams subscribed to the change hub."))
-        let answers = metrics.makeGauge(
-            descriptor: MetricNameDescriptor(
-                namespace: "syncapi", metricName: "streamed_answers", unitName: "",
-                helpText: "Answers streaming from a database snapshot."))
-        let snapshotPlaces = metrics.makeGauge(
-            descriptor: MetricNameDescriptor(
-                namespace: "syncapi", metricName: "snapshot_answers", unitName: "",
-                helpText: "Places taken in the budget of answers that hold a snapshot while their client downloads."))
-        let snapshotCuts = metrics.makeGauge(
-            descriptor: MetricNameDescriptor(
-                namespace: "syncapi", metricName: "snapshot_answers_cut", unitName: "",
-                helpText: "Answers cut since start for reading below the pace while another waited for a snapshot place."))
-        let bodyBytes = metrics.makeGauge(
-            descriptor: MetricNameDescriptor(
-                namespace: "syncapi", metricName: "request_body_bytes", unitName: "",
-                helpText: "Bytes of request bodies being read or held (their declared length, else their limit)."))
+        func gauge(_ name: String, _ help: String) -> Gauge {
+            metrics.makeGauge(descriptor: MetricNameDescriptor(namespace: "syncapi", metricName: name, unitName: "", helpText: help))
+        }
+        let openStreams = gauge("live_streams", "Open GET /changes streams.")
+        let subscriptions = gauge("hub_subscriptions", "Streams subscribed to the change hub.")
+        let answers = gauge("streamed_answers", "Answers streaming from a database snapshot.")
+        let snapshotPlaces = gauge(
+            "snapshot_answers", "Places taken in the budget of answers that hold a snapshot while their client downloads.")
+        let snapshotCuts = gauge(
+            "snapshot_answers_cut", "Answers cut since start for reading below the pace while another waited for a snapshot place.")
+        let bodyBytes = gauge(
+            "request_body_bytes", "Bytes of request bodies being read or held (their declared length, else their limit).")
         let readRoutes = (store as? ReadRoutingStore).map { ReadRouteMetrics(counts: $0.routes, registry: metrics) }
         router.resource("health", [.get: { _, _ in HTTPBodies.response(json: #"{"status":"ok"}"#) }])
         let readiness = ReadinessProbe { try await store.ping() }

@@ -59,7 +59,7 @@ final class VerifyDigests: Sendable {
             let key = row.sortMs ?? 0
             let above =
                 key > anchorSortMs
-                || (key == anchorSortMs && Array(row.id.utf8).lexicographicallyPrecedes(Array(anchorID.utf8)) == false)
+                || (key == anchorSortMs && !row.id.utf8.lexicographicallyPrecedes(anchorID.utf8))
             return above && (types.map { $0.contains(row.tag ?? "") } ?? true)
         }
     }
@@ -81,7 +81,10 @@ final class VerifyDigests: Sendable {
             guard var digest = digests[row.collection], digest.held?.contains(row) ?? true else { return }
             digests[row.collection] = nil
             digest.count += 1
-            digest.hasher.update(data: Array(row.id.utf8) + [0] + Array((row.modified ?? "").utf8) + [0x0A])
+            digest.hasher.update(data: Array(row.id.utf8))
+            digest.hasher.update(data: [0])
+            digest.hasher.update(data: Array((row.modified ?? "").utf8))
+            digest.hasher.update(data: [0x0A])
             digests[row.collection] = digest
         }
     }

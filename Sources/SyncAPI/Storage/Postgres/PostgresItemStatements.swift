@@ -83,16 +83,16 @@ struct PostgresItemStatements: ItemStatements {
         guard let stored else { throw SyncError.unauthorized }
         if let children = row.deleteChildren {
             // The media the children name lasts a retention from now, as a deleted post's does (security audit L4).
-            var hashes: [String] = []
+            var hashes = Set<String>()
             for try await body in try await conn.query(
                 """
                 SELECT body FROM items WHERE family_id = \(familyID) AND collection = \(children) AND parent_id = \(key.id)
                 AND NOT deleted AND strpos(body, \(MediaURL.prefix)) > 0
                 """, logger: logger
             ).decode(String.self) {
-                for hash in MediaURL.hashes(in: [body]) where !hashes.contains(hash) { hashes.append(hash) }
+                hashes.formUnion(MediaURL.hashes(in: [body]))
             }
-            if !hashes.isEmpty { try await touchMedia(familyID: familyID, hashes: hashes, nowMs: nowMs) }
+            if !hashes.isEmpty { try await touchMedia(familyID: familyID, hashes: hashes.sorted(), nowMs: nowMs) }
             try await conn.query(
                 """
                 UPDATE items SET deleted = true, body = NULL, version = \(stored.version), modified_ms = \(nowMs)

@@ -82,7 +82,7 @@ struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
             ])
         if let children = row.deleteChildren {
             // The media the children name lasts a retention from now, as a deleted post's does (security audit L4).
-            var hashes: [String] = []
+            var hashes = Set<String>()
             let bodies = try String.fetchCursor(
                 db.cachedStatement(
                     sql: """
@@ -90,9 +90,9 @@ struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
                         AND instr(body, ?) > 0
                         """), arguments: [familyID, children, key.id, MediaURL.prefix])
             while let body = try bodies.next() {
-                for hash in MediaURL.hashes(in: [body]) where !hashes.contains(hash) { hashes.append(hash) }
+                hashes.formUnion(MediaURL.hashes(in: [body]))
             }
-            if !hashes.isEmpty { try touchMedia(familyID: familyID, hashes: hashes, nowMs: nowMs) }
+            if !hashes.isEmpty { try touchMedia(familyID: familyID, hashes: hashes.sorted(), nowMs: nowMs) }
             try db.executeCached(
                 sql: """
                     UPDATE items SET deleted = 1, body = NULL, version = ?, modified_ms = ?
