@@ -134,8 +134,10 @@ public struct PostgresChangeListener: Service {
     /// listening connection does not answer a query of its own within `deafAfter` either.
     ///
     /// A ping unheard for `suspectAfter` already turns the session cache off (every token is checked in the database)
-    /// and has every stream check its counter once, until a ping is heard again: a frozen listener stopped a logout
-    /// elsewhere for the whole 10 s or so that telling deaf from slow takes (security audit 651e0ee).
+    /// until a ping is heard again: a frozen listener stopped a logout elsewhere for the whole 10 s or so that telling
+    /// deaf from slow takes (security audit 651e0ee). Streams are not woken then: a ping is most often late because the
+    /// database is busy, and every stream reading its counter at once would add to that; they check once the listener
+    /// is replaced, as before.
     func beat(heard: HeardPings, on conn: PostgresConnection) async throws {
         var n = 0
         var suspected = false
@@ -147,7 +149,6 @@ public struct PostgresChangeListener: Service {
                 if !suspected, ContinuousClock.now >= sent + suspectAfter {
                     suspected = true
                     hub.sessions.setLive(false)
-                    hub.notifyAll()
                 }
                 if ContinuousClock.now >= sent + deafAfter {
                     // Unheard. A connection that still answers a query of its own is slow, not deaf (a loaded

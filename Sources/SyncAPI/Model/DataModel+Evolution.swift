@@ -128,9 +128,11 @@ public enum ModelRecord {
     /// others decide again against it (the same model: nothing more to do), so a generation is bumped once.
     @discardableResult
     public static func apply(_ model: DataModel, to store: any SyncStore, acceptBreaking: Bool) async throws -> [DataModel.Change] {
-        while true {
+        // Each retry follows another instance's record; a model recorded over and over by others is not waited on.
+        for _ in 0..<100 {
             if let changes = try await applyOnce(model, to: store, acceptBreaking: acceptBreaking) { return changes }
         }
+        throw ModelError("the model this database serves changed 100 times while this instance started; start it again")
     }
 
     /// One decision against the recorded model: the changes applied, or nil when another instance recorded first.
