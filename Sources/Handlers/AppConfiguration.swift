@@ -20,6 +20,8 @@ public struct AppConfiguration: Sendable {
     public var bodyMaxBytes = 1 << 20
     /// Bytes of request bodies (items, groups, accounts) read or held at once by this instance; past it 503 at once.
     public var bodyMemoryBytes = 128 << 20
+    /// The share of `bodyMemoryBytes` one client address may hold; past it 429 at once (a lone body always fits).
+    public var bodyMemoryPerAddressBytes = 16 << 20
     /// Largest medium `POST /media` takes, in bytes (protocol §10: default 20 MiB).
     public var mediaMaxBytes = 20 << 20
     /// Most sub-requests in one `POST /group`.

@@ -24,13 +24,14 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
         configuration.database, deadline: configuration.databaseDeadline, pooler: configuration.databasePooler,
         listen: configuration.listenDatabase, pool: configuration.databasePool, reads: configuration.readDatabases,
         readMaxLag: configuration.readMaxLag, logger: logger)
-    let bodies = BodyBudget(limit: configuration.bodyMemoryBytes)
+    let bodies = BodyBudget(
+        limit: configuration.bodyMemoryBytes, perAddress: configuration.bodyMemoryPerAddressBytes, exempt: configuration.trustedProxies)
     let router = buildRouter(
         store: opened.store, media: opened.media, hub: opened.hub, bodies: bodies, configuration: configuration, logger: logger)
     var app = Application(
         responder: TimeLimitedResponder(
             inner: router.buildResponder(), limit: configuration.requestTimeLimit, bodyMaxBytes: configuration.bodyMaxBytes,
-            bodies: bodies),
+            bodies: bodies, clientAddress: ClientAddressResolver(trustedProxies: configuration.trustedProxies)),
         server: try serverBuilder(configuration),
         configuration: .init(
             address: .hostname(configuration.hostname, port: configuration.port), serverName: "SyncAPI",

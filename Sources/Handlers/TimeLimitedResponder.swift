@@ -19,6 +19,8 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
     let bodyMaxBytes: Int
     /// The memory of request bodies being read or held, across every request of the instance.
     let bodies: BodyBudget
+    /// Whose share of `bodies` a request takes.
+    let clientAddress: ClientAddressResolver
 
     func respond(to request: Request, context: Context) async throws -> Response {
         var request = request
@@ -31,19 +33,25 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
         }
         if Self.isStreaming(request) { return try await inner.respond(to: request, context: context) }
         var reserved = 0
-        defer { bodies.release(reserved) }
+        let address = clientAddress.address(request, context)
+        defer { bodies.release(reserved, address: address) }
         if request.method == .put || request.method == .post || request.method == .patch {
             let limit = AccountRoutes.bodyLimit(request.uri.path, itemLimit: bodyMaxBytes)
             do {
                 let declared = request.headers[.contentLength].flatMap(Int.init)
                 if let declared, declared > limit, request.method != .patch { throw SyncError.payloadTooLarge(limit: limit) }
                 // Its place in the instance's body memory before a byte is read: what it declares, else its limit.
-                reserved = min(max(0, declared ?? limit), limit)
-                guard bodies.reserve(reserved) else {
-                    reserved = 0
+                let wanted = min(max(0, declared ?? limit), limit)
+                do throws(BodyBudget.Refusal) {
+                    try bodies.reserve(wanted, address: address)
+                    reserved = wanted
+                } catch .instance {
                     throw SyncError(
                         code: "unavailable", status: 503, detail: "This server is reading too many request bodies at once; retry shortly.",
                         retryAfter: 1)
+                } catch .address {
+                    throw SyncError.tooManyRequests(
+                        retryAfter: 1, detail: "This address is sending too many request bodies at once; finish one before the next.")
                 }
                 // PATCH reads its body in its handler, once its content type is checked (415 before the body).
                 if request.method != .patch { request.body = RequestBody(buffer: try await request.collectBody(upTo: limit)) }
@@ -89,29 +97,63 @@ enum RequestDeadline {
 
 /// The bytes of request bodies an instance reads or holds at once (security audit 651e0ee: 300 connections trickling
 /// 1 MiB bodies held 336 MiB). A body takes its place before its first byte is read, as much as it declares (its limit
-/// when it declares nothing), and gives it back when its request is answered; past `limit`, 503 at once.
+/// when it declares nothing), and gives it back when its request is answered; past `limit`, 503 at once. Bodies take
+/// their place before authentication, so one client address may hold at most `perAddress` of it (past it, 429): one
+/// address with many connections cannot make every other client's writes wait.
 public final class BodyBudget: Sendable {
     let limit: Int
-    private let used = Mutex(0)
+    let perAddress: Int
+    /// Addresses with no share of their own (the operator's proxies, when a request names no client behind them).
+    let exempt: Set<String>
+    private let state = Mutex(State())
 
-    init(limit: Int) {
-        self.limit = limit
+    struct State {
+        var used = 0
+        var byAddress: [String: Int] = [:]
     }
 
-    /// False when `bytes` more would pass the limit (then nothing is taken). A single body always fits an empty budget.
-    func reserve(_ bytes: Int) -> Bool {
-        used.withLock { used in
-            guard used == 0 || used + bytes <= limit else { return false }
-            used += bytes
-            return true
+    /// Why a body found no place.
+    enum Refusal: Error {
+        /// The instance's bodies are full.
+        case instance
+        /// The client address holds its share already.
+        case address
+    }
+
+    init(limit: Int, perAddress: Int? = nil, exempt: Set<String> = []) {
+        self.limit = limit
+        self.perAddress = perAddress ?? limit
+        self.exempt = Set(exempt.map { ClientAddress.key(ClientAddress.canonical($0)) })
+    }
+
+    /// Takes `bytes` for a body from `address` (nil: counted for the instance only); nothing is taken when it
+    /// throws. A single body always fits an empty budget, and an address holding nothing.
+    func reserve(_ bytes: Int, address: String? = nil) throws(Refusal) {
+        let key = address.map { ClientAddress.key(ClientAddress.canonical($0)) }.flatMap { exempt.contains($0) ? nil : $0 }
+        try state.withLock { (state: inout State) throws(Refusal) in
+            guard state.used == 0 || state.used + bytes <= limit else { throw .instance }
+            if let key {
+                let held = state.byAddress[key, default: 0]
+                guard held == 0 || held + bytes <= perAddress else { throw .address }
+                state.byAddress[key] = held + bytes
+            }
+            state.used += bytes
         }
     }
 
-    func release(_ bytes: Int) {
+    /// Gives back what `reserve(_:address:)` took for the same address.
+    func release(_ bytes: Int, address: String? = nil) {
         guard bytes > 0 else { return }
-        used.withLock { $0 -= bytes }
+        let key = address.map { ClientAddress.key(ClientAddress.canonical($0)) }.flatMap { exempt.contains($0) ? nil : $0 }
+        state.withLock { state in
+            state.used -= bytes
+            if let key {
+                let left = state.byAddress[key, default: bytes] - bytes
+                state.byAddress[key] = left > 0 ? left : nil
+            }
+        }
     }
 
-    /// Bytes taken now (for tests).
-    var inUse: Int { used.withLock { $0 } }
+    /// Bytes taken now (for tests and `/metrics`).
+    var inUse: Int { state.withLock { $0.used } }
 }

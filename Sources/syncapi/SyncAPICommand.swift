@@ -124,6 +124,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest request body, in bytes (a group's whole body).") var bodyMaxBytes = 1 << 20
     @Option(help: "MiB of request bodies read or held at once by this instance (media uploads aside); past it 503 at once.")
     var maxBodyMemory = 128
+    @Option(help: "MiB of --max-body-memory one client address may hold at once; past it 429 at once.")
+    var maxBodyMemoryPerAddress = 16
     @Option(help: "Most sub-requests in one POST /group.") var groupMaxRequests = 20
     @Option(help: "Largest medium POST /media takes, in bytes.") var mediaMaxBytes = 20 << 20
     @Option(help: "PEM certificate chain: serve HTTPS (TLS 1.2+, HTTP/2 by ALPN). Needs --tls-key.") var tlsCert: String?
@@ -197,6 +199,10 @@ struct Serve: AsyncParsableCommand {
         configuration.bodyMaxBytes = bodyMaxBytes
         guard (1...1_048_576).contains(maxBodyMemory) else { throw ValidationError("--max-body-memory is 1 to 1048576 (MiB)") }
         configuration.bodyMemoryBytes = maxBodyMemory << 20
+        guard (1...maxBodyMemory).contains(maxBodyMemoryPerAddress) else {
+            throw ValidationError("--max-body-memory-per-address is 1 to --max-body-memory (MiB)")
+        }
+        configuration.bodyMemoryPerAddressBytes = maxBodyMemoryPerAddress << 20
         configuration.groupMaxRequests = groupMaxRequests
         configuration.mediaMaxBytes = mediaMaxBytes
         guard mediaMaxBytes >= 1024 else { throw ValidationError("--media-max-bytes must be at least 1024") }
