@@ -56,7 +56,7 @@ struct PostgresPagePlanTests {
 
             // Few changes (9 live ones): read through items_delta; the walk of the list never runs.
             let few = try await Self.plan(
-                "EXECUTE \(PreparedStatements.PageSync.name)('\(large)', 'contacts', '', NULL, 21, NULL, 1, 19990)", conn,
+                "EXECUTE \(PreparedStatements.PageSync.name)('\(large)', 'contacts', '', NULL, 21, NULL, 1, 4194304, 19990)", conn,
                 pinned.logger)
             #expect(few.contains("items_delta") && !few.contains("Seq Scan on items"), "\(few)")
             #expect(Self.walk(few).contains("never executed"), "\(few)")
@@ -64,7 +64,7 @@ struct PostgresPagePlanTests {
             #expect(Self.itemsScan(under: "CTE top", few).contains("(never executed)"), "\(few)")
             // Many (1,800 live ones): more than the statement sorts itself, so it walks the list.
             let many = try await Self.plan(
-                "EXECUTE \(PreparedStatements.PageSync.name)('\(large)', 'contacts', '', NULL, 21, NULL, 1, 18000)", conn,
+                "EXECUTE \(PreparedStatements.PageSync.name)('\(large)', 'contacts', '', NULL, 21, NULL, 1, 4194304, 18000)", conn,
                 pinned.logger)
             #expect(!Self.walk(many).contains("never executed"), "\(many)")
             // Too many for a page: the answer is the list's first page (`crop`), read.

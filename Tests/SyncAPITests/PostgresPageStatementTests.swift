@@ -11,7 +11,7 @@ import Testing
 /// kind of place (no anchor, a live one, a deleted one, an unknown one) and date.
 @Suite("PostgreSQL pages in one statement", .sharingTheMachine)
 struct PostgresPageStatementTests {
-    @Test("a page sync and a page answer what the orchestration answers, for 400 random questions")
+    @Test("a page sync and a page answer what the orchestration answers, for 400 random questions and byte budgets")
     func sameAnswers() async throws {
         let opened = try OpenedStore.open(try await Backend.postgres.freshDatabaseURL(), deadline: testDeadline, logger: Logger(label: "test"))
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -47,7 +47,9 @@ struct PostgresPageStatementTests {
                 let query = PageQuery(
                     collection: "wall", anchorID: anchor, limit: 1 + random.next(8),
                     tags: random.next(3) == 0 ? [["a"], ["b", "c"], []][random.next(3)] : nil,
-                    children: random.next(2) == 0 ? ChildrenQuery(collection: "comments", limit: 1 + random.next(3)) : nil)
+                    children: random.next(2) == 0 ? ChildrenQuery(collection: "comments", limit: 1 + random.next(3)) : nil,
+                    // Bodies of 8 or 9 bytes, children of 2: budgets that cut nothing, the list or the children.
+                    byteBudget: [PageQuery.defaultByteBudget, 4, 12, 20, 40][random.next(5)])
                 let since: Int64? = random.next(5) == 0 ? nil : Int64(random.next(Int(version) + 2))
                 let one = try await store.pageSync(familyID: session.familyID, query: query, since: since)
                 let reference = try await store.readPageSync(familyID: session.familyID, query: query, since: since)
@@ -98,5 +100,6 @@ struct PostgresPageStatementTests {
     static func same(_ a: PageSyncRows, _ b: PageSyncRows) -> Bool {
         a.version == b.version && a.horizon == b.horizon && a.anchor == b.anchor && a.changed == b.changed && a.top == b.top
             && a.belowAnchor == b.belowAnchor && a.bottom == b.bottom && a.deleted == b.deleted && a.children == b.children
+            && a.firstPage == b.firstPage
     }
 }

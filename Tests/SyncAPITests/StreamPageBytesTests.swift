@@ -1,3 +1,4 @@
+import NIOCore
 import SyncAPI
 import Synchronization
 import TestSupport

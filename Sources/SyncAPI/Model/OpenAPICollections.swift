@@ -276,6 +276,10 @@ struct OpenAPICollections {
             ])
         if let filter { verifyParameters.append(filter) }
         let carried = collection.children.map { " Each item carries its newest `\($0)` (newest first) and its own `nomore`." } ?? ""
+        // docs/paginated-sync.md, "Answers end at a byte budget".
+        let cut =
+            " An answer holds at most 4 MiB of item bodies\(collection.children.map { ", and as much of `\($0)`" } ?? ""): a list cut there carries fewer than `nb` items and `nomore` false\(collection.children.map { ", an item whose `\($0)` were cut fewer of them and its own `nomore` false" } ?? "")."
+        let syncCut = " Changes that do not fit it are answered as a cropped top page."
         let takes = (["date", "lastId", "nb"] + collection.children.map { ["max\($0)"] }.orEmpty + collection.filter.map { [$0 + "s"] }.orEmpty)
             .map { "`\($0)`" }.joined(separator: ", ")
         let pageTakes = (["lastId", "nb"] + collection.children.map { ["max\($0)"] }.orEmpty + collection.filter.map { [$0 + "s"] }.orEmpty)
@@ -288,7 +292,7 @@ struct OpenAPICollections {
                     "get": Self.operation(
                         endpoint, tag: "sync", summary: "Delta sync of `\(collection.name)`",
                         description:
-                            "Paginated delta sync (protocol §4; docs/paginated-sync.md). The client holds the top of the sorted list down to its last item `lastId`. Without `date` (or with a `date`/`lastId` the server cannot answer exactly): `sync` false, `updated` the first `nb` items, `deleted` empty. With an answerable `date`: `sync` true and `updated` the items at or above `lastId` (all, without `lastId`) changed after it, in sort order; when they are more than `nb`, `crop` is true and `updated` is a fresh top page of `nb` items, changed or not. `deleted` lists every id of the list deleted after `date`, never paginated.\(carried) The answer carries `ETag: \"<date>\"`; `If-None-Match` naming the current date answers 304. Takes \(takes). Any other query parameter, or one given twice, answers 400 `invalid_parameter` naming it in `field`.",
+                            "Paginated delta sync (protocol §4; docs/paginated-sync.md). The client holds the top of the sorted list down to its last item `lastId`. Without `date` (or with a `date`/`lastId` the server cannot answer exactly): `sync` false, `updated` the first `nb` items, `deleted` empty. With an answerable `date`: `sync` true and `updated` the items at or above `lastId` (all, without `lastId`) changed after it, in sort order; when they are more than `nb`, `crop` is true and `updated` is a fresh top page of `nb` items, changed or not. `deleted` lists every id of the list deleted after `date`, never paginated.\(carried)\(cut)\(syncCut) The answer carries `ETag: \"<date>\"`; `If-None-Match` naming the current date answers 304. Takes \(takes). Any other query parameter, or one given twice, answers 400 `invalid_parameter` naming it in `field`.",
                         parameters: [Self.parameter("Date"), Self.parameter("SyncLastId"), Self.parameter("Nb")] + extra + [
                             Self.parameter("IfNoneMatchSync")
                         ],
@@ -307,7 +311,7 @@ struct OpenAPICollections {
                     "get": Self.operation(
                         "list\(names.type)", tag: collection.name, summary: "Next items of `\(collection.name)`, in sort order",
                         description:
-                            "Pagination (protocol §4): `{\"items\", \"nomore\"}` with the next `nb` items strictly below `lastId` (from the top without it).\(carried) `nomore` is true when no item is left below the page. Takes \(pageTakes). Any other query parameter, or one given twice, answers 400 `invalid_parameter` naming it in `field`.",
+                            "Pagination (protocol §4): `{\"items\", \"nomore\"}` with the next `nb` items strictly below `lastId` (from the top without it).\(carried) `nomore` is true when no item is left below the page.\(cut) Takes \(pageTakes). Any other query parameter, or one given twice, answers 400 `invalid_parameter` naming it in `field`.",
                         parameters: [Self.parameter("PageLastId"), Self.parameter("Nb")] + extra,
                         responses: [
                             ("200", Self.answer("A page.", Self.schema(names.page), etag: nil)), ("400", Self.response("InvalidQuery")),
@@ -327,7 +331,7 @@ struct OpenAPICollections {
                     "get": Self.operation(
                         "list\(child.type)", tag: children, summary: "Next `\(children)` of an item of `\(collection.name)`, newest first",
                         description:
-                            "Pagination of an item's `\(children)` (protocol §4): `{\"items\", \"nomore\"}` with the next `nb` items strictly below `lastId` (from the newest without it), newest first (`created` desc, then `id` desc). Takes `lastId` and `nb`. Any other query parameter, or one given twice, answers 400 `invalid_parameter` naming it in `field`. 404 when the parent is missing or deleted, or when `lastId` names no item of it, live or deleted.",
+                            "Pagination of an item's `\(children)` (protocol §4): `{\"items\", \"nomore\"}` with the next `nb` items strictly below `lastId` (from the newest without it), newest first (`created` desc, then `id` desc). At most 4 MiB of item bodies: a page cut there carries fewer than `nb` items and `nomore` false. Takes `lastId` and `nb`. Any other query parameter, or one given twice, answers 400 `invalid_parameter` naming it in `field`. 404 when the parent is missing or deleted, or when `lastId` names no item of it, live or deleted.",
                         parameters: [
                             Self.pathParameter(
                                 "id", "Id of the parent item of `\(collection.name)`. A malformed, missing or deleted parent answers 404 `not_found`."

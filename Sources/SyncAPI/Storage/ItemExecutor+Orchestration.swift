@@ -71,31 +71,36 @@ extension ItemExecutor {
             if let since, query.anchorID == nil || anchor != nil {
                 changed = try await statements.liveItems(
                     query, familyID: familyID, changedAfter: since, bound: anchor.map(AnchorBound.atOrAbove), oldestFirst: false,
-                    limit: limit)
+                    limit: limit, budget: query.byteBudget)
             }
             var top: [StoredItem] = []
             let answerable = PageSyncRows.answerable(
                 since: since, version: family.version, horizon: family.horizon, anchorID: query.anchorID, anchor: anchor)
-            if PageSyncRows.needsFirstPage(answerable: answerable, changed: changed.count, limit: query.limit) {
+            let firstPage = PageSyncRows.needsFirstPage(
+                answerable: answerable, changed: changed.count, fits: !changed.contains { $0.body == nil }, limit: query.limit)
+            if firstPage {
+                // The answer is not made of the changes: their bodies go.
+                changed = changed.map(\.withheld)
                 top = try await statements.liveItems(
-                    query, familyID: familyID, changedAfter: nil, bound: nil, oldestFirst: false, limit: limit)
+                    query, familyID: familyID, changedAfter: nil, bound: nil, oldestFirst: false, limit: limit, budget: query.byteBudget)
             }
             var belowAnchor = false
             if let anchor {
                 belowAnchor = try await !statements.liveItems(
-                    query, familyID: familyID, changedAfter: nil, bound: .below(anchor), oldestFirst: false, limit: 1
+                    query, familyID: familyID, changedAfter: nil, bound: .below(anchor), oldestFirst: false, limit: 1, budget: nil
                 ).isEmpty
             }
             let bottom = try await statements.liveItems(
-                query, familyID: familyID, changedAfter: nil, bound: nil, oldestFirst: true, limit: 1
+                query, familyID: familyID, changedAfter: nil, bound: nil, oldestFirst: true, limit: 1, budget: nil
             ).first
             // Deleted after the date, or changed after it and now outside the filter: gone for this client (§4).
             var deleted: [String] = []
             if let since { deleted = try await statements.goneIDs(query, familyID: familyID, since: since) }
+            let parents = PageSyncRows.parents(changed: changed, top: top, limit: query.limit)
             return PageSyncRows(
                 version: family.version, horizon: family.horizon, anchor: anchor, changed: changed, top: top,
                 belowAnchor: belowAnchor, bottom: bottom, deleted: deleted,
-                children: try await Self.children(query, familyID: familyID, of: changed + top, statements))
+                children: try await Self.children(query, familyID: familyID, of: parents, statements), firstPage: firstPage)
         }
     }
 
@@ -109,20 +114,21 @@ extension ItemExecutor {
                 bound = .below(anchor)
             }
             let items = try await statements.liveItems(
-                query, familyID: familyID, changedAfter: nil, bound: bound, oldestFirst: false, limit: query.limit + 1)
-            return PageRows(items: items, children: try await Self.children(query, familyID: familyID, of: items, statements))
+                query, familyID: familyID, changedAfter: nil, bound: bound, oldestFirst: false, limit: query.limit + 1,
+                budget: query.byteBudget)
+            let parents = PageSyncRows.parents(changed: [], top: items, limit: query.limit)
+            return PageRows(items: items, children: try await Self.children(query, familyID: familyID, of: parents, statements))
         }
     }
 
-    /// The newest `limit + 1` live children of each parent (one more than asked: the engine learns whether more exist).
+    /// The newest `limit + 1` live children of each parent (one more than asked: the engine learns whether more exist),
+    /// their bodies kept within the query's byte budget over the parents in order.
     private static func children(
-        _ query: PageQuery, familyID: String, of parents: [StoredItem], _ statements: Statements
+        _ query: PageQuery, familyID: String, of parents: [String], _ statements: Statements
     ) async throws -> [String: [StoredItem]] {
         guard let children = query.children, !parents.isEmpty else { return [:] }
-        var ids: [String] = []
-        var seen = Set<String>()
-        for parent in parents where seen.insert(parent.id).inserted { ids.append(parent.id) }
         return try await statements.children(
-            ChildrenQuery(collection: children.collection, limit: children.limit + 1), familyID: familyID, of: ids)
+            ChildrenQuery(collection: children.collection, limit: children.limit + 1), familyID: familyID, of: parents,
+            budget: query.byteBudget)
     }
 }

@@ -22,15 +22,17 @@ protocol ItemStatements {
     /// Every live top-level row of `collection` as `/verify` digests it, sorted by id (byte order), one at a time.
     func verifyRows(familyID: String, collection: String, _ each: @Sendable (VerifyRow) -> Void) async throws
     /// Live items of a page's list (its tag filter applied) in sort order, newest first unless `oldestFirst`, at most
-    /// `limit`: only those changed after `changedAfter` when given, only those placed as `bound` says when given.
+    /// `limit`: only those changed after `changedAfter` when given, only those placed as `bound` says when given. With
+    /// a `budget`, bodies past it are withheld as they are read (`PageBytes`).
     func liveItems(
-        _ query: PageQuery, familyID: String, changedAfter: Int64?, bound: AnchorBound?, oldestFirst: Bool, limit: Int
+        _ query: PageQuery, familyID: String, changedAfter: Int64?, bound: AnchorBound?, oldestFirst: Bool, limit: Int, budget: Int?
     ) async throws -> [StoredItem]
     /// Ids of the list changed after `since` that a client must drop (deleted, or now outside the tag filter), in
     /// version order (protocol §4).
     func goneIDs(_ query: PageQuery, familyID: String, since: Int64) async throws -> [String]
-    /// The newest `children.limit` live children of each parent, by parent id (every parent has an entry).
-    func children(_ children: ChildrenQuery, familyID: String, of parentIDs: [String]) async throws -> [String: [StoredItem]]
+    /// The newest `children.limit` live children of each parent, by parent id (every parent has an entry); their bodies
+    /// are kept within `budget`, counted over the parents in the order given (`PageBytes`).
+    func children(_ children: ChildrenQuery, familyID: String, of parentIDs: [String], budget: Int) async throws -> [String: [StoredItem]]
 }
 
 /// A family's change counter and the version below which its tombstones were purged.

@@ -22,14 +22,44 @@ public struct PageQuery: Sendable {
     /// Only items whose tag is one of these (nil: all).
     public let tags: [String]?
     public let children: ChildrenQuery?
+    /// The bytes of bodies the answer's parents may hold, and as many its children (`PageBytes`).
+    public let byteBudget: Int
 
-    public init(collection: String, parentID: String = "", anchorID: String?, limit: Int, tags: [String]?, children: ChildrenQuery?) {
+    /// The bytes of item bodies a page answer holds by default: as much as a delta (`Delta.byteBudget`).
+    public static let defaultByteBudget = 4 << 20
+
+    public init(
+        collection: String, parentID: String = "", anchorID: String?, limit: Int, tags: [String]?, children: ChildrenQuery?,
+        byteBudget: Int = PageQuery.defaultByteBudget
+    ) {
         self.collection = collection
         self.parentID = parentID
         self.anchorID = anchorID
         self.limit = limit
         self.tags = tags
         self.children = children
+        self.byteBudget = byteBudget
+    }
+}
+
+/// Which bodies a page answer keeps, in the answer's order (security audit 651e0ee H2: a page sync or a page was built
+/// whole, and 500 threads of 100 messages could hold the family's whole 1 GiB): a body is kept while the running total
+/// of the bodies read so far stays within the budget, the first always, and none after the first that does not fit.
+/// Statements apply it as they read, so that a refused body is never held (PostgreSQL in SQL, as a running sum over the
+/// same order); a refused row keeps everything but its body (`StoredItem.withheld`), and the engine ends its answer
+/// before it, saying that more follows (`nomore` false), which is exact: the client asks for the rest.
+public struct PageBytes: Sendable {
+    public let budget: Int
+    private var total = 0
+    private var count = 0
+
+    public init(budget: Int) { self.budget = budget }
+
+    /// Whether a body of `bytes` is kept.
+    public mutating func keep(_ bytes: Int) -> Bool {
+        count += 1
+        total += bytes
+        return count == 1 || total <= budget
     }
 }
 
@@ -39,12 +69,14 @@ public struct PageSyncRows: Sendable {
     public let horizon: Int64
     /// The `lastId` row (live or tombstone), nil when unknown or not asked.
     public let anchor: StoredItem?
-    /// Live items changed after `since`, at or above the anchor, in sort order (at most limit + 1).
+    /// Live items changed after `since`, at or above the anchor, in sort order (at most limit + 1); their bodies only
+    /// when the answer is made of them (`firstPage` false).
     public let changed: [StoredItem]
     /// The first live items of the list, in sort order (at most limit + 1), read only when the answer is a fresh first
     /// page (`needsFirstPage`), empty otherwise: a client brought up to date by its changes needs none of them, nor
     /// their children (issue 19: a page sync of a few changed threads read 21 more threads and 231 messages for
     /// nothing).
+    /// Bodies past the query's byte budget are withheld (`PageBytes`).
     public let top: [StoredItem]
     /// True when a live item sorts strictly below the anchor.
     public let belowAnchor: Bool
@@ -52,8 +84,11 @@ public struct PageSyncRows: Sendable {
     public let bottom: StoredItem?
     /// Ids of the list deleted after `since` (never filtered, never paginated).
     public let deleted: [String]
-    /// Newest live children of each item of `changed` and `top`, by parent id, in sort order.
+    /// Newest live children of the first `limit` items of the answer's list (`top`, else `changed`), by parent id, in
+    /// sort order; bodies past the query's byte budget (counted over the parents in order) are withheld.
     public let children: [String: [StoredItem]]
+    /// Whether the answer is a fresh first page (`needsFirstPage`): `top` was read.
+    public let firstPage: Bool
 
     /// Whether a sync from `since` can bring the client's list up to date (protocol §4): from a position this server
     /// can answer (not past the family's counter, not before its purge horizon), and, with a `lastId`, only when that
@@ -68,15 +103,23 @@ public struct PageSyncRows: Sendable {
     }
 
     /// Whether the answer is a fresh first page (`top`): the date cannot be answered, or more than `limit` items
-    /// changed (`crop`).
-    public static func needsFirstPage(answerable: Bool, changed: Int, limit: Int) -> Bool {
-        !answerable || changed > limit
+    /// changed, or their bodies do not fit the byte budget (`crop`: all changes or none; `fits` is false when a body of
+    /// `changed` was withheld).
+    public static func needsFirstPage(answerable: Bool, changed: Int, fits: Bool, limit: Int) -> Bool {
+        !answerable || changed > limit || !fits
+    }
+
+    /// The parents whose children an answer carries: its list's first `limit` items.
+    static func parents(changed: [StoredItem], top: [StoredItem], limit: Int) -> [String] {
+        (top.isEmpty ? changed : top).prefix(limit).map(\.id)
     }
 }
 
 /// A page of a sorted list below a place, read in one snapshot.
 public struct PageRows: Sendable {
-    /// Live items strictly below the anchor (from the top without one), in sort order (at most limit + 1).
+    /// Live items strictly below the anchor (from the top without one), in sort order (at most limit + 1); bodies past
+    /// the query's byte budget are withheld (`PageBytes`).
     public let items: [StoredItem]
+    /// Newest live children of the first `limit` items, as `PageSyncRows.children`.
     public let children: [String: [StoredItem]]
 }

@@ -40,6 +40,11 @@ public struct StoredItem: Sendable, Equatable {
 
     /// The row when live, nil for a tombstone.
     public var live: StoredItem? { deleted ? nil : self }
+
+    /// The row without its body: a page row whose body did not fit its answer (`PageBytes`).
+    var withheld: StoredItem {
+        StoredItem(id: id, version: version, deleted: deleted, body: nil, sortMs: sortMs, sortVersion: sortVersion, tag: tag)
+    }
 }
 
 /// One row a write stores, at the write's version.

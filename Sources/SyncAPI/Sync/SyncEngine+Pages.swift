@@ -29,44 +29,44 @@ extension SyncEngine {
         let since = try await position(parameters.date, session, for: [spec.name] + (spec.childName.map { [$0] } ?? []))
         let query = PageQuery(
             collection: spec.name, anchorID: parameters.lastId, limit: parameters.nb, tags: parameters.types,
-            children: spec.childName.map { ChildrenQuery(collection: $0, limit: parameters.maxChildren) })
+            children: spec.childName.map { ChildrenQuery(collection: $0, limit: parameters.maxChildren) }, byteBudget: pageBytes)
         let rows = try await store.pageSync(familyID: session.familyID, query: query, since: since)
         // The client's list can be brought up to date only from a position this server can answer, and only when its
         // last item's place is known: the item exists (or existed) and its sort key has not moved since that position.
-        // The store read `top` exactly when `needsFirstPage` says the branches below answer from it.
+        // The store read `top` exactly when the answer is a fresh first page (`firstPage`).
         let answerable = PageSyncRows.answerable(
             since: since, version: rows.version, horizon: rows.horizon, anchorID: parameters.lastId, anchor: rows.anchor)
-        let nb = parameters.nb
-        let updated: ArraySlice<StoredItem>
+        let list: PageList
         let crop: Bool
-        let nomore: Bool
         if !answerable {
-            updated = rows.top.prefix(nb)
+            list = PageList(rows.top, nb: parameters.nb, children: rows.children, maxChildren: parameters.maxChildren)
             crop = false
-            nomore = rows.top.count <= nb
-        } else if rows.changed.count <= nb {
-            updated = rows.changed[...]
+        } else if !rows.firstPage {
+            // Every change, whatever its size (they fit the byte budget, else the answer is a first page).
+            list = PageList(changes: rows.changed, children: rows.children, maxChildren: parameters.maxChildren)
             crop = false
-            if rows.anchor != nil {
-                nomore = !rows.belowAnchor
-            } else if let last = rows.changed.last {
-                nomore = last.id == rows.bottom?.id
-            } else {
-                nomore = rows.bottom == nil
-            }
         } else {
             // More changes than fit: a fresh top page, so that the client's list never has a hole.
-            updated = rows.top.prefix(nb)
+            list = PageList(rows.top, nb: parameters.nb, children: rows.children, maxChildren: parameters.maxChildren)
             crop = true
-            nomore = rows.top.count <= nb
+        }
+        let nomore: Bool
+        if crop || !answerable {
+            nomore = list.nomore
+        } else if rows.anchor != nil {
+            nomore = !rows.belowAnchor
+        } else if let last = rows.changed.last {
+            nomore = last.id == rows.bottom?.id
+        } else {
+            nomore = rows.bottom == nil
         }
         let date = try await token(rows.version, session)
         if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, body: [], notModified: true) }
-        var writer = JSONWriter(capacity: 256 + updated.reduce(0) { $0 + ($1.body?.utf8.count ?? 0) * 2 })
+        var writer = JSONWriter(capacity: 256 + list.items.reduce(0) { $0 + ($1.body?.utf8.count ?? 0) * 2 })
         writer.raw("{\"date\":")
         writer.string(date)
         writer.raw(answerable ? ",\"sync\":true,\"updated\":" : ",\"sync\":false,\"updated\":")
-        Self.writeItems(updated, children: rows.children, spec: spec, maxChildren: parameters.maxChildren, into: &writer)
+        Self.writeItems(list, children: rows.children, spec: spec, into: &writer)
         writer.raw(",\"deleted\":")
         writer.value(.array(answerable ? rows.deleted.map { .string($0) } : []))
         writer.raw(crop ? ",\"crop\":true" : ",\"crop\":false")
@@ -84,45 +84,86 @@ extension SyncEngine {
         }
         let query = PageQuery(
             collection: spec.name, parentID: parentID ?? "", anchorID: parameters.lastId, limit: parameters.nb, tags: parameters.types,
-            children: spec.childName.map { ChildrenQuery(collection: $0, limit: parameters.maxChildren) })
+            children: spec.childName.map { ChildrenQuery(collection: $0, limit: parameters.maxChildren) }, byteBudget: pageBytes)
         guard let rows = try await store.page(familyID: session.familyID, query: query) else {
             throw SyncError.notFound("No item with this lastId.")
         }
+        let list = PageList(rows.items, nb: parameters.nb, children: rows.children, maxChildren: parameters.maxChildren)
         var writer = JSONWriter(capacity: 256)
         writer.raw("{\"items\":")
-        Self.writeItems(
-            rows.items.prefix(parameters.nb), children: rows.children, spec: spec, maxChildren: parameters.maxChildren, into: &writer)
-        writer.raw(rows.items.count <= parameters.nb ? ",\"nomore\":true}" : ",\"nomore\":false}")
+        Self.writeItems(list, children: rows.children, spec: spec, into: &writer)
+        writer.raw(list.nomore ? ",\"nomore\":true}" : ",\"nomore\":false}")
         return writer.bytes
     }
 
-    /// Writes items as a JSON array; a parent carries its newest children and its own `nomore` (protocol §4).
-    static func writeItems(
-        _ items: ArraySlice<StoredItem>, children: [String: [StoredItem]], spec: CollectionSpec, maxChildren: Int,
-        into writer: inout JSONWriter
-    ) {
+    /// Writes items as a JSON array; a parent carries its newest children, those whose bodies were kept, and its own
+    /// `nomore` (protocol §4): false when it has older ones or some were withheld (`PageBytes`).
+    static func writeItems(_ list: PageList, children: [String: [StoredItem]], spec: CollectionSpec, into writer: inout JSONWriter) {
         writer.raw("[")
-        for (index, item) in items.enumerated() {
+        for (index, item) in list.items.enumerated() {
             if index > 0 { writer.raw(",") }
-            guard let body = item.body else { continue }
+            let body = item.body ?? "null"
             guard let childName = spec.childName else {
                 writer.raw(body)
                 continue
             }
-            let newest = children[item.id] ?? []
+            let newest = list.children(of: item.id, in: children)
             ItemBody.write(
                 body,
                 appending: { writer in
                     writer.raw(",")
                     writer.string(childName)
                     writer.raw(":[")
-                    for (n, child) in newest.prefix(maxChildren).enumerated() {
+                    for (n, child) in newest.kept.enumerated() {
                         if n > 0 { writer.raw(",") }
                         writer.raw(child.body ?? "null")
                     }
-                    writer.raw(newest.count <= maxChildren ? "],\"nomore\":true" : "],\"nomore\":false")
+                    writer.raw(newest.nomore ? "],\"nomore\":true" : "],\"nomore\":false")
                 }, into: &writer)
         }
         writer.raw("]")
+    }
+}
+
+/// The items a page answer carries and whether its list goes on, once bodies past the byte budget were withheld
+/// (`PageBytes`): a list of the top of the sorted list ends before its first withheld item, and after its first item
+/// whose children were cut, with `nomore` false (the client asks for the rest below its last item); a list of changes
+/// is never cut (they fit the budget, else the answer is a first page), only its children may be.
+struct PageList {
+    let items: ArraySlice<StoredItem>
+    /// False when the list was cut or the sorted list goes on.
+    let nomore: Bool
+    let maxChildren: Int
+
+    /// The first `nb` of `rows` (read one more, to know whether more exist), cut at the byte budget.
+    init(_ rows: [StoredItem], nb: Int, children: [String: [StoredItem]], maxChildren: Int) {
+        self.maxChildren = maxChildren
+        let page = rows.prefix(nb)
+        var end = page.startIndex
+        while end < page.endIndex, page[end].body != nil {
+            end += 1
+            if Self.cut(children[page[end - 1].id] ?? [], maxChildren: maxChildren) { break }
+        }
+        items = page[..<end]
+        nomore = end == page.endIndex && rows.count <= nb
+    }
+
+    /// Every change (their bodies all kept); `nomore` is the caller's.
+    init(changes: [StoredItem], children: [String: [StoredItem]], maxChildren: Int) {
+        self.maxChildren = maxChildren
+        items = changes[...]
+        nomore = true
+    }
+
+    /// A parent's children to write (the newest `maxChildren` whose bodies were kept) and its own `nomore`.
+    func children(of parentID: String, in children: [String: [StoredItem]]) -> (kept: ArraySlice<StoredItem>, nomore: Bool) {
+        let newest = (children[parentID] ?? []).prefix(maxChildren)
+        let kept = newest.prefix { $0.body != nil }
+        return (kept, kept.count == newest.count && (children[parentID]?.count ?? 0) <= maxChildren)
+    }
+
+    /// Whether some of the first `maxChildren` children had their bodies withheld.
+    static func cut(_ children: [StoredItem], maxChildren: Int) -> Bool {
+        children.prefix(maxChildren).contains { $0.body == nil }
     }
 }

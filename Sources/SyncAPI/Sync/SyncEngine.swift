@@ -15,13 +15,16 @@ public struct SyncEngine: Sendable {
     public let snapshots: SnapshotBudget
     /// The collections of the model this engine serves.
     public let collections: CollectionRegistry
+    /// The bytes of item bodies a page answer's list holds, and as many its children (`PageBytes`).
+    let pageBytes: Int
 
     public init(
         store: any SyncStore, now: @escaping @Sendable () -> Int64 = WallClock.nowMs, streamStartDeadline: Duration = .seconds(10),
         quotas: FamilyQuotas = FamilyQuotas(), snapshots: SnapshotBudget = SnapshotBudget(),
-        collections: CollectionRegistry = Collections.registry
+        collections: CollectionRegistry = Collections.registry, pageBytes: Int = PageQuery.defaultByteBudget
     ) {
         self.store = store
+        self.pageBytes = pageBytes
         self.collections = collections
         self.quotas = quotas
         self.snapshots = snapshots

@@ -143,11 +143,12 @@ struct PostgresItemStatements: ItemStatements {
     }
 
     /// Served by the index `items_order` (family, collection, parent, sort key, id).
+    /// (The shared orchestration's reads, which PostgreSQL answers in one statement each: `PostgresPageStatements`.)
     func liveItems(
-        _ query: PageQuery, familyID: String, changedAfter: Int64?, bound: AnchorBound?, oldestFirst: Bool, limit: Int
+        _ query: PageQuery, familyID: String, changedAfter: Int64?, bound: AnchorBound?, oldestFirst: Bool, limit: Int, budget: Int?
     ) async throws -> [StoredItem] {
         var sql = PostgresQuery.StringInterpolation(literalCapacity: 384, interpolationCount: 9)
-        sql.appendLiteral("SELECT \(Self.columns) FROM items WHERE family_id = ")
+        sql.appendLiteral("SELECT \(Self.columns), octet_length(body) FROM items WHERE family_id = ")
         sql.appendInterpolation(familyID)
         sql.appendLiteral(" AND collection = ")
         sql.appendInterpolation(query.collection)
@@ -177,10 +178,19 @@ struct PostgresItemStatements: ItemStatements {
         sql.appendLiteral(oldestFirst ? " ORDER BY sort_ms ASC, id ASC LIMIT " : " ORDER BY sort_ms DESC, id DESC LIMIT ")
         sql.appendInterpolation(limit)
         var out: [StoredItem] = []
+        var bytes = budget.map(PageBytes.init)
         for try await row in try await conn.query(PostgresQuery(stringInterpolation: sql), logger: logger) {
-            out.append(try Self.storedItem(row))
+            out.append(try Self.pageItem(row, &bytes))
         }
         return out
+    }
+
+    /// A row of `columns` and the body's size, its body withheld when it does not fit `bytes`.
+    private static func pageItem(_ row: PostgresRow, _ bytes: inout PageBytes?) throws -> StoredItem {
+        var r = ColumnReader(row)
+        let item = try storedItem(&r)
+        let size: Int32 = try r.next()
+        return bytes?.keep(Int(size)) ?? true ? item : item.withheld
     }
 
     func goneIDs(_ query: PageQuery, familyID: String, since: Int64) async throws -> [String] {
@@ -196,24 +206,29 @@ struct PostgresItemStatements: ItemStatements {
         return ids
     }
 
-    /// One statement for every parent (a lateral join per parent on `items_order`).
-    func children(_ children: ChildrenQuery, familyID: String, of parentIDs: [String]) async throws -> [String: [StoredItem]] {
+    /// One statement for every parent (a lateral join per parent on `items_order`), in the parents' order.
+    func children(
+        _ children: ChildrenQuery, familyID: String, of parentIDs: [String], budget: Int
+    ) async throws -> [String: [StoredItem]] {
         var out: [String: [StoredItem]] = Dictionary(uniqueKeysWithValues: parentIDs.map { ($0, []) })
+        var bytes: PageBytes? = PageBytes(budget: budget)
         let rows = try await conn.query(
             """
-            SELECT p.pid, c.id, c.version, c.deleted, c.body, c.sort_ms, c.sort_version, c.tag
-            FROM unnest(\(parentIDs)::text[]) AS p(pid)
+            SELECT p.pid, c.id, c.version, c.deleted, c.body, c.sort_ms, c.sort_version, c.tag, octet_length(c.body)
+            FROM unnest(\(parentIDs)::text[]) WITH ORDINALITY AS p(pid, ord)
             CROSS JOIN LATERAL (
               SELECT \(unescaped: Self.columns) FROM items
               WHERE family_id = \(familyID) AND collection = \(children.collection) AND parent_id = p.pid COLLATE "C" AND NOT deleted
               ORDER BY sort_ms DESC, id DESC LIMIT \(children.limit)
             ) c
-            ORDER BY p.pid, c.sort_ms DESC, c.id DESC
+            ORDER BY p.ord, c.sort_ms DESC, c.id DESC
             """, logger: logger)
         for try await row in rows {
             var r = ColumnReader(row)
             let pid: String = try r.next()
-            out[pid, default: []].append(try Self.storedItem(&r))
+            let item = try Self.storedItem(&r)
+            let size: Int32 = try r.next()
+            out[pid, default: []].append(bytes?.keep(Int(size)) ?? true ? item : item.withheld)
         }
         return out
     }

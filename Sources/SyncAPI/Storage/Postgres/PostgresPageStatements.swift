@@ -24,6 +24,7 @@ extension PostgresItemStatements {
     /// Everything a paginated sync decides from (protocol §4), in one statement; nil for an unknown family.
     func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows? {
         var family: FamilyCounter?
+        var firstPage = false
         var anchor: StoredItem?
         var changed: [StoredItem] = []
         var top: [StoredItem] = []
@@ -38,7 +39,9 @@ extension PostgresItemStatements {
                 PreparedStatements.AnchoredPageSync(familyID: familyID, query: query, since: since), prepared: prepared, logger: logger)
         for try await row in rows {
             switch Part(rawValue: row.0) {
-            case .family: family = FamilyCounter(version: row.4 ?? 0, horizon: row.7 ?? 0)
+            case .family:
+                family = FamilyCounter(version: row.4 ?? 0, horizon: row.7 ?? 0)
+                firstPage = row.5 ?? false
             case .anchor: anchor = Self.item(row)
             case .changed: changed.append(Self.item(row))
             case .top: top.append(Self.item(row))
@@ -51,12 +54,14 @@ extension PostgresItemStatements {
         }
         guard let family else { return nil }
         if query.children != nil {
-            // Every parent has an entry, children or not (as `children(_:familyID:of:)` answers).
-            for parent in changed + top where kids[parent.id] == nil { kids[parent.id] = [] }
+            // Every parent has an entry, children or not (as `children(_:familyID:of:budget:)` answers).
+            for parent in PageSyncRows.parents(changed: changed, top: top, limit: query.limit) where kids[parent] == nil {
+                kids[parent] = []
+            }
         }
         return PageSyncRows(
             version: family.version, horizon: family.horizon, anchor: anchor, changed: changed, top: top, belowAnchor: belowAnchor,
-            bottom: bottom, deleted: gone, children: kids)
+            bottom: bottom, deleted: gone, children: kids, firstPage: firstPage)
     }
 
     /// The live items below the anchor with their children, in one statement; nil when the anchor never existed.
@@ -77,7 +82,9 @@ extension PostgresItemStatements {
             }
         }
         if query.anchorID != nil, !anchorFound { return nil }
-        if query.children != nil { for parent in items where kids[parent.id] == nil { kids[parent.id] = [] } }
+        if query.children != nil {
+            for parent in PageSyncRows.parents(changed: [], top: items, limit: query.limit) where kids[parent] == nil { kids[parent] = [] }
+        }
         return PageRows(items: items, children: kids)
     }
 

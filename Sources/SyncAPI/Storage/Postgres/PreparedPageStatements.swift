@@ -29,9 +29,11 @@ enum PreparedPageStatements {
         static let limit = "(SELECT $5::int8)"
         static let childCollection = "(SELECT $6::text)"
         static let childLimit = "(SELECT $7::int8)"
-        /// `$8`: the sync's version; the page's anchor.
-        static let since = "(SELECT $8::int8)"
-        static func anchor(sync: Bool) -> String { sync ? "(SELECT $9::text)" : "(SELECT $8::text)" }
+        /// The bytes of bodies the parents may hold, and as many the children (`PageBytes`).
+        static let budget = "(SELECT $8::int8)"
+        /// `$9`: the sync's version; the page's anchor.
+        static let since = "(SELECT $9::int8)"
+        static func anchor(sync: Bool) -> String { sync ? "(SELECT $10::text)" : "(SELECT $9::text)" }
     }
 
     private typealias Part = PostgresItemStatements.Part
@@ -58,15 +60,21 @@ enum PreparedPageStatements {
             UNION ALL SELECT * FROM (\(list) AND version + 0 > \(Parameter.since)\(atOrAbove) \
             ORDER BY sort_ms DESC, id DESC LIMIT \(Parameter.limit)) many \
             WHERE (SELECT count(*) FROM changed_by_version) > \(changedReadLimit)), \
-            top AS (\(list) AND \(firstPageNeeded(anchored: anchored)) ORDER BY sort_ms DESC, id DESC LIMIT \(Parameter.limit))
+            first_page AS MATERIALIZED (SELECT \(firstPageNeeded(anchored: anchored)) AS needed), \
+            top AS (\(list) AND (SELECT needed FROM first_page) ORDER BY sort_ms DESC, id DESC LIMIT \(Parameter.limit))
             """
         if anchored {
             sql += ", below AS (\(list) AND (sort_ms, id) < \(anchorBound) ORDER BY sort_ms DESC, id DESC LIMIT 1)"
         }
         sql += ", bottom AS (\(list) ORDER BY sort_ms ASC, id ASC LIMIT 1)"
-        sql += " SELECT \(named(version: "version", sortMs: "horizon")) FROM families WHERE id = \(Parameter.family)"
+        sql += """
+             SELECT \(named(version: "version", sortMs: "horizon", firstPage: "(SELECT needed FROM first_page)")) \
+            FROM families WHERE id = \(Parameter.family)
+            """
         if anchored { sql += part(.anchor, from: "anchor") }
-        sql += part(.changed, from: "changed") + part(.top, from: "top")
+        // The changes' bodies only when the answer is made of them; the first page's within the budget.
+        sql += part(.changed, from: "changed", body: "CASE WHEN (SELECT needed FROM first_page) THEN NULL ELSE body END")
+        sql += part(.top, from: "top", body: budgeted("body", order: "sort_ms DESC, id DESC"))
         if anchored { sql += part(.below, from: "below") }
         sql += part(.bottom, from: "bottom")
         // Deleted after the date, or changed after it and now outside the filter: gone for this client (§4).
@@ -76,7 +84,9 @@ enum PreparedPageStatements {
             AND version > \(Parameter.since) \
             AND (deleted OR (\(Parameter.tags) IS NOT NULL AND NOT coalesce(tag = ANY(\(Parameter.tags)::text[]), false)))
             """
-        return sql + children(of: "SELECT id FROM changed UNION SELECT id FROM top") + order
+        // The children of the answer's list: the first page when there is one, else the changes.
+        let parents = "SELECT id, sort_ms FROM top UNION ALL SELECT id, sort_ms FROM changed WHERE NOT EXISTS (SELECT 1 FROM top)"
+        return sql + children(of: parents) + order
     }
 
     /// The SQL of a page: the live items below the anchor (or the first ones), with their children.
@@ -87,9 +97,10 @@ enum PreparedPageStatements {
         if anchored { sql += " AND (sort_ms, id) < \(anchorBound)" }
         sql += " ORDER BY sort_ms DESC, id DESC LIMIT \(Parameter.limit))"
         // The first row stands for "the statement answered" when there is no anchor to find.
-        sql += " SELECT \(named(version: "NULL::int8", sortMs: "NULL::int8"))"
+        sql += " SELECT \(named(version: "NULL::int8", sortMs: "NULL::int8", firstPage: "NULL::bool"))"
         if anchored { sql += part(.anchor, from: "anchor") }
-        return sql + part(.top, from: "top") + children(of: "SELECT id FROM top") + order
+        return sql + part(.top, from: "top", body: budgeted("body", order: "sort_ms DESC, id DESC"))
+            + children(of: "SELECT id, sort_ms FROM top") + order
     }
 
     /// `PageSyncRows.needsFirstPage` in SQL, a value of the statement (PostgreSQL tests it once, before it reads
@@ -99,8 +110,12 @@ enum PreparedPageStatements {
         let since = Parameter.since
         var answerable = "coalesce((SELECT \(since) <= version AND \(since) >= horizon FROM families WHERE id = \(Parameter.family)), false)"
         if anchored { answerable += " AND coalesce((SELECT sort_version <= \(since) FROM anchor), false)" }
-        // `changed` holds at most `limit + 1` rows (the parameter): all of them means more than the page holds.
-        return "(NOT (\(answerable)) OR (SELECT count(*) FROM changed) >= \(Parameter.limit))"
+        // `changed` holds at most `limit + 1` rows (the parameter): all of them means more than the page holds. Their
+        // bodies past the budget mean the same (`PageBytes`: a second body pushing the total past it).
+        return """
+            (NOT (\(answerable)) OR (SELECT count(*) FROM changed) >= \(Parameter.limit) \
+            OR ((SELECT count(*) FROM changed) > 1 AND (SELECT sum(octet_length(body)) FROM changed) > \(Parameter.budget)))
+            """
     }
 
     /// `anchor AS (…), `: the `lastId` row, live or tombstone.
@@ -112,37 +127,51 @@ enum PreparedPageStatements {
         """
     }
 
-    /// ` UNION ALL` the rows of a part's expression.
-    private static func part(_ part: Part, from name: String) -> String {
-        " UNION ALL SELECT \(part.rawValue), NULL, 0, \(columns) FROM \(name)"
+    /// ` UNION ALL` the rows of a part's expression, its body as `body` says.
+    private static func part(_ part: Part, from name: String, body: String = "body") -> String {
+        " UNION ALL SELECT \(part.rawValue), NULL, 0, id, version, deleted, \(body), sort_ms, sort_version, tag FROM \(name)"
     }
 
-    /// ` UNION ALL` the newest `limit + 1` live children of each parent the `parents` query names (a lateral read of
-    /// `items_order` per parent), when a children collection is given.
+    /// `PageBytes` in SQL: the body while the running total of the bodies in `order` is within the budget, the first
+    /// always, NULL after.
+    private static func budgeted(_ body: String, order: String) -> String {
+        """
+        CASE WHEN sum(octet_length(\(body))) OVER (ORDER BY \(order) ROWS UNBOUNDED PRECEDING) <= \(Parameter.budget) \
+        OR row_number() OVER (ORDER BY \(order)) = 1 THEN \(body) END
+        """
+    }
+
+    /// ` UNION ALL` the newest `limit + 1` live children of each of the first `limit` parents the `parents` query names
+    /// (`id`, `sort_ms`; a lateral read of `items_order` per parent), when a children collection is given: by parent,
+    /// in the parents' order (`ord`), their bodies within the budget over that order.
     private static func children(of parents: String) -> String {
-        """
-         UNION ALL SELECT \(Part.child.rawValue), p.pid, 0, c.* FROM (\(parents)) p(pid) CROSS JOIN LATERAL (\
-        SELECT \(columns) FROM items WHERE family_id = \(Parameter.family) AND collection = \(Parameter.childCollection) \
-        AND parent_id = p.pid AND NOT deleted ORDER BY sort_ms DESC, id DESC LIMIT \(Parameter.childLimit)) c \
-        WHERE \(Parameter.childCollection) IS NOT NULL
-        """
+        let order = "c.ord, c.sort_ms DESC, c.id DESC"
+        return """
+             UNION ALL SELECT \(Part.child.rawValue), c.pid, c.ord, c.id, c.version, c.deleted, \(budgeted("c.body", order: order)), \
+            c.sort_ms, c.sort_version, c.tag FROM (SELECT p.pid, p.ord, k.* FROM (SELECT id, ord FROM (SELECT id, \
+            row_number() OVER (ORDER BY sort_ms DESC, id DESC) AS ord FROM (\(parents)) x) n WHERE ord < \(Parameter.limit)) \
+            p(pid, ord) CROSS JOIN LATERAL (SELECT \(columns) FROM items WHERE family_id = \(Parameter.family) \
+            AND collection = \(Parameter.childCollection) AND parent_id = p.pid AND NOT deleted \
+            ORDER BY sort_ms DESC, id DESC LIMIT \(Parameter.childLimit)) k WHERE \(Parameter.childCollection) IS NOT NULL) c
+            """
     }
 
-    /// The first row, which names the columns of all (and makes the text ones collate as `items` does: "C").
-    private static func named(version: String, sortMs: String) -> String {
+    /// The first row, which names the columns of all (and makes the text ones collate as `items` does: "C"); a
+    /// sync's says in `deleted` whether the answer is a fresh first page.
+    private static func named(version: String, sortMs: String, firstPage: String) -> String {
         """
         \(Part.family.rawValue) AS part, NULL::text COLLATE "C" AS pid, 0::int8 AS ord, NULL::text COLLATE "C" AS id, \
-        \(version) AS version, NULL::bool AS deleted, NULL::text AS body, \(sortMs) AS sort_ms, NULL::int8 AS sort_version, \
+        \(version) AS version, \(firstPage) AS deleted, NULL::text AS body, \(sortMs) AS sort_ms, NULL::int8 AS sort_version, \
         NULL::text AS tag
         """
     }
 
-    /// Parts in order; in a part, `gone` by version, children by parent, and items in the list's order.
-    private static let order = " ORDER BY part, pid, ord, sort_ms DESC, id DESC"
+    /// Parts in order; in a part, `gone` by version, children by their parent's place, and items in the list's order.
+    private static let order = " ORDER BY part, ord, pid, sort_ms DESC, id DESC"
 
     /// The values of a page (`sync` false) or a sync, in the order of their parameters.
     static func bindings(familyID: String, query: PageQuery, sync: Bool, since: Int64?) -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 9)
+        var bindings = PostgresBindings(capacity: 10)
         bindings.append(familyID)
         bindings.append(query.collection)
         bindings.append(query.parentID)
@@ -150,6 +179,7 @@ enum PreparedPageStatements {
         bindings.append(Int64(query.limit + 1))
         bindings.append(query.children?.collection)
         bindings.append(Int64((query.children?.limit ?? 0) + 1))
+        bindings.append(Int64(query.byteBudget))
         if sync { bindings.append(since) }
         if let anchorID = query.anchorID { bindings.append(anchorID) }
         return bindings

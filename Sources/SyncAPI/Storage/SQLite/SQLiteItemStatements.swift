@@ -132,9 +132,9 @@ struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
 
     /// Served by the index `items_order` (family, collection, parent, sort key, id).
     func liveItems(
-        _ query: PageQuery, familyID: String, changedAfter: Int64?, bound: AnchorBound?, oldestFirst: Bool, limit: Int
+        _ query: PageQuery, familyID: String, changedAfter: Int64?, bound: AnchorBound?, oldestFirst: Bool, limit: Int, budget: Int?
     ) throws -> [StoredItem] {
-        var sql = "SELECT \(Self.columns) FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND NOT deleted"
+        var sql = "SELECT \(Self.sizedColumns) FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND NOT deleted"
         var arguments: StatementArguments = [familyID, query.collection, query.parentID]
         if let tags = query.tags {
             sql += " AND tag IN (\(tags.map { _ in "?" }.joined(separator: ",")))"
@@ -155,7 +155,22 @@ struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
             break
         }
         sql += oldestFirst ? " ORDER BY sort_ms ASC, id ASC LIMIT ?" : " ORDER BY sort_ms DESC, id DESC LIMIT ?"
-        return try Row.fetchAll(cached: db, sql: sql, arguments: arguments + [limit]).map(Self.storedItem)
+        var bytes = budget.map(PageBytes.init)
+        var items: [StoredItem] = []
+        let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments + [limit])
+        while let row = try cursor.next() { items.append(Self.pageItem(row, &bytes)) }
+        return items
+    }
+
+    /// `columns` and the body's size in bytes, read before the body is.
+    static let sizedColumns = columns + ", length(CAST(body AS BLOB))"
+
+    /// A row of `sizedColumns`, its body withheld (never decoded) when it does not fit `bytes`.
+    static func pageItem(_ row: Row, _ bytes: inout PageBytes?) -> StoredItem {
+        guard bytes?.keep(row[7]) ?? true else {
+            return StoredItem(id: row[0], version: row[1], deleted: row[2], body: nil, sortMs: row[4], sortVersion: row[5], tag: row[6])
+        }
+        return storedItem(row)
     }
 
     func goneIDs(_ query: PageQuery, familyID: String, since: Int64) throws -> [String] {
@@ -168,17 +183,19 @@ struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
     }
 
     /// One indexed statement per parent (cheap in-process; SQLite has no round trips to save).
-    func children(_ children: ChildrenQuery, familyID: String, of parentIDs: [String]) throws -> [String: [StoredItem]] {
+    func children(_ children: ChildrenQuery, familyID: String, of parentIDs: [String], budget: Int) throws -> [String: [StoredItem]] {
         var out: [String: [StoredItem]] = [:]
+        var bytes: PageBytes? = PageBytes(budget: budget)
+        let statement = try db.cachedStatement(
+            sql: """
+                SELECT \(Self.sizedColumns) FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND NOT deleted
+                ORDER BY sort_ms DESC, id DESC LIMIT ?
+                """)
         for parentID in parentIDs {
-            out[parentID] = try Row.fetchAll(
-                cached: db,
-                sql: """
-                    SELECT \(Self.columns) FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND NOT deleted
-                    ORDER BY sort_ms DESC, id DESC LIMIT ?
-                    """,
-                arguments: [familyID, children.collection, parentID, children.limit]
-            ).map(Self.storedItem)
+            var items: [StoredItem] = []
+            let cursor = try Row.fetchCursor(statement, arguments: [familyID, children.collection, parentID, children.limit])
+            while let row = try cursor.next() { items.append(Self.pageItem(row, &bytes)) }
+            out[parentID] = items
         }
         return out
     }
