@@ -31,7 +31,7 @@ struct GroupReachMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         // No resolved route (nil): the not-found answer follows, as for a direct call.
         if context.isSubrequest, let route = context.endpointPath, !reach.allows(route) {
-            throw SyncError(code: "invalid_subrequest", status: 400, detail: "A sub-request cannot reach /group, /changes or /media.")
+            throw SyncError(.invalidSubrequest, detail: "A sub-request cannot reach /group, /changes or /media.")
         }
         return try await next(request, context)
     }

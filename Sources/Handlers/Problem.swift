@@ -3,45 +3,99 @@ import Logging
 import NIOCore
 import SyncAPI
 
-/// Renders every error as RFC 9457 `application/problem+json` with the stable `code` of protocol §7.
-extension SyncError {
-    /// The problem document of this error.
-    var problemJSON: [UInt8] {
+/// An error as HTTP answers it: RFC 9457 `application/problem+json` with the stable `code` of protocol §7, at the
+/// status its code has (`SyncError.Code.status`) unless the answer names another (a 416 for a range, the status of a
+/// framework error).
+struct Problem {
+    let error: SyncError
+    let status: HTTPResponse.Status
+
+    init(_ error: SyncError, status: HTTPResponse.Status? = nil) {
+        self.error = error
+        self.status = status ?? error.code.status
+    }
+
+    /// The problem document.
+    var json: [UInt8] {
+        let code = error.code.rawValue
         var members: [(key: String, value: JSONValue)] = [
             ("type", .string("https://syncapi.dev/problems/\(code)")),
-            ("title", .string(Self.titles[code] ?? code)),
-            ("status", .number(Double(status))),
-            ("detail", .string(detail)),
+            ("title", .string(error.code.title)),
+            ("status", .number(Double(status.code))),
+            ("detail", .string(error.detail)),
             ("code", .string(code)),
         ]
-        if let field { members.append(("field", .string(field))) }
+        if let field = error.field { members.append(("field", .string(field))) }
         var writer = JSONWriter()
         writer.value(.object(members))
         return writer.bytes
     }
 
-    /// The HTTP response of this error.
+    /// The HTTP response.
     var response: Response {
         var headers: HTTPFields = [.contentType: "application/problem+json"]
-        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
-        if let allow { headers[.allow] = allow.joined(separator: ", ") }
-        if status == 401 { headers[.wwwAuthenticate] = "Bearer" }
-        return Response(
-            status: HTTPResponse.Status(code: status), headers: headers,
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: problemJSON)))
+        if let retryAfter = error.retryAfter { headers[.retryAfter] = String(retryAfter) }
+        if let allow = error.allow { headers[.allow] = allow.joined(separator: ", ") }
+        if status == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
+    }
+}
+
+extension SyncError {
+    /// The HTTP response of this error, at its code's status.
+    var response: Response { Problem(self).response }
+}
+
+extension SyncError.Code {
+    /// The HTTP status of an error of this code.
+    var status: HTTPResponse.Status {
+        switch self {
+        case .invalidParameter, .invalidDate, .invalidField, .unknownField, .invalidID, .invalidJSON, .invalidGroup, .invalidSubrequest:
+            .badRequest
+        case .notFound: .notFound
+        case .unauthorized, .invalidCredentials: .unauthorized
+        case .usernameTaken, .typeImmutable: .conflict
+        case .signupDisabled, .forbidden, .quotaExceeded: .forbidden
+        case .preconditionFailed: .preconditionFailed
+        case .payloadTooLarge: .contentTooLarge
+        case .methodNotAllowed: .methodNotAllowed
+        case .tooManyRequests: .tooManyRequests
+        case .unavailable: .serviceUnavailable
+        case .unsupportedMediaType: .unsupportedMediaType
+        case .requestTimeout: .requestTimeout
+        case .internalError: .internalServerError
+        }
     }
 
-    static let titles: [String: String] = [
-        "invalid_parameter": "Invalid parameter", "invalid_date": "Invalid date of sync", "invalid_field": "Invalid field",
-        "unknown_field": "Unknown field", "invalid_id": "Invalid id", "invalid_json": "Invalid JSON", "not_found": "Not found",
-        "unauthorized": "Unauthorized", "invalid_credentials": "Invalid credentials", "username_taken": "Username taken",
-        "signup_disabled": "Signup disabled", "precondition_failed": "Precondition failed", "type_immutable": "Type is immutable",
-        "payload_too_large": "Payload too large", "method_not_allowed": "Method not allowed", "invalid_group": "Invalid group",
-        "invalid_subrequest": "Invalid sub-request", "too_many_requests": "Too many requests", "unavailable": "Service unavailable",
-        "unsupported_media_type": "Unsupported media type", "request_timeout": "Request timeout", "internal": "Internal error",
-        "forbidden": "Forbidden",
-        "quota_exceeded": "Quota exceeded",
-    ]
+    /// The problem document's `title`.
+    var title: String {
+        switch self {
+        case .invalidParameter: "Invalid parameter"
+        case .invalidDate: "Invalid date of sync"
+        case .invalidField: "Invalid field"
+        case .unknownField: "Unknown field"
+        case .invalidID: "Invalid id"
+        case .invalidJSON: "Invalid JSON"
+        case .notFound: "Not found"
+        case .unauthorized: "Unauthorized"
+        case .invalidCredentials: "Invalid credentials"
+        case .usernameTaken: "Username taken"
+        case .signupDisabled: "Signup disabled"
+        case .preconditionFailed: "Precondition failed"
+        case .typeImmutable: "Type is immutable"
+        case .payloadTooLarge: "Payload too large"
+        case .methodNotAllowed: "Method not allowed"
+        case .invalidGroup: "Invalid group"
+        case .invalidSubrequest: "Invalid sub-request"
+        case .tooManyRequests: "Too many requests"
+        case .unavailable: "Service unavailable"
+        case .unsupportedMediaType: "Unsupported media type"
+        case .forbidden: "Forbidden"
+        case .quotaExceeded: "Quota exceeded"
+        case .requestTimeout: "Request timeout"
+        case .internalError: "Internal error"
+        }
+    }
 }
 
 /// Outermost middleware: turns any thrown error into a problem response, so no error escapes unformatted.
@@ -57,11 +111,21 @@ struct ProblemMiddleware: RouterMiddleware {
         }
     }
 
-    /// The domain error that answers `error`.
-    static func problem(for error: any Error, bodyMaxBytes: Int, logger: Logger) -> SyncError {
+    /// The problem that answers `error`.
+    static func problem(for error: any Error, bodyMaxBytes: Int, logger: Logger) -> Problem {
         switch error {
         case let error as SyncError:
-            return error
+            return Problem(error)
+        case let error as HTTPError where error.status.code < 500 && error.status != .notFound && error.status != .contentTooLarge:
+            return Problem(SyncError(.invalidParameter, detail: error.body ?? error.status.reasonPhrase), status: error.status)
+        default:
+            return Problem(domainError(for: error, bodyMaxBytes: bodyMaxBytes, logger: logger))
+        }
+    }
+
+    /// The domain error that answers any other error.
+    private static func domainError(for error: any Error, bodyMaxBytes: Int, logger: Logger) -> SyncError {
+        switch error {
         case is CancellationError:
             // Work that nobody waits for any more (its deadline passed, its client left, the server stops): the
             // answer is dropped; never a 500 or an error in the log.
@@ -73,11 +137,9 @@ struct ProblemMiddleware: RouterMiddleware {
             return .notFound("No such path.")
         case let error as HTTPError where error.status == .contentTooLarge:
             return .payloadTooLarge(limit: bodyMaxBytes)
-        case let error as HTTPError where error.status.code < 500:
-            return SyncError(code: "invalid_parameter", status: error.status.code, detail: error.body ?? error.status.reasonPhrase)
         default:
             logger.error("unexpected error", metadata: ["error": "\(String(reflecting: error))"])
-            return SyncError(code: "internal", status: 500, detail: "An unexpected error occurred; it was logged.")
+            return SyncError(.internalError, detail: "An unexpected error occurred; it was logged.")
         }
     }
 }

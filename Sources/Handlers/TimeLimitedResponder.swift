@@ -47,7 +47,7 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
                     reserved = wanted
                 } catch .instance {
                     throw SyncError(
-                        code: "unavailable", status: 503, detail: "This server is reading too many request bodies at once; retry shortly.",
+                        .unavailable, detail: "This server is reading too many request bodies at once; retry shortly.",
                         retryAfter: 1)
                 } catch .address {
                     throw SyncError.tooManyRequests(

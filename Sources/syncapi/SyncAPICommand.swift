@@ -261,7 +261,7 @@ struct Serve: AsyncParsableCommand {
         do {
             let app = try await buildApplication(configuration, logger: logger)
             try await runUntilShutdown(app, grace: configuration.shutdownGrace, logger: logger)
-        } catch let error as SyncError where error.code == "unavailable" {
+        } catch let error as SyncError where error.code == .unavailable {
             fail("cannot reach the database \(configuration.database)")
         } catch let error as DatabaseURLError {
             fail(error.description)
@@ -330,7 +330,7 @@ extension DatabaseOptions {
                 try await opened.store.migrate()
                 try await body(opened.store, quiet)
             }
-        } catch let error as SyncError where error.code == "unavailable" {
+        } catch let error as SyncError where error.code == .unavailable {
             fail("cannot reach the database \(url)")
         } catch let error as DatabaseURLError {
             fail(error.description)

@@ -102,14 +102,14 @@ struct OutageTests {
                                         answer = APIClient.Answer(
                                             status: HTTPResponse.Status(code: failed), headers: [.retryAfter: "1"], body: "a sub-request")
                                     }
-                                } catch let error as SyncError where error.status == 503 {
+                                } catch let error as SyncError where error.code == .unavailable {
                                     answer = APIClient.Answer(status: .serviceUnavailable, headers: [.retryAfter: "1"], body: "")
                                     kind = "GET group broken"
                                 }
                             } else {
                                 do {
                                     answer = try await api.call(.get, "/api/v1/ctcsync")
-                                } catch let error as SyncError where error.status == 503 {
+                                } catch let error as SyncError where error.code == .unavailable {
                                     // A streamed list cut off when the database went away mid-answer: over HTTP a broken
                                     // chunked body, which a client retries (the router-level client throws it).
                                     answer = APIClient.Answer(status: .serviceUnavailable, headers: [.retryAfter: "1"], body: "")

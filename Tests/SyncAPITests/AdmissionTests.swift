@@ -37,7 +37,7 @@ struct AdmissionTests {
         do {
             try limiter.admit("10.0.0.1")
         } catch let error as SyncError {
-            #expect(error.status == 429 && error.retryAfter == 10)
+            #expect(error.code == .tooManyRequests && error.retryAfter == 10)
         }
         // Another address, and another /64, have buckets of their own; the same /64 shares one.
         try limiter.admit("10.0.0.2")
@@ -82,25 +82,26 @@ struct AdmissionTests {
             let accounts = AccountService(store: store, hasher: CheapHasher(), now: { clock.withLock { $0 } })
             _ = try await accounts.signup(.object([("family", .string("F")), ("username", .string("alice")), ("password", .string("password1"))]))
             let guess = JSONValue.object([("username", .string("alice")), ("password", .string("wrong-guess"))])
-            func attempt() async -> Int {
+            /// The code of the failure, nil for a login that passed.
+            func attempt() async -> SyncError.Code? {
                 do {
                     _ = try await accounts.login(guess, client: "10.0.0.1")
-                    return 200
+                    return nil
                 } catch let error as SyncError {
-                    return error.status
+                    return error.code
                 } catch {
-                    return 0
+                    return .internalError
                 }
             }
-            #expect(await attempt() == 401)
+            #expect(await attempt() == .invalidCredentials)
             clock.withLock { $0 += 899_000 }
-            for _ in 0..<9 { #expect(await attempt() == 401) }
+            for _ in 0..<9 { #expect(await attempt() == .invalidCredentials) }
             clock.withLock { $0 += 2_000 }
             // A fixed window would start over here and allow ten more guesses at once.
-            var statuses: [Int] = []
+            var statuses: [SyncError.Code?] = []
             for _ in 0..<10 { statuses.append(await attempt()) }
-            #expect(statuses.filter { $0 == 401 }.count <= 1, "\(statuses)")
-            #expect(statuses.contains(429))
+            #expect(statuses.filter { $0 == .invalidCredentials }.count <= 1, "\(statuses)")
+            #expect(statuses.contains(.tooManyRequests))
         }
     }
 

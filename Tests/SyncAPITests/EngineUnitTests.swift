@@ -84,7 +84,7 @@ struct EngineUnitTests {
             _ = try Collections.contacts.schema.canonicalContent(of: try JSONParser.parse(#"{"emails":[""]}"#), pathID: "c")
             Issue.record("accepted an empty email")
         } catch let error as SyncError {
-            #expect(error.code == "invalid_field" && error.field == "emails")
+            #expect(error.code == .invalidField && error.field == "emails")
         }
         #expect(throws: SyncError.invalidField("firstName", "firstName or lastName is required.")) {
             try Collections.contacts.schema.canonicalContent(of: try JSONParser.parse(#"{"notes":"n"}"#), pathID: "c")

@@ -188,7 +188,7 @@ struct PaginatedSyncTests {
                             _ = try await engine.put(
                                 session, ItemAddress(Collections.messages, parentID: existing!, id: "m\(step)"),
                                 body: .object([("text", .string("hello"))]), preconditions: .init())
-                        } catch let error as SyncError where error.code == "not_found" {
+                        } catch let error as SyncError where error.code == .notFound {
                             // The thread was deleted: a message cannot be posted there.
                         }
                     case 6...7:

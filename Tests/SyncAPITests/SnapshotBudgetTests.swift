@@ -20,14 +20,15 @@ struct SnapshotBudgetTests {
         return session
     }
 
-    static func status(_ body: () async throws -> Void) async -> Int {
+    /// The code of the failure, nil when `body` passed.
+    static func status(_ body: () async throws -> Void) async -> SyncError.Code? {
         do {
             try await body()
-            return 200
+            return nil
         } catch let error as SyncError {
-            return error.status
+            return error.code
         } catch {
-            return 0
+            return .internalError
         }
     }
 
@@ -50,12 +51,12 @@ struct SnapshotBudgetTests {
             // A third of one account: refused at once.
             let clock = ContinuousClock()
             let started = clock.now
-            #expect(await Self.status { _ = try await list(a) } == 429)
+            #expect(await Self.status { _ = try await list(a) } == .tooManyRequests)
             #expect(clock.now - started < .seconds(10), "refused after the wait, not at once")
             let b1 = try await list(b)
             #expect(budget.count == 3)
             // The instance is full: another family waits its 20 s, then 429.
-            #expect(await Self.status { _ = try await list(c) } == 429)
+            #expect(await Self.status { _ = try await list(c) } == .tooManyRequests)
             // An answer dropped unread gives its place back (its producer ends), and the waiting family gets it.
             a1.stream?.cancel()
             let c1 = try await list(c)
@@ -109,7 +110,7 @@ struct SnapshotBudgetTests {
         let second = try await budget.lease("a2", family: "A")
         let clock = ContinuousClock()
         let started = clock.now
-        #expect(await Self.status { _ = try await budget.lease("a3", family: "A") } == 429)
+        #expect(await Self.status { _ = try await budget.lease("a3", family: "A") } == .tooManyRequests)
         #expect(clock.now - started < .seconds(30), "refused after the wait, not at once")
         let other = try await budget.lease("b1", family: "B")
         #expect(budget.count == 3)
@@ -145,12 +146,12 @@ struct SnapshotBudgetTests {
         fast.track(fastAnswer)
         try await fastAnswer.send(ByteBuffer(repeating: 0, count: 1 << 20))
         #expect(try await fastAnswer.next()?.readableBytes == 1 << 20)
-        #expect(await Self.status { _ = try await lenient.lease("b1", family: "B") } == 429)
+        #expect(await Self.status { _ = try await lenient.lease("b1", family: "B") } == .tooManyRequests)
         #expect(lenient.cutCount == 0)
         fast.release()
         // A holder that never tracked an answer (nothing to judge) is not cut either.
         let untracked = try await lenient.lease("a1", family: "A")
-        #expect(await Self.status { _ = try await lenient.lease("b1", family: "B") } == 429)
+        #expect(await Self.status { _ = try await lenient.lease("b1", family: "B") } == .tooManyRequests)
         untracked.release()
     }
 }

@@ -125,7 +125,7 @@ struct GroupRoutes {
     /// Checks the envelope: 400 `invalid_group` for the whole group when it is not a list of 1 to `maxRequests`
     /// objects with unique, non-empty string ids.
     static func parse(_ json: JSONValue, maxRequests: Int) throws -> [SubRequest] {
-        func invalid(_ detail: String) -> SyncError { SyncError(code: "invalid_group", status: 400, detail: detail, field: "requests") }
+        func invalid(_ detail: String) -> SyncError { SyncError(.invalidGroup, detail: detail, field: "requests") }
         guard case .object(let members) = json, members.allSatisfy({ $0.key == "requests" }),
             case .array(let requests)? = json["requests"]
         else { throw invalid("The body must be {\"requests\": [ … ]}.") }
@@ -169,8 +169,9 @@ struct GroupRoutes {
             etag = answered.headers[.eTag]
             response = answered
         } catch let error as SyncError {
-            status = error.status
-            problem = error.problemJSON
+            let refusal = Problem(error)
+            status = Int(refusal.status.code)
+            problem = refusal.json
         }
         var writer = JSONWriter(capacity: 128)
         writer.raw(sink.entries == 0 ? "{\"id\":" : ",{\"id\":")
@@ -195,7 +196,7 @@ struct GroupRoutes {
 
     /// The HTTP request a sub-request stands for; 400 `invalid_subrequest` when it may not be run.
     static func request(_ sub: SubRequest, authorization: String?) throws -> Request {
-        func invalid(_ detail: String) -> SyncError { SyncError(code: "invalid_subrequest", status: 400, detail: detail) }
+        func invalid(_ detail: String) -> SyncError { SyncError(.invalidSubrequest, detail: detail) }
         guard let method = sub.method, [.get, .put, .patch, .delete].contains(method) else {
             throw invalid("A sub-request's method is GET, PUT, PATCH or DELETE.")
         }

@@ -50,8 +50,9 @@ struct MediaRoutes {
                         status = .partialContent
                         headers[.contentRange] = "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(info.size)"
                     case .unsatisfiable:
-                        var refusal = SyncError(
-                            code: "invalid_parameter", status: 416, detail: "The range is outside the \(info.size) bytes.", field: "Range"
+                        var refusal = Problem(
+                            SyncError(.invalidParameter, detail: "The range is outside the \(info.size) bytes.", field: "Range"),
+                            status: .rangeNotSatisfiable
                         ).response
                         refusal.headers[.contentRange] = "bytes */\(info.size)"
                         return refusal

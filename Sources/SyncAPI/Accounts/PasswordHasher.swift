@@ -78,7 +78,7 @@ public final class WorkGate: Sendable {
     public func run<T: Sendable>(keeping reserved: Int = 0, _ body: () async throws -> T) async throws -> T {
         guard running.wrappingAdd(1, ordering: .relaxed).newValue <= max(1, limit - reserved) else {
             running.wrappingSubtract(1, ordering: .relaxed)
-            throw SyncError(code: "unavailable", status: 503, detail: "The server is busy checking passwords; retry shortly.", retryAfter: 2)
+            throw SyncError(.unavailable, detail: "The server is busy checking passwords; retry shortly.", retryAfter: 2)
         }
         defer { running.wrappingSubtract(1, ordering: .relaxed) }
         return try await body()

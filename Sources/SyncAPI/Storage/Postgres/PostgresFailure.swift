@@ -63,7 +63,7 @@ enum PostgresFailure: Equatable {
             return SyncError.unavailable
         case .badInput:
             logger.info("database refused a value", metadata: ["error": "\(String(reflecting: error))"])
-            return SyncError(code: "invalid_field", status: 400, detail: "A value of the request cannot be stored.")
+            return SyncError(.invalidField, detail: "A value of the request cannot be stored.")
         case .unexpected:
             logger.error("database error", metadata: ["error": "\(String(reflecting: error))"])
             return error

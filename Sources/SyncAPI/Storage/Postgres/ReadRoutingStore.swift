@@ -59,7 +59,7 @@ public struct ReadRoutingStore: SyncStore {
             }
             routes.count(.standby)
             return answer
-        } catch let error as SyncError where error == .unauthorized {
+        } catch let error as SyncError where error.code == .unauthorized {
             // A family created after the standby's state: the primary knows it.
             routes.count(.fallback)
             return try await read(primary)
