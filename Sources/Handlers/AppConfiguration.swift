@@ -31,6 +31,8 @@ public struct AppConfiguration: Sendable {
     /// How long tombstones are kept before a purge (protocol §8).
     public var tombstoneRetentionSeconds = 30 * 86_400
     public var accounts = AccountService.Settings()
+    /// The wall clock in milliseconds since 1970 that items, tokens, throttles and purges read (a test moves it).
+    public var clock: @Sendable () -> Int64 = WallClock.nowMs
     /// The data model served (protocol §12): the family app's by default (`models/family.json`).
     public var model: DataModel = Collections.model
     /// Serve a model whose changes from the one the database served are breaking (then every client reloads).
@@ -39,8 +41,9 @@ public struct AppConfiguration: Sendable {
     public var quotas = FamilyQuotas()
     /// `GET /changes` without a change hub (a bare router): how often a stream reads the family's counter.
     public var changesPollInterval = Duration.seconds(1)
-    /// `GET /changes` with a hub: how often an idle stream re-checks its token and counter anyway (token expiry, a
-    /// notice lost with the listener's connection). Writes and revocations wake streams at once.
+    /// `GET /changes` with a hub: how often an idle stream re-checks its token anyway (token expiry), and its counter
+    /// too while the listener may be deaf (a notice lost with its connection). Writes and revocations wake streams at
+    /// once.
     public var changesRecheckInterval = Duration.seconds(30)
     /// `GET /changes`: a comment line at least this often, so proxies keep the connection.
     public var changesPingInterval = Duration.seconds(20)

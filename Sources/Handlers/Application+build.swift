@@ -9,9 +9,6 @@ import Prometheus
 import SyncAPI
 import Synchronization
 
-/// The request context every route uses.
-public typealias AppContext = AppRequestContext
-
 /// Builds the whole server for a configuration: opens the store, migrates it before listening, wires the routes,
 /// and chooses plain HTTP/1.1 or TLS (HTTP/2 by ALPN, HTTP/1.1 otherwise) with the connection limits of protocol §8.
 public func buildApplication(_ configuration: AppConfiguration, logger: Logger) async throws -> some ApplicationProtocol {
@@ -45,7 +42,8 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
     if let checker = opened.standbyChecker { app.addServices(checker) }
     app.addServices(
         TombstonePurger(
-            store: opened.store, media: opened.media, retentionSeconds: configuration.tombstoneRetentionSeconds, logger: logger))
+            store: opened.store, media: opened.media, retentionSeconds: configuration.tombstoneRetentionSeconds, logger: logger,
+            clock: configuration.clock))
     app.beforeServerStarts {
         try await opened.store.migrate()
         // The model served is recorded; a breaking change stops the start, before anything changed (§12).
@@ -109,7 +107,7 @@ public func buildRouter(
 > {
     let collections = CollectionRegistry(configuration.model)
     let engine = SyncEngine(
-        store: store, streamStartDeadline: configuration.databaseDeadline, quotas: configuration.quotas,
+        store: store, now: configuration.clock, streamStartDeadline: configuration.databaseDeadline, quotas: configuration.quotas,
         snapshots: SnapshotBudget(
             perAccount: configuration.maxSnapshotAnswersPerAccount, perFamily: configuration.maxSnapshotAnswersPerFamily,
             perInstance: configuration.maxSnapshotAnswersPerInstance, pace: configuration.snapshotAnswerPace),
@@ -122,7 +120,7 @@ public func buildRouter(
             helpText: "Usernames whose failed logins from all addresses reached the limit (a visible attack)."))
     let hasher = BcryptPasswordHasher(cost: configuration.bcryptCost, maxPending: configuration.maxPendingHashes ?? 4 * System.coreCount)
     let accounts = AccountService(
-        store: store, hasher: hasher, settings: configuration.accounts, sessions: hub?.sessions,
+        store: store, hasher: hasher, settings: configuration.accounts, sessions: hub?.sessions, now: configuration.clock,
         onUsernameLocked: { name in
             logger.warning("login throttled for every address: many failures for one username", metadata: ["username_sha256": "\(name)"])
             lockedUsernames.increment()
@@ -141,7 +139,8 @@ public func buildRouter(
     let accountRoutes = AccountRoutes(
         accounts: accounts, bodyMaxBytes: min(configuration.bodyMaxBytes, AccountRoutes.bodyMaxBytes),
         clientAddress: ClientAddressResolver(trustedProxies: configuration.trustedProxies),
-        logins: AdmissionLimiter(rate: configuration.loginRate), signups: AdmissionLimiter(rate: configuration.signupRate))
+        logins: AdmissionLimiter(rate: configuration.loginRate, now: configuration.clock),
+        signups: AdmissionLimiter(rate: configuration.signupRate, now: configuration.clock))
     accountRoutes.addPublic(to: api)
     let authenticated = api.group().add(middleware: AuthMiddleware(accounts: accounts))
     accountRoutes.addAuthenticated(to: authenticated)

@@ -5,8 +5,8 @@ import SyncAPI
 import Synchronization
 
 /// Every request is answered within `limit` (protocol §8): past it, 503 `unavailable` with `Retry-After`, whatever
-/// the database or a handler does. The handler is not cancelled: it runs on to its own end (a transaction always
-/// commits or rolls back) and its late answer is dropped.
+/// the database or a handler does. The handler is then cancelled unless it began a write, which runs on to its end
+/// (a transaction always commits or rolls back) within a short grace (`Deadline`); a late answer is dropped.
 ///
 /// It wraps the router's responder (not a middleware: the handler must be able to outlive the answer). The body is
 /// read first, whole (at most `bodyMaxBytes`), so the handler never reads the connection after the answer has gone.

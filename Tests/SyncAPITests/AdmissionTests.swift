@@ -79,7 +79,7 @@ struct AdmissionTests {
     func slidingWindow(backend: Backend) async throws {
         try await backend.withStore { store in
             let clock = Mutex<Int64>(1_000_000_000)
-            let accounts = AccountService(store: store, hasher: CheapHasher(), now: { clock.withLock { $0 } })
+            let accounts = AccountService(store: store, hasher: CheapHasher(), now: { clock.withLock { $0 } }, collections: Collections.registry)
             _ = try await accounts.signup(.object([("family", .string("F")), ("username", .string("alice")), ("password", .string("password1"))]))
             let guess = JSONValue.object([("username", .string("alice")), ("password", .string("wrong-guess"))])
             /// The code of the failure, nil for a login that passed.
@@ -109,7 +109,9 @@ struct AdmissionTests {
     func lockReportCarriesNoUsername() async throws {
         try await Backend.sqlite.withStore { store in
             let reported = Mutex<[String]>([])
-            let accounts = AccountService(store: store, hasher: CheapHasher(), onUsernameLocked: { name in reported.withLock { $0.append(name) } })
+            let accounts = AccountService(
+                store: store, hasher: CheapHasher(), onUsernameLocked: { name in reported.withLock { $0.append(name) } },
+                collections: Collections.registry)
             _ = try await accounts.signup(.object([("family", .string("F")), ("username", .string("Alice")), ("password", .string("password1"))]))
             let guess = JSONValue.object([("username", .string("alice")), ("password", .string("wrong-guess"))])
             for n in 0..<105 { _ = try? await accounts.login(guess, client: "10.0.\(n / 8).\(n % 8)") }
@@ -122,7 +124,7 @@ struct AdmissionTests {
     func takenUsernameNotHashed(backend: Backend) async throws {
         try await backend.withStore { store in
             let hasher = CheapHasher()
-            let accounts = AccountService(store: store, hasher: hasher)
+            let accounts = AccountService(store: store, hasher: hasher, collections: Collections.registry)
             let body = JSONValue.object([("family", .string("F")), ("username", .string("alice")), ("password", .string("password1"))])
             _ = try await accounts.signup(body)
             let before = hasher.hashes.withLock { $0 }

@@ -35,7 +35,8 @@ struct ConcurrencyTests {
     static func newFamily(_ store: any SyncStore) async throws -> Session {
         let family = DatabaseIdentity.uuid()
         let account = NewAccount(
-            id: DatabaseIdentity.uuid(), username: "u\(family.prefix(8))", displayName: "u", passwordHash: "x", profileBody: "{}", settingsBody: "{}")
+            id: DatabaseIdentity.uuid(), username: "u\(family.prefix(8))", displayName: "u", passwordHash: "x", profileBody: "{}", settingsBody: "{}",
+            settingsCollection: Collections.registry.accountSingleton?.name)
         try await store.createFamily(id: family, name: "Family", familyBody: "{}", account: account, nowMs: 0)
         return Session(accountID: account.id, familyID: family)
     }
@@ -54,7 +55,7 @@ struct ConcurrencyTests {
     @Test("8 writers and a syncing client, 12 rounds: the replica always ends equal to the server")
     func writersAndSyncer() async throws {
         try await Backend.postgres.withStore { store in
-            let engine = SyncEngine(store: store)
+            let engine = SyncEngine(store: store, collections: Collections.registry)
             var totalSyncs = 0
             for round in 0..<12 {
                 let session = try await Self.newFamily(store)
@@ -107,7 +108,7 @@ struct ConcurrencyTests {
             defer { group.cancelAll() }
             let store = opened.store
             try await store.migrate()
-            let engine = SyncEngine(store: store)
+            let engine = SyncEngine(store: store, collections: Collections.registry)
             let session = try await Self.newFamily(store)
             _ = try await engine.put(
                 session, ItemAddress(Collections.contacts, id: "before"), body: .object([("firstName", .string("A"))]), preconditions: .init())

@@ -61,7 +61,7 @@ struct ModelEvolutionTests {
         try await backend.withStore { store in
             try await ModelRecord.apply(Collections.model, to: store, acceptBreaking: false)
             let session = try await ConcurrencyTests.newFamily(store)
-            let before = SyncEngine(store: store)
+            let before = SyncEngine(store: store, collections: Collections.registry)
             let note: JSONValue = ["firstName": "Ann", "notes": "call back"]
             _ = try await before.put(session, ItemAddress(Collections.contacts, id: "c1"), body: note, preconditions: .init())
             let event: JSONValue = ["title": "Party", "start": "2026-12-24T18:00:00Z"]
@@ -155,7 +155,7 @@ struct ModelEvolutionTests {
         try await backend.withStore { store in
             try await ModelRecord.apply(Collections.model, to: store, acceptBreaking: false)
             let session = try await ConcurrencyTests.newFamily(store)
-            let engine = SyncEngine(store: store)
+            let engine = SyncEngine(store: store, collections: Collections.registry)
             let home: JSONValue = ["name": "Home"]
             _ = try await engine.put(session, ItemAddress(Collections.places, id: "p1"), body: home, preconditions: .init())
             // Removed (breaking, accepted): generation 1 marks places; a date is taken under that model.
@@ -192,7 +192,7 @@ struct ModelEvolutionTests {
             #expect(try await ModelRecord.apply(newer, to: store, acceptBreaking: false).map(\.breaking) == [false])
             let session = try await ConcurrencyTests.newFamily(store)
             let updated = SyncEngine(store: store, collections: CollectionRegistry(newer))
-            let old = SyncEngine(store: store)
+            let old = SyncEngine(store: store, collections: Collections.registry)
             let newContacts = try #require(updated.collections.named("contacts"))
             let body: JSONValue = ["firstName": "Ann", "nickname": "Annie"]
             _ = try await updated.put(session, ItemAddress(newContacts, id: "c1"), body: body, preconditions: .init())

@@ -11,7 +11,8 @@ import Testing
 struct PostgresDeltaPrefetchTests {
     @Test("prefetched deltas answer what each delta answers alone, for 200 random sets of calls; one statement for four")
     func sameAnswersOneStatement() async throws {
-        try await Backend.postgres.withStore(logStatements: true) { opened in
+        let url = try await TestPostgres.shared.newDatabaseURL(logStatements: true)
+        try await Backend.withStore(at: try DatabaseURL(parsing: url)) { opened in
             let store = try #require(opened as? PostgresStore)
             let session = try await ConcurrencyTests.newFamily(store)
             let other = try await ConcurrencyTests.newFamily(store)
@@ -77,7 +78,7 @@ struct PostgresDeltaPrefetchTests {
                 _ = try await pinned.delta(familyID: session.familyID, collections: ["contacts"], since: nil)
             }
             // Four deltas of one run: one statement naming the family.
-            let (statements, _) = try await StatementLog.counted(naming: session.familyID) {
+            let (statements, _) = try await StatementLog.counted(database: url, naming: session.familyID) {
                 try await store.withReadSnapshot { pinned in
                     let requests = collections.map { DeltaRequest(familyID: session.familyID, collections: [$0], since: 2) }
                     let prefetched = try await pinned.prefetchingDeltas(requests)

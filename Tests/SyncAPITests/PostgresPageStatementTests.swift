@@ -80,7 +80,7 @@ struct PostgresPageStatementTests {
                 _ = try await store.write(familyID: session.familyID, key: row.key, parent: nil, nowMs: 0) { _ in .write([row]) }
             }
             func logged(_ body: () async throws -> Void) async throws -> (statements: Int, transactions: Int) {
-                try await StatementLog.counted(naming: session.familyID, during: body)
+                try await StatementLog.counted(database: url, naming: session.familyID, during: body)
             }
             let query = PageQuery(
                 collection: "threads", anchorID: "t1", limit: 2, tags: nil, children: ChildrenQuery(collection: "messages", limit: 3))
@@ -91,8 +91,14 @@ struct PostgresPageStatementTests {
                 try await store.streamLiveRows(familyID: session.familyID, collection: "threads", start: { _ in }, page: { _ in })
             }
             print("statements (transactions): page sync \(pageSync), page \(page), delta \(delta), full list \(full)")
-            // Other tests' transactions may be logged meanwhile (the log is the server's): only an upper bound on those.
             #expect(pageSync.statements == 1 && page.statements == 1 && delta.statements == 1 && full.statements == 1)
+            #expect(pageSync.transactions == 0 && page.transactions == 0 && delta.transactions == 0 && full.transactions == 0)
+            // A write is one transaction: the count sees the ones there are.
+            let row = RowWrite(key: ItemKey(collection: "threads", id: "t9"), body: "{}", sortMs: 9, sortMoved: true)
+            let write = try await logged {
+                _ = try await store.write(familyID: session.familyID, key: row.key, parent: nil, nowMs: 0) { _ in .write([row]) }
+            }
+            #expect(write.transactions == 1, "\(write)")
         }
     }
 

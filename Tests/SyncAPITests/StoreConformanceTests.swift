@@ -13,7 +13,8 @@ struct StoreConformanceTests {
     static func account(_ name: String) -> NewAccount {
         NewAccount(
             id: DatabaseIdentity.uuid(), username: name, displayName: name, passwordHash: "hash-\(name)",
-            profileBody: #"{"id":"x","username":"\#(name)"}"#, settingsBody: "{}")
+            profileBody: #"{"id":"x","username":"\#(name)"}"#, settingsBody: "{}",
+            settingsCollection: Collections.registry.accountSingleton?.name)
     }
 
     /// A store with one family; returns the family id.
@@ -244,7 +245,7 @@ struct StoreConformanceTests {
             #expect(try await store.delta(familyID: other, collections: ["contacts"], since: nil).horizon == 0)
             #expect(try await store.purgeTombstones(cutoffMs: 5000) == 0)
             // The engine answers such a date with a full list.
-            let engine = SyncEngine(store: store)
+            let engine = SyncEngine(store: store, collections: Collections.registry)
             let session = Session(accountID: "x", familyID: family)
             let old = SyncToken(databaseID: try await store.databaseID(), familyID: family, version: before).string
             let answer = try JSONParser.parse(try await engine.fullListSync(session, Collections.contacts, date: old, ifNoneMatch: nil).wholeBody())

@@ -29,8 +29,12 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
     public func withStore<T: Sendable>(
         logStatements: Bool = false, _ body: @Sendable (any SyncStore) async throws -> T
     ) async throws -> T {
-        let opened = try OpenedStore.open(
-            try await freshDatabaseURL(logStatements: logStatements), deadline: testDeadline, logger: Logger(label: "test"))
+        try await Self.withStore(at: try await freshDatabaseURL(logStatements: logStatements), body)
+    }
+
+    /// Runs `body` with a migrated store on the database at `url` (its client running meanwhile).
+    public static func withStore<T: Sendable>(at url: DatabaseURL, _ body: @Sendable (any SyncStore) async throws -> T) async throws -> T {
+        let opened = try OpenedStore.open(url, deadline: testDeadline, logger: Logger(label: "test"))
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }

@@ -19,3 +19,13 @@ extension Collections {
     public static let members = declared("members")
     public static let settings = declared("settings")
 }
+
+extension SyncStore {
+    /// A family of the default model: its family-scoped singleton holds `familyBody`.
+    public func createFamily(id: String, name: String, familyBody: String, account: NewAccount, nowMs: Int64) async throws {
+        let singleton = Collections.registry.familySingleton?.name ?? Collections.accountsKey
+        try await createFamily(
+            id: id, name: name, familyItem: RowWrite(key: ItemKey(collection: singleton, id: id), body: familyBody), account: account,
+            nowMs: nowMs)
+    }
+}

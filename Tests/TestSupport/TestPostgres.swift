@@ -38,6 +38,16 @@ public actor TestPostgres {
         return "postgres://postgres@127.0.0.1:\(port)/\(name)"
     }
 
+    /// Runs a statement naming a fresh marker on `database` (one of `newDatabaseURL(logStatements: true)`) and
+    /// returns the marker: once it is in the log, so is every statement logged before it.
+    public func logMarker(database: String) async throws -> String {
+        let port = try await start()
+        let marker = "syncapi_log_marker_\(UInt64.random(in: 0..<UInt64.max))"
+        try await Self.run(
+            ["psql", "-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", database, "-q", "-c", "SELECT '\(marker)'"])
+        return marker
+    }
+
     /// The shared server's log file.
     public func log() async throws -> String {
         _ = try await start()
@@ -74,6 +84,8 @@ public actor TestPostgres {
             let options =
                 "-c listen_addresses=127.0.0.1 -p \(candidate) -k \(folder) -c fsync=off -c synchronous_commit=off"
                 + " -c full_page_writes=off -c max_connections=600 -c shared_buffers=128MB"
+                // Every line of the log names its database (`StatementLog` counts one database's lines).
+                + " -c log_line_prefix=db:%d:"
             do {
                 try await Self.run(prefix + ["pg_ctl", "-D", data, "-l", folder + "/server.log", "-o", options, "-w", "-t", "60", "start"])
                 port = candidate

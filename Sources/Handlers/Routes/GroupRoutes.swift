@@ -246,7 +246,6 @@ extension GroupRoutes {
     }
 }
 
-/// Holds the router's responder, which exists only once every route (the group route included) is registered.
 extension GroupRoutes {
     /// True when the path of `url` starts with `/` and has no empty, `.` or `..` segment.
     static func isResolved(_ url: String) -> Bool {
@@ -266,6 +265,7 @@ extension GroupRoutes {
     }
 }
 
+/// Holds the router's responder, which exists only once every route (the group route included) is registered.
 final class ResponderBox: Sendable {
     let value = Mutex<RouterResponder<AppRequestContext>?>(nil)
 }

@@ -111,8 +111,12 @@ struct SyncRoutes {
     /// A sync answer, or 304 when `If-None-Match` named its date; the ETag is the date of sync.
     static func response(_ answer: SyncAnswer, to request: Request) -> Response {
         let etag = "\"\(answer.date)\""
-        if answer.notModified { return HTTPBodies.notModified(etag: etag) }
-        if let cursor = answer.cursor {
+        switch answer.content {
+        case .notModified:
+            return HTTPBodies.notModified(etag: etag)
+        case .whole(let body):
+            return HTTPBodies.response(json: body, etag: etag)
+        case .cursor(let cursor):
             // Read as it is written, in the writing task (a group's, which holds the snapshot).
             let headers: HTTPFields = [.contentType: "application/json", .eTag: etag]
             if request.method == .head { return Response(status: .ok, headers: headers) }
@@ -122,11 +126,11 @@ struct SyncRoutes {
                     try await cursor { chunk in try await writer.write(chunk) }
                     try await writer.finish(nil)
                 })
+        case .stream(let stream):
+            // HEAD drops the body: the read behind it stops at once.
+            if request.method == .head { stream.cancel() }
+            return HTTPBodies.response(json: stream, etag: etag)
         }
-        guard let stream = answer.stream else { return HTTPBodies.response(json: answer.body, etag: etag) }
-        // HEAD drops the body: the read behind it stops at once.
-        if request.method == .head { stream.cancel() }
-        return HTTPBodies.response(json: stream, etag: etag)
     }
 }
 

@@ -60,7 +60,7 @@ public struct AccountService: Sendable {
     public init(
         store: any SyncStore, hasher: any PasswordHasher, settings: Settings = Settings(), sessions: SessionCache? = nil,
         now: @escaping @Sendable () -> Int64 = WallClock.nowMs, onUsernameLocked: @escaping @Sendable (String) -> Void = { _ in },
-        collections: CollectionRegistry = Collections.registry
+        collections: CollectionRegistry
     ) {
         self.collections = collections
         self.store = store

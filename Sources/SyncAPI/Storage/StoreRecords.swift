@@ -192,7 +192,7 @@ public struct NewAccount: Sendable {
 
     public init(
         id: String, username: String, displayName: String, passwordHash: String, profileBody: String, settingsBody: String,
-        settingsCollection: String? = Collections.registry.accountSingleton?.name
+        settingsCollection: String?
     ) {
         self.id = id
         self.username = username

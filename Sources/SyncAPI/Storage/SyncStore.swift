@@ -156,13 +156,3 @@ extension SyncStore {
         try await createAccount(account, familyID: familyID, nowMs: nowMs, maxAccounts: .max)
     }
 }
-
-extension SyncStore {
-    /// A family of the default model (tests and tools): its family-scoped singleton holds `familyBody`.
-    public func createFamily(id: String, name: String, familyBody: String, account: NewAccount, nowMs: Int64) async throws {
-        let singleton = Collections.registry.familySingleton?.name ?? Collections.accountsKey
-        try await createFamily(
-            id: id, name: name, familyItem: RowWrite(key: ItemKey(collection: singleton, id: id), body: familyBody), account: account,
-            nowMs: nowMs)
-    }
-}

@@ -9,10 +9,14 @@ public struct TombstonePurger: Service {
     let retentionSeconds: Int
     let interval: Duration
     let logger: Logger
+    /// The wall clock in milliseconds since 1970.
+    let clock: @Sendable () -> Int64
 
     public init(
-        store: any SyncStore, media: (any MediaStore)? = nil, retentionSeconds: Int, interval: Duration = .seconds(3600), logger: Logger
+        store: any SyncStore, media: (any MediaStore)? = nil, retentionSeconds: Int, interval: Duration = .seconds(3600), logger: Logger,
+        clock: @escaping @Sendable () -> Int64 = WallClock.nowMs
     ) {
+        self.clock = clock
         self.store = store
         self.media = media
         self.retentionSeconds = retentionSeconds
@@ -40,7 +44,7 @@ public struct TombstonePurger: Service {
                 return
             }
             do {
-                let purged = try await purgeOnce()
+                let purged = try await purgeOnce(nowMs: clock())
                 if purged > 0 { logger.info("purged tombstones", metadata: ["count": "\(purged)"]) }
             } catch {
                 logger.warning("tombstone purge failed; will retry", metadata: ["error": "\(error)"])

@@ -62,7 +62,7 @@ extension SyncEngine {
         let (familyScoped, listKeys, accountScoped, names) = (layout.familyScoped, layout.listKeys, layout.accountScoped, layout.names)
         let (delta, since) = try await answerableDelta(session, collections: names, since: try await position(date, session, for: names))
         let date = try await token(delta.version, session)
-        if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, body: [], notModified: true) }
+        if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
         var writer = JSONWriter(capacity: 1024)
         writer.raw("{\"date\":")
         writer.string(date)
@@ -87,7 +87,7 @@ extension SyncEngine {
             writer.raw(delta.rows[singleton.name]?.first { $0.id == session.accountID }?.live?.body ?? "null")
         }
         writer.raw("}")
-        return SyncAnswer(date: date, body: writer.bytes, notModified: false)
+        return SyncAnswer(date: date, .whole(writer.bytes))
     }
 
     /// `GET /ctcsync`, `/evtsync`, `/plcsync` (protocol §3).
@@ -115,7 +115,7 @@ extension SyncEngine {
     func deltaAnswer(_ session: Session, _ collection: CollectionSpec, _ delta: Delta, ifNoneMatch: String?) async throws -> SyncAnswer {
         let rows = delta.rows[collection.name] ?? []
         let date = try await token(delta.version, session)
-        if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, body: [], notModified: true) }
+        if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
         var writer = JSONWriter(capacity: 64 + rows.reduce(0) { $0 + ($1.body?.utf8.count ?? $1.id.utf8.count + 3) })
         writer.raw("{\"date\":")
         writer.string(date)
@@ -129,6 +129,6 @@ extension SyncEngine {
         writer.raw("],\"deleted\":")
         writer.value(.array(rows.filter(\.deleted).map { .string($0.id) }))
         writer.raw("}")
-        return SyncAnswer(date: date, body: writer.bytes, notModified: false)
+        return SyncAnswer(date: date, .whole(writer.bytes))
     }
 }

@@ -61,7 +61,7 @@ extension SyncEngine {
             nomore = rows.bottom == nil
         }
         let date = try await token(rows.version, session)
-        if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, body: [], notModified: true) }
+        if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
         var writer = JSONWriter(capacity: 256 + list.items.reduce(0) { $0 + ($1.body?.utf8.count ?? 0) * 2 })
         writer.raw("{\"date\":")
         writer.string(date)
@@ -71,7 +71,7 @@ extension SyncEngine {
         writer.value(.array(answerable ? rows.deleted.map { .string($0) } : []))
         writer.raw(crop ? ",\"crop\":true" : ",\"crop\":false")
         writer.raw(nomore ? ",\"nomore\":true}" : ",\"nomore\":false}")
-        return SyncAnswer(date: date, body: writer.bytes, notModified: false)
+        return SyncAnswer(date: date, .whole(writer.bytes))
     }
 
     /// `GET /threads`, `/wall` (next items below `lastId`) and `GET /threads/{id}/messages`, `/wall/{id}/comments`:

@@ -41,9 +41,9 @@ extension SyncEngine {
         let date = try await stream.date(within: streamDeadline)
         if Self.matches(ifNoneMatch, date: date) {
             stream.cancel()
-            return SyncAnswer(date: date, body: [], notModified: true)
+            return SyncAnswer(date: date, .notModified)
         }
-        return SyncAnswer(date: date, body: [], notModified: false, stream: stream)
+        return SyncAnswer(date: date, .stream(stream))
     }
 }
 
@@ -115,18 +115,18 @@ extension SyncEngine {
     func pinnedFullList(_ session: Session, _ collection: CollectionSpec, ifNoneMatch: String?) async throws -> SyncAnswer {
         let version = try await store.pinnedVersion(familyID: session.familyID)
         let date = try await token(version, session)
-        if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, body: [], notModified: true) }
+        if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
         let store = self.store
         let familyID = session.familyID
         let name = collection.name
-        var answer = SyncAnswer(date: date, body: [], notModified: false)
-        answer.cursor = { emit in
-            var chunks = FullListChunks(date: date)
-            try await store.forEachPinnedLivePage(familyID: familyID, collection: name) { bodies in
-                for chunk in chunks.add(bodies) { try await emit(chunk) }
-            }
-            try await emit(chunks.end())
-        }
-        return answer
+        return SyncAnswer(
+            date: date,
+            .cursor { emit in
+                var chunks = FullListChunks(date: date)
+                try await store.forEachPinnedLivePage(familyID: familyID, collection: name) { bodies in
+                    for chunk in chunks.add(bodies) { try await emit(chunk) }
+                }
+                try await emit(chunks.end())
+            })
     }
 }

@@ -21,7 +21,7 @@ public struct SyncEngine: Sendable {
     public init(
         store: any SyncStore, now: @escaping @Sendable () -> Int64 = WallClock.nowMs, streamStartDeadline: Duration = .seconds(10),
         quotas: FamilyQuotas = FamilyQuotas(), snapshots: SnapshotBudget = SnapshotBudget(),
-        collections: CollectionRegistry = Collections.registry, pageBytes: Int = PageQuery.defaultByteBudget
+        collections: CollectionRegistry, pageBytes: Int = PageQuery.defaultByteBudget
     ) {
         self.store = store
         self.pageBytes = pageBytes
@@ -51,9 +51,6 @@ public struct SyncEngine: Sendable {
         identity.value.withLock { $0 = value }
         return value
     }
-
-    /// This database's id, put in every date of sync.
-    public func databaseID() async throws -> String { try await databaseIdentity().id }
 
     /// The position a client's `date` names for `collections`, or nil for a first sync: absent, not ours, or issued
     /// before a breaking model change that touched one of them (`ModelGenerations`; an empty list checks none).
