@@ -13,9 +13,10 @@ public struct AppRequestContext: RequestContext {
     public let peerAddress: String?
     /// True for a sub-request of `POST /group`: `GroupReachMiddleware` then checks the route it resolved to.
     public var isSubrequest = false
-    /// For the sub-requests of a group's run of reads: the store pinned to the run's snapshot, which their reads go
-    /// through (`SyncEngine.reading`). Passed as a value, so nothing else (a token lookup) can read that snapshot.
-    public var snapshot: (any SyncStore)?
+    /// For the sub-requests of a group: where their reads go (the run's pinned snapshot, or the primary after a
+    /// write of the group); nil for every other request. Passed as a value, so nothing else (a token lookup) reads
+    /// through it.
+    public var reads: ReadSource?
     /// The connection's event loop when the request came over a socket (nil in router-level tests). A long answer
     /// waits on it now and then, so that its writes never pile up faster than the event loop hands them to the socket.
     public let socketEventLoop: (any EventLoop)?

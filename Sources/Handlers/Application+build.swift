@@ -24,7 +24,8 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
     let bodies = BodyBudget(
         limit: configuration.bodyMemoryBytes, perAddress: configuration.bodyMemoryPerAddressBytes, exempt: configuration.trustedProxies)
     let router = buildRouter(
-        store: opened.store, media: opened.media, hub: opened.hub, bodies: bodies, configuration: configuration, logger: logger)
+        store: opened.store, reads: opened.reads, media: opened.media, hub: opened.hub, bodies: bodies, configuration: configuration,
+        logger: logger)
     var app = Application(
         responder: TimeLimitedResponder(
             inner: router.buildResponder(), limit: configuration.requestTimeLimit, bodyMaxBytes: configuration.bodyMaxBytes,
@@ -100,14 +101,15 @@ public struct TLSFilesError: Error, CustomStringConvertible {
 
 /// Builds the router over a store: every endpoint of protocol.md, behind problem+json errors and authentication.
 public func buildRouter(
-    store: any SyncStore, media: (any MediaStore)? = nil, hub: ChangeHub? = nil, bodies: BodyBudget? = nil, configuration: AppConfiguration,
+    store: any SyncStore, reads: (any ItemReads)? = nil, media: (any MediaStore)? = nil, hub: ChangeHub? = nil, bodies: BodyBudget? = nil,
+    configuration: AppConfiguration,
     logger: Logger = Logger(label: "syncapi")
 ) -> Router<
     AppRequestContext
 > {
     let collections = CollectionRegistry(configuration.model)
     let engine = SyncEngine(
-        store: store, now: configuration.clock, streamStartDeadline: configuration.databaseDeadline, quotas: configuration.quotas,
+        store: store, reads: reads, now: configuration.clock, streamStartDeadline: configuration.databaseDeadline, quotas: configuration.quotas,
         snapshots: SnapshotBudget(
             perAccount: configuration.maxSnapshotAnswersPerAccount, perFamily: configuration.maxSnapshotAnswersPerFamily,
             perInstance: configuration.maxSnapshotAnswersPerInstance, pace: configuration.snapshotAnswerPace),
@@ -133,7 +135,8 @@ public func buildRouter(
     router.add(middleware: GroupReachMiddleware(reach: reach))
     let api = router.group("api/v1")
     OperationsRoutes(
-        store: store, configuration: configuration, metrics: metrics, streams: streams, hub: hub, snapshots: engine.snapshots,
+        store: store, readRoutes: reads as? ReadRoutingStore, configuration: configuration, metrics: metrics, streams: streams, hub: hub,
+        snapshots: engine.snapshots,
         bodies: bodies
     ).add(to: router, api: api)
     let accountRoutes = AccountRoutes(

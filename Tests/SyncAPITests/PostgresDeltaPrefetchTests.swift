@@ -35,10 +35,10 @@ struct PostgresDeltaPrefetchTests {
                 }
                 try await store.withReadSnapshot { pinned in
                     let prefetched = try await pinned.prefetchingDeltas(requests)
-                    #expect((prefetched as? PostgresStore)?.prefetched.count == Set(requests).count)
+                    #expect((prefetched as? PostgresSnapshot)?.store.prefetched.count == Set(requests).count)
                     for request in requests {
                         let ahead = try await prefetched.delta(familyID: request.familyID, collections: request.collections, since: request.since)
-                        let alone = try await (pinned as! PostgresStore).readDelta(
+                        let alone = try await (pinned as! PostgresSnapshot).store.readDelta(
                             familyID: request.familyID, collections: request.collections, since: request.since)
                         #expect(
                             ahead.version == alone.version && ahead.horizon == alone.horizon && ahead.rows == alone.rows,
@@ -53,13 +53,13 @@ struct PostgresDeltaPrefetchTests {
                     DeltaRequest(familyID: "no-such-family", collections: ["events"], since: 1),
                 ]
                 let prefetched = try await pinned.prefetchingDeltas(requests)
-                #expect((prefetched as? PostgresStore)?.prefetched.isEmpty == true)
+                #expect((prefetched as? PostgresSnapshot)?.store.prefetched.isEmpty == true)
                 await #expect(throws: SyncError.self) { try await prefetched.delta(familyID: "no-such-family", collections: ["contacts"], since: 1) }
             }
             // More changed rows than the bound: nothing is read ahead (the run reads its deltas one at a time), and
             // what the bound let through is dropped.
             try await store.withReadSnapshot { pinned in
-                let conn = try #require((pinned as? PostgresStore)?.pinned)
+                let conn = try #require(pinned as? PostgresSnapshot).connection
                 let requests = collections.map { DeltaRequest(familyID: session.familyID, collections: [$0], since: nil) }
                 let all = try #require(
                     try await PostgresStore.deltas(

@@ -118,7 +118,7 @@ struct PostgresPagePlanTests {
             let store = try #require(opened as? PostgresStore)
             let (small, large) = try await Self.seed(store)
             try await store.withReadSnapshot { pinned in
-                let pinned = try #require(pinned as? PostgresStore)
+                let pinned = try #require(pinned as? PostgresSnapshot).store
                 try await pinned.read { conn in try await body(pinned, conn, small, large) }
             }
         }

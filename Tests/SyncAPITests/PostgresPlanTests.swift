@@ -44,7 +44,7 @@ struct PostgresPlanTests {
             try await store.transaction { conn in _ = try await conn.query("ANALYZE items", logger: store.logger) }
 
             try await store.withReadSnapshot { pinned in
-                let pinned = try #require(pinned as? PostgresStore)
+                let pinned = try #require(pinned as? PostgresSnapshot).store
                 try await pinned.read { conn in
                     // As a phone syncs: since a date a few changes back, where a plan made for the value expects
                     // few rows and looks cheaper than the generic one.
@@ -109,7 +109,7 @@ struct PostgresPlanTests {
             let family = try await ConcurrencyTests.newFamily(store).familyID
             let other = try await ConcurrencyTests.newFamily(store).familyID
             try await store.withReadSnapshot { pinned in
-                let pinned = try #require(pinned as? PostgresStore)
+                let pinned = try #require(pinned as? PostgresSnapshot).store
                 try await pinned.read { conn in
                     // A new database: the plan is made and kept on a table of no rows.
                     for _ in 0..<8 { _ = try await pinned.readDelta(familyID: family, collections: ["contacts"], since: 1) }

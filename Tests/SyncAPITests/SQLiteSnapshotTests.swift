@@ -22,7 +22,7 @@ struct SQLiteSnapshotTests {
             session, ItemAddress(Collections.contacts, id: id), body: .object([("firstName", .string(id))]), preconditions: .init())
     }
 
-    static func version(_ store: any SyncStore, _ session: Session) async throws -> Int64 {
+    static func version(_ store: any ItemReads, _ session: Session) async throws -> Int64 {
         try await store.delta(familyID: session.familyID, collections: [Collections.contacts.name], since: nil).version
     }
 

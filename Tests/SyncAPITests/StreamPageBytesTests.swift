@@ -28,7 +28,7 @@ struct StreamPageBytesTests {
                 familyID: session.familyID, collection: "contacts", start: { _ in },
                 page: { bodies in pages.add(bodies.map(\.readableBytes)) })
             try await store.withReadSnapshot { pinned in
-                try await pinned.forEachPinnedLivePage(familyID: session.familyID, collection: "contacts") { bodies in
+                try await pinned.forEachLivePage(familyID: session.familyID, collection: "contacts") { bodies in
                     pages.add(bodies.map(\.readableBytes), pinned: true)
                 }
             }

@@ -71,7 +71,7 @@ struct GroupRoutes {
                                 if run.count > 1 {
                                     try await store.withReadSnapshot { pinned in
                                         var runContext = subContext
-                                        runContext.snapshot = try await self.prefetching(run, on: pinned, context: subContext)
+                                        runContext.reads = .snapshot(try await self.prefetching(run, on: pinned, context: subContext))
                                         for sub in run {
                                             try await self.answer(
                                                 sub, authorization: authorization, context: runContext, startBy: startBy, into: sink)
@@ -79,7 +79,7 @@ struct GroupRoutes {
                                     }
                                 } else {
                                     var single = subContext
-                                    if wrote, run[0].method == .get { single.snapshot = store.primaryReads }
+                                    if wrote, run[0].method == .get { single.reads = .primary }
                                     try await answer(run[0], authorization: authorization, context: single, startBy: startBy, into: sink)
                                     if run[0].method != .get { wrote = true }
                                 }
@@ -104,11 +104,11 @@ struct GroupRoutes {
     /// The run's snapshot with the deltas its sync calls will read first already read, together (PostgreSQL: one
     /// statement instead of one round trip per sub-request; issue 19). Only an optimization: a call that asks for
     /// anything else reads it as always, from the same snapshot.
-    func prefetching(_ run: [SubRequest], on pinned: any SyncStore, context: AppRequestContext) async throws -> any SyncStore {
+    func prefetching(_ run: [SubRequest], on pinned: any SnapshotReads, context: AppRequestContext) async throws -> any SnapshotReads {
         guard pinned.prefetchesDeltas else { return pinned }
         let calls = run.compactMap(Self.syncCall)
         guard calls.count >= 2 else { return pinned }
-        let requests = await engine.reading(pinned).deltaRequests(try context.requireSession(), calls: calls)
+        let requests = await engine.reading(.snapshot(pinned)).deltaRequests(try context.requireSession(), calls: calls)
         return try await pinned.prefetchingDeltas(requests)
     }
 

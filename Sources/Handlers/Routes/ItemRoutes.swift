@@ -40,7 +40,7 @@ struct ItemRoutes {
                         return HTTPBodies.response(json: answer.body, etag: answer.etag)
                     },
                     .get: { request, context in
-                        let answer = try await engine.reading(context.snapshot).get(
+                        let answer = try await engine.reading(context.reads).get(
                             try context.requireSession(), try Self.address(collection, context), ifNoneMatch: request.headers[.ifNoneMatch])
                         if answer.notModified { return HTTPBodies.notModified(etag: answer.etag) }
                         return HTTPBodies.response(json: answer.body, etag: answer.etag)
@@ -75,7 +75,7 @@ struct ItemRoutes {
                 },
                 .get: { request, context in
                     let session = try context.requireSession()
-                    let answer = try await engine.reading(context.snapshot).get(session, address(session), ifNoneMatch: request.headers[.ifNoneMatch])
+                    let answer = try await engine.reading(context.reads).get(session, address(session), ifNoneMatch: request.headers[.ifNoneMatch])
                     if answer.notModified { return HTTPBodies.notModified(etag: answer.etag) }
                     return HTTPBodies.response(json: answer.body, etag: answer.etag)
                 },

@@ -95,10 +95,10 @@ public struct PoolSize: Sendable {
 /// A store ready to use, plus the client that must run in the service group (PostgreSQL only).
 public struct OpenedStore: Sendable {
     public let store: any SyncStore
+    /// Where the reads of sync answers go: a router over hot standbys (`--read-database`), else `store`.
+    public var reads: any ItemReads
     /// Where media bytes live: the same database (chunks in PostgreSQL, files beside the SQLite file).
-    public var media: any MediaStore { primaryMedia ?? store as! any MediaStore }
-    /// The primary's media when `store` routes reads to standbys (media stay on the primary).
-    var primaryMedia: (any MediaStore)?
+    public let media: any MediaStore
     /// Run this (`run()`) for the store to work; nil for SQLite.
     public let postgresClient: PostgresClient?
     /// Wakes live change streams when their family's data moves.
@@ -115,6 +115,15 @@ public struct OpenedStore: Sendable {
 
     /// The client of the snapshot answers' own pool, if they have one (`PoolSize.snapshotConnections`).
     public var snapshotClient: PostgresClient? = nil
+
+    init(store: some SyncStore & MediaStore, postgresClient: PostgresClient?, hub: ChangeHub, listener: PostgresChangeListener?) {
+        self.store = store
+        self.reads = store
+        self.media = store
+        self.postgresClient = postgresClient
+        self.hub = hub
+        self.listener = listener
+    }
 
     /// Runs the PostgreSQL clients until cancelled (returns at once for SQLite).
     public func runClient() async {
@@ -198,9 +207,8 @@ public struct OpenedStore: Sendable {
                 standbys.append(Standby(store: readStore, name: "\(host):\(port)"))
                 readClients.append(readClient)
             }
-            let routing = ReadRoutingStore(primary: store, standbys: standbys, logger: logger)
-            var opened = OpenedStore(store: routing, postgresClient: client, hub: hub, listener: listener)
-            opened.primaryMedia = store
+            var opened = OpenedStore(store: store, postgresClient: client, hub: hub, listener: listener)
+            opened.reads = ReadRoutingStore(primary: store, standbys: standbys, logger: logger)
             opened.listenClient = listenClient
             opened.snapshotClient = store.snapshotClient
             opened.readClients = readClients

@@ -1,10 +1,14 @@
 import NIOCore
 
-/// The storage interface of the engine: everything SyncAPI keeps goes through it, and it speaks only SQL.
+/// The storage interface of the engine: everything SyncAPI keeps goes through it, and it speaks only SQL. It is made
+/// of one protocol per role, so that a caller names the part it uses and a pinned snapshot is a type of its own.
 ///
 /// Two implementations, `SQLiteStore` (embedded default) and `PostgresStore`, pass one conformance suite.
 /// Every item method takes the family id first: no query can leave its tenant.
-public protocol SyncStore: Sendable {
+public protocol SyncStore: SchemaStore, AccountStore, ItemStore, MaintenanceStore {}
+
+/// The schema, the database's identity and the model it serves.
+public protocol SchemaStore: Sendable {
     /// Creates or upgrades the schema with the first `count` migrations (nil: all); safe to run concurrently from
     /// several instances.
     func migrate(upTo count: Int?) async throws
@@ -29,7 +33,10 @@ public protocol SyncStore: Sendable {
     func rewriteBodies(collection: String, _ transform: @escaping @Sendable (String) -> String?) async throws -> Int
     /// The model generations recorded with the model (`ModelGenerations.json`), nil before the first breaking change.
     func modelGenerations() async throws -> String?
+}
 
+/// Families, accounts, tokens and the login throttle.
+public protocol AccountStore: Sendable {
     /// Creates a family (its change counter, its family-scoped singleton's item when the model has one) and its first
     /// account; throws `username_taken`.
     func createFamily(id: String, name: String, familyItem: RowWrite?, account: NewAccount, nowMs: Int64) async throws
@@ -64,20 +71,17 @@ public protocol SyncStore: Sendable {
     func credentials(accountID: String) async throws -> (username: String, credentials: AccountCredentials)?
     /// Replaces an account's password hash and revokes every token of it but `keepTokenHash`, in one transaction.
     func changePassword(accountID: String, passwordHash: String, keepTokenHash: String) async throws
-    /// Deletes tokens expired at `nowMs` and throttle windows begun before `throttleBeforeMs`; returns how many rows went.
-    func purgeExpired(nowMs: Int64, throttleBeforeMs: Int64) async throws -> Int
+}
 
+/// The reads of sync answers, which a pinned snapshot answers too (`SnapshotReads`) and a standby may
+/// (`ReadRoutingStore`).
+public protocol ItemReads: Sendable {
     /// One item row (live or tombstone) of a family.
     func item(familyID: String, key: ItemKey) async throws -> StoredItem?
     /// What `/verify` digests (protocol §11) of every live top-level item of `collections`, each collection's sorted by
     /// id (byte order), handed to `each` one at a time so that no list is held whole (security audit 651e0ee H2: every
     /// body was read and parsed); returns the family's counter, from the same snapshot.
     func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64
-    /// Reads the row (and its parent, for a child) under the family's lock, lets `plan` decide, and stores the decided
-    /// rows at the next version of the family's change counter, all in one transaction (so versions are in commit order).
-    func write(
-        familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
-    ) async throws -> WriteOutcome
     /// Top-level rows of `collections` changed after `since` (tombstones included), or every live row when `since`
     /// is nil, read in one snapshot with the family's counter.
     func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta
@@ -85,34 +89,19 @@ public protocol SyncStore: Sendable {
     func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows
     /// The live items below `query.anchorID` with their children; nil when the anchor never existed.
     func page(familyID: String, query: PageQuery) async throws -> PageRows?
-    /// Deletes tombstones last changed before `cutoffMs` and raises each affected family's horizon to the newest
-    /// version purged, so that an older date of sync answers `sync: false` (protocol §8). Returns how many went.
-    func purgeTombstones(cutoffMs: Int64) async throws -> Int
-    /// Runs `body` with this store pinned to one snapshot of the database: every read of the store `body` is given
-    /// answers from that snapshot, so that several answers are consistent with each other (protocol §6); writes
-    /// through it are not affected. The pin is a value passed to what reads it, never ambient state: a call made
-    /// through any other store (a token lookup, the accounts service) reads the database as it is (code review D1).
-    /// A pinned store's own `withReadSnapshot` passes itself: the same snapshot, no second connection (D3).
-    func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SyncStore) async throws -> T) async throws -> T
-    /// On a pinned store: the same store, with the answers of these `delta` calls read from its snapshot at once, in
-    /// as few statements as the backend can (issue 19: a group's deltas were one round trip each on PostgreSQL). A
-    /// later `delta` call with the same arguments answers from them; any other reads as before. The default reads
-    /// nothing ahead (SQLite: no round trips to save).
-    func prefetchingDeltas(_ requests: [DeltaRequest]) async throws -> any SyncStore
-    /// Whether `prefetchingDeltas` reads anything ahead (callers skip computing the requests otherwise).
-    var prefetchesDeltas: Bool { get }
-    /// The store whose reads see every committed write at once: reads after a write of the same group go there
-    /// (protocol §6), never to a standby that may not have replayed it yet (§13). Itself but for `ReadRoutingStore`.
-    var primaryReads: any SyncStore { get }
-    /// True for a store pinned by `withReadSnapshot` (there, full lists come from `pinnedVersion` and
-    /// `forEachPinnedLivePage`).
-    var isInReadSnapshot: Bool { get }
-    /// On a pinned store: the family's counter in its snapshot.
-    func pinnedVersion(familyID: String) async throws -> Int64
-    /// On a pinned store: the body of every live row of a full list in the pinned snapshot, page by page, oldest
-    /// change first, read in the calling task (a group's answer streams sub-answer after sub-answer from its
-    /// snapshot).
-    func forEachPinnedLivePage(familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws
+}
+
+/// Items: their reads, their writes, and the snapshots that make a group's answers agree.
+public protocol ItemStore: ItemReads {
+    /// Reads the row (and its parent, for a child) under the family's lock, lets `plan` decide, and stores the decided
+    /// rows at the next version of the family's change counter, all in one transaction (so versions are in commit order).
+    func write(
+        familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
+    ) async throws -> WriteOutcome
+    /// Runs `body` with one pinned snapshot of the database: every read of it answers from that snapshot, so that
+    /// several answers are consistent with each other (protocol §6). The pin is a value passed to what reads it, never
+    /// ambient state: a call made through the store itself (a token lookup, a write) reads the database as it is.
+    func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SnapshotReads) async throws -> T) async throws -> T
     /// The body of every live row of a full list, from one snapshot of its own, page by page, oldest change first
     /// (then by id): `start` gets the family's counter before any page, and the next page is read only once `page`
     /// returned.
@@ -120,6 +109,32 @@ public protocol SyncStore: Sendable {
         familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
         page: @escaping @Sendable (LiveBodies) async throws -> Void
     ) async throws
+}
+
+/// What runs in the background: purges of tombstones, expired tokens and old throttle windows.
+public protocol MaintenanceStore: Sendable {
+    /// Deletes tombstones last changed before `cutoffMs` and raises each affected family's horizon to the newest
+    /// version purged, so that an older date of sync answers `sync: false` (protocol §8). Returns how many went.
+    func purgeTombstones(cutoffMs: Int64) async throws -> Int
+    /// Deletes tokens expired at `nowMs` and throttle windows begun before `throttleBeforeMs`; returns how many rows went.
+    func purgeExpired(nowMs: Int64, throttleBeforeMs: Int64) async throws -> Int
+}
+
+/// One pinned snapshot of the database (`ItemStore.withReadSnapshot`): a group's run of reads answers from it. Only a
+/// snapshot reads a full list in the caller's task and reads several deltas ahead, so those calls cannot be made
+/// without one.
+public protocol SnapshotReads: ItemReads {
+    /// The family's counter in the snapshot.
+    func version(familyID: String) async throws -> Int64
+    /// The body of every live row of a full list in the snapshot, page by page, oldest change first, read in the
+    /// calling task (a group's answer streams sub-answer after sub-answer from its snapshot).
+    func forEachLivePage(familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws
+    /// The same snapshot, with the answers of these `delta` calls read at once, in as few statements as the backend
+    /// can; a later `delta` call with the same arguments answers from them, any other reads as before. The default
+    /// reads nothing ahead (SQLite: no round trips to save).
+    func prefetchingDeltas(_ requests: [DeltaRequest]) async throws -> any SnapshotReads
+    /// Whether `prefetchingDeltas` reads anything ahead (callers skip computing the requests otherwise).
+    var prefetchesDeltas: Bool { get }
 }
 
 /// How many rows a streamed read hands over at a time.
@@ -139,18 +154,17 @@ enum StreamPaging {
 /// of the row the socket delivered, with no `String` made and no other column read.
 public typealias LiveBodies = [ByteBuffer]
 
-extension SyncStore {
-    public func prefetchingDeltas(_ requests: [DeltaRequest]) async throws -> any SyncStore { self }
+extension SnapshotReads {
+    public func prefetchingDeltas(_ requests: [DeltaRequest]) async throws -> any SnapshotReads { self }
     public var prefetchesDeltas: Bool { false }
-    public var primaryReads: any SyncStore { self }
 }
 
-extension SyncStore {
+extension SchemaStore {
     /// Creates or upgrades the schema to the newest version.
     public func migrate() async throws { try await migrate(upTo: nil) }
 }
 
-extension SyncStore {
+extension AccountStore {
     /// `createAccount` with no account quota.
     public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64) async throws {
         try await createAccount(account, familyID: familyID, nowMs: nowMs, maxAccounts: .max)

@@ -48,9 +48,9 @@ extension SyncEngine {
     /// older than purged tombstones) or its changes are more than a delta holds, every live row instead, with nil as
     /// the position answered.
     func answerableDelta(_ session: Session, collections: [String], since: Int64?) async throws -> (Delta, Int64?) {
-        let delta = try await store.delta(familyID: session.familyID, collections: collections, since: since)
+        let delta = try await reads.delta(familyID: session.familyID, collections: collections, since: since)
         guard let position = since, position > delta.version || position < delta.horizon || delta.overflowed else { return (delta, since) }
-        return (try await store.delta(familyID: session.familyID, collections: collections, since: nil), nil)
+        return (try await reads.delta(familyID: session.familyID, collections: collections, since: nil), nil)
     }
 
     /// An endpoint that answers singletons and lists together (protocol §5, §12: the family app's `familysync`):
@@ -99,7 +99,7 @@ extension SyncEngine {
         // A date at position 0 names the state before the family's first write: the whole list answers it exactly,
         // streamed, where a delta would hold every change and tombstone ever made (security audit H5).
         if let since = try await position(date, session, for: [collection.name]), since > 0 {
-            let delta = try await store.delta(familyID: session.familyID, collections: [collection.name], since: since)
+            let delta = try await reads.delta(familyID: session.familyID, collections: [collection.name], since: since)
             if since <= delta.version, since >= delta.horizon, !delta.overflowed {
                 return try await deltaAnswer(session, collection, delta, ifNoneMatch: ifNoneMatch)
             }
@@ -107,7 +107,7 @@ extension SyncEngine {
         // No date, one that cannot be answered exactly (code review D6), or one whose changes are more than a delta
         // holds (`Delta.byteBudget`, a date from long ago or forged): the whole list, streamed from a cursor, or,
         // inside a group, from the group's snapshot as the answer is written.
-        if store.isInReadSnapshot { return try await pinnedFullList(session, collection, ifNoneMatch: ifNoneMatch) }
+        if let snapshot { return try await pinnedFullList(session, collection, snapshot, ifNoneMatch: ifNoneMatch) }
         return try await streamedFullList(session, collection, ifNoneMatch: ifNoneMatch)
     }
 

@@ -186,11 +186,11 @@ extension SyncEngine {
     public func get(_ session: Session, _ address: ItemAddress, ifNoneMatch: String?) async throws -> ItemAnswer {
         try address.validate()
         if let parentKey = address.parentKey {
-            guard try await store.item(familyID: session.familyID, key: parentKey)?.live != nil else {
+            guard try await reads.item(familyID: session.familyID, key: parentKey)?.live != nil else {
                 throw SyncError.notFound("No such parent item.")
             }
         }
-        guard let item = try await store.item(familyID: session.familyID, key: address.key)?.live else {
+        guard let item = try await reads.item(familyID: session.familyID, key: address.key)?.live else {
             throw SyncError.notFound("No \(address.collection.name) item with this id.")
         }
         let answer = ItemAnswer(item: item)

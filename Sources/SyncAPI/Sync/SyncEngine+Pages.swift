@@ -30,7 +30,7 @@ extension SyncEngine {
         let query = PageQuery(
             collection: spec.name, anchorID: parameters.lastId, limit: parameters.nb, tags: parameters.types,
             children: spec.childName.map { ChildrenQuery(collection: $0, limit: parameters.maxChildren) }, byteBudget: pageBytes)
-        let rows = try await store.pageSync(familyID: session.familyID, query: query, since: since)
+        let rows = try await reads.pageSync(familyID: session.familyID, query: query, since: since)
         // The client's list can be brought up to date only from a position this server can answer, and only when its
         // last item's place is known: the item exists (or existed) and its sort key has not moved since that position.
         // The store read `top` exactly when the answer is a fresh first page (`firstPage`).
@@ -79,13 +79,13 @@ extension SyncEngine {
     public func page(_ session: Session, _ spec: CollectionSpec, parentID: String?, _ parameters: PageParameters) async throws -> [UInt8] {
         if let parentName = spec.parentName {
             guard let parentID, ItemID.isValid(parentID),
-                try await store.item(familyID: session.familyID, key: ItemKey(collection: parentName, id: parentID))?.live != nil
+                try await reads.item(familyID: session.familyID, key: ItemKey(collection: parentName, id: parentID))?.live != nil
             else { throw SyncError.notFound("No such parent item.") }
         }
         let query = PageQuery(
             collection: spec.name, parentID: parentID ?? "", anchorID: parameters.lastId, limit: parameters.nb, tags: parameters.types,
             children: spec.childName.map { ChildrenQuery(collection: $0, limit: parameters.maxChildren) }, byteBudget: pageBytes)
-        guard let rows = try await store.page(familyID: session.familyID, query: query) else {
+        guard let rows = try await reads.page(familyID: session.familyID, query: query) else {
             throw SyncError.notFound("No item with this lastId.")
         }
         let list = PageList(rows.items, nb: parameters.nb, children: rows.children, maxChildren: parameters.maxChildren)

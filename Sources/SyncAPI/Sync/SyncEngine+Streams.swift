@@ -112,18 +112,19 @@ final class FullListEncoder: Sendable {
 extension SyncEngine {
     /// A full list inside a group's pinned snapshot: the date now, the rows when the answer is written, from the
     /// same snapshot, chunk by chunk (issue 16: a group of 20 full lists holds a few chunks, not 20 lists).
-    func pinnedFullList(_ session: Session, _ collection: CollectionSpec, ifNoneMatch: String?) async throws -> SyncAnswer {
-        let version = try await store.pinnedVersion(familyID: session.familyID)
+    func pinnedFullList(
+        _ session: Session, _ collection: CollectionSpec, _ snapshot: any SnapshotReads, ifNoneMatch: String?
+    ) async throws -> SyncAnswer {
+        let version = try await snapshot.version(familyID: session.familyID)
         let date = try await token(version, session)
         if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
-        let store = self.store
         let familyID = session.familyID
         let name = collection.name
         return SyncAnswer(
             date: date,
             .cursor { emit in
                 var chunks = FullListChunks(date: date)
-                try await store.forEachPinnedLivePage(familyID: familyID, collection: name) { bodies in
+                try await snapshot.forEachLivePage(familyID: familyID, collection: name) { bodies in
                     for chunk in chunks.add(bodies) { try await emit(chunk) }
                 }
                 try await emit(chunks.end())

@@ -20,10 +20,10 @@ extension SyncEngine {
         let paged = collections.paginated.compactMap { spec in
             parameters.lastIds[spec.name].map { (spec.name, $0, parameters.filters[spec.name] ?? nil) }
         }
-        let store = self.store
         let family = session.familyID
         let digests = VerifyDigests()
-        let version = try await store.withReadSnapshot { store in
+        // In a group's run, from its snapshot; else from one of its own.
+        let read: @Sendable (any SnapshotReads) async throws -> Int64 = { store in
             for name in full { digests.begin(name, held: nil) }
             for (name, lastId, types) in paged {
                 guard let anchor = try await store.item(familyID: family, key: ItemKey(collection: name, id: lastId)) else {
@@ -33,6 +33,8 @@ extension SyncEngine {
             }
             return try await store.forEachVerifyRow(familyID: family, collections: full + paged.map(\.0)) { digests.add($0) }
         }
+        let version: Int64
+        if let snapshot { version = try await read(snapshot) } else { version = try await store.withReadSnapshot(read) }
         var lists: [(key: String, value: JSONValue)] = []
         for name in full + paged.map(\.0) { lists.append((name, digests.summary(name))) }
         var writer = JSONWriter(capacity: 512)

@@ -1,9 +1,24 @@
 import Synchronization
 
+/// Where the reads of a request go when it is part of a group (protocol §6).
+public enum ReadSource: Sendable {
+    /// The pinned snapshot of the group's run of reads.
+    case snapshot(any SnapshotReads)
+    /// The primary, never a standby: a read after a write of the same group must see it (§13).
+    case primary
+}
+
 /// Computes every answer of the item and sync endpoints from the store: the one place that knows the
 /// protocol's delta rules. Handlers call one engine method per endpoint; the engine never sees HTTP.
 public struct SyncEngine: Sendable {
-    public private(set) var store: any SyncStore
+    /// Writes, streamed full lists, the database's identity and live positions: the primary.
+    public let store: any SyncStore
+    /// Where the reads of sync answers go: the store, or a router that may answer them from a hot standby.
+    private(set) var routedReads: any ItemReads
+    /// The pinned snapshot a group's run of reads answers from (nil: each read from its own).
+    private(set) var snapshot: (any SnapshotReads)?
+    /// Where this engine's reads of sync answers go.
+    var reads: any ItemReads { snapshot ?? routedReads }
     let identity: DatabaseIDCache
     let now: @Sendable () -> Int64
     /// How long a streamed answer may wait for its database: for its snapshot (a 503 past it), then for each chunk
@@ -18,12 +33,15 @@ public struct SyncEngine: Sendable {
     /// The bytes of item bodies a page answer's list holds, and as many its children (`PageBytes`).
     let pageBytes: Int
 
+    /// `reads`: where the reads of sync answers go when they may leave the store (`OpenedStore.reads`); the store
+    /// itself when nil.
     public init(
-        store: any SyncStore, now: @escaping @Sendable () -> Int64 = WallClock.nowMs, streamStartDeadline: Duration = .seconds(10),
-        quotas: FamilyQuotas = FamilyQuotas(), snapshots: SnapshotBudget = SnapshotBudget(),
+        store: any SyncStore, reads: (any ItemReads)? = nil, now: @escaping @Sendable () -> Int64 = WallClock.nowMs,
+        streamStartDeadline: Duration = .seconds(10), quotas: FamilyQuotas = FamilyQuotas(), snapshots: SnapshotBudget = SnapshotBudget(),
         collections: CollectionRegistry, pageBytes: Int = PageQuery.defaultByteBudget
     ) {
         self.store = store
+        self.routedReads = reads ?? store
         self.pageBytes = pageBytes
         self.collections = collections
         self.quotas = quotas
@@ -33,11 +51,14 @@ public struct SyncEngine: Sendable {
         self.streamDeadline = streamStartDeadline
     }
 
-    /// The same engine reading through `store` (a store pinned by `withReadSnapshot`: a group's run of reads).
-    public func reading(_ store: (any SyncStore)?) -> SyncEngine {
-        guard let store else { return self }
+    /// The same engine reading from `source` (nil: as it is).
+    public func reading(_ source: ReadSource?) -> SyncEngine {
         var engine = self
-        engine.store = store
+        switch source {
+        case nil: break
+        case .snapshot(let snapshot): engine.snapshot = snapshot
+        case .primary: engine.routedReads = store
+        }
         return engine
     }
 

@@ -1,35 +1,11 @@
 import PostgresNIO
 
-/// A group's deltas in one statement (issue 19, item 2: one round trip per snapshot, not one per sub-request).
+/// A group's deltas in one statement: one round trip per snapshot, not one per sub-request (`PostgresSnapshot`).
 extension PostgresStore {
     /// At most this many rows are read ahead for one run. Without a bound, a group of 20 deltas of a large family
     /// since its first write (each a different date) would hold 20 deltas in memory at once, where the run one at a
     /// time holds one; past it the run reads its deltas one at a time, as before.
     static let prefetchRowLimit = 2_000
-
-    public var prefetchesDeltas: Bool { pinned != nil }
-
-    /// Reads the answers of several `delta` calls of one family in one statement on the pinned snapshot, and returns
-    /// this store with them (`prefetched`). Off a snapshot, for fewer than two calls, for calls of several families,
-    /// or when they change more than `prefetchRowLimit` rows, the store as it is.
-    public func prefetchingDeltas(_ requests: [DeltaRequest]) async throws -> any SyncStore {
-        var seen = Set<DeltaRequest>()
-        let requests = requests.filter { seen.insert($0).inserted }
-        guard pinned != nil, requests.count >= 2, let familyID = requests.first?.familyID,
-            requests.allSatisfy({ $0.familyID == familyID })
-        else { return self }
-        let (logger, prepared) = (self.logger, usesPreparedStatements)
-        let deltas = try await guarded {
-            try await read { conn in
-                try await Self.deltas(
-                    of: requests, familyID: familyID, limit: Self.prefetchRowLimit, conn: conn, prepared: prepared, logger: logger)
-            }
-        }
-        guard let deltas else { return self }
-        var store = self
-        store.prefetched = deltas
-        return store
-    }
 
     /// The deltas of `requests` from `PreparedStatements.Deltas`: each call's rows in version order, as
     /// `PreparedStatements.Delta` gives them for one call. No rows at all: no such family (nothing is prefetched; the

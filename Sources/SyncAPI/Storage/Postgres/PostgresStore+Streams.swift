@@ -3,7 +3,6 @@ import PostgresNIO
 
 /// Full lists read page by page as the rows arrive, so that an answer of 100,000 items never sits whole in memory.
 extension PostgresStore {
-    public var isInReadSnapshot: Bool { pinned != nil }
 
     public func streamLiveRows(
         familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
@@ -39,20 +38,6 @@ extension PostgresStore {
                 guard started else { throw SyncError.unauthorized }
                 if !batch.isEmpty { try await page(batch) }
             }
-        } catch {
-            throw PostgresFailure(error).domainError(for: error, logger: logger)
-        }
-    }
-
-    public func pinnedVersion(familyID: String) async throws -> Int64 {
-        guard let pinned else { throw SyncError.unavailable }
-        return try await guarded { try await version(on: pinned, familyID: familyID) }
-    }
-
-    public func forEachPinnedLivePage(familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws {
-        guard let pinned else { throw SyncError.unavailable }
-        do {
-            try await forEachLivePage(on: pinned, familyID: familyID, collection: collection, page)
         } catch {
             throw PostgresFailure(error).domainError(for: error, logger: logger)
         }

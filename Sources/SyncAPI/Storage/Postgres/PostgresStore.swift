@@ -36,20 +36,15 @@ public struct PostgresStore: SyncStore {
         deltaBatcher = DeltaBatcher(client: client, logger: logger, deadline: deadline, maxRunning: deltaStatements)
     }
 
-    /// The connection, inside a REPEATABLE READ transaction, this copy of the store is pinned to (`withReadSnapshot`).
+    /// The connection, inside a REPEATABLE READ transaction, this copy of the store reads on (`PostgresSnapshot`).
     var pinned: PostgresConnection?
     /// Deltas read ahead from the pinned snapshot (`prefetchingDeltas`), by the call they answer.
     var prefetched: [DeltaRequest: Delta] = [:]
 
-    public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SyncStore) async throws -> T) async throws -> T {
-        // Nested (`/verify` inside a group): the snapshot already pinned, never a second connection that a full pool
-        // would never hand out (code review D3).
-        if pinned != nil { return try await body(self) }
+    public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SnapshotReads) async throws -> T) async throws -> T {
         return try await guarded {
             try await transaction(readOnlySnapshot: true, on: answersClient) { conn in
-                var store = self
-                store.pinned = conn
-                return try await body(store)
+                try await body(PostgresSnapshot(store: self, connection: conn))
             }
         }
     }

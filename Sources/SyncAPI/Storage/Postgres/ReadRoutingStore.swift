@@ -2,14 +2,15 @@ import Logging
 import PostgresNIO
 import Synchronization
 
-/// The PostgreSQL store with hot standbys for reads (`--read-database`, protocol §13).
+/// The reads of sync answers with hot standbys (`--read-database`, protocol §13), beside the primary's store.
 ///
-/// Only snapshot reads of sync answers (a delta, a page sync) may go to a standby; everything else (writes, tokens,
-/// logins, notices, locks, quotas, media, purges, migrations, pages, full lists, groups) is the primary's. A read that
+/// Only snapshot reads of sync answers (a delta, a page sync) may go to a standby; everything else (an item, a page,
+/// `/verify`, and all that is not a read of an answer: writes, tokens, logins, notices, locks, quotas, media, purges,
+/// migrations, full lists, groups) is the primary's. A read that
 /// names version V of a family is kept from a standby only if the family's counter, read in the same statement (one
 /// snapshot) as the rows, is at least V; else, or when the standby fails, it is read again on the primary. So an
 /// answer is always exact, never `sync: false` because a standby lags, never a 5xx because one failed.
-public struct ReadRoutingStore: SyncStore {
+public struct ReadRoutingStore: ItemReads {
     /// Every write and every read that may not go to a standby.
     public let primary: PostgresStore
     /// The hot standbys, tried in turn among the healthy ones.
@@ -88,6 +89,13 @@ public struct ReadRoutingStore: SyncStore {
         try await routedRead(since: since, version: { $0.version }) { store in
             try await store.pageSync(familyID: familyID, query: query, since: since)
         }
+    }
+
+    /// A read that names no state to check a standby against: the primary's.
+    public func item(familyID: String, key: ItemKey) async throws -> StoredItem? { try await primary.item(familyID: familyID, key: key) }
+    public func page(familyID: String, query: PageQuery) async throws -> PageRows? { try await primary.page(familyID: familyID, query: query) }
+    public func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
+        try await primary.forEachVerifyRow(familyID: familyID, collections: collections, each)
     }
 }
 

@@ -3,8 +3,6 @@ import NIOCore
 
 /// Full lists read page by page from one WAL snapshot, so that an answer of 100,000 items never sits whole in memory.
 extension SQLiteStore {
-    public var isInReadSnapshot: Bool { pinned != nil }
-
     public func streamLiveRows(
         familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
         page: @escaping @Sendable (LiveBodies) async throws -> Void
@@ -14,16 +12,6 @@ extension SQLiteStore {
         defer { snapshots.end(snapshot) }
         try await start(try await Self.version(snapshot, familyID: familyID))
         try await Self.forEachLivePage(snapshot, familyID: familyID, collection: collection, page)
-    }
-
-    public func pinnedVersion(familyID: String) async throws -> Int64 {
-        guard let pinned else { throw SyncError.unavailable }
-        return try await Self.version(pinned, familyID: familyID)
-    }
-
-    public func forEachPinnedLivePage(familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws {
-        guard let pinned else { throw SyncError.unavailable }
-        try await Self.forEachLivePage(pinned, familyID: familyID, collection: collection, page)
     }
 
     /// The family's counter in `snapshot`.

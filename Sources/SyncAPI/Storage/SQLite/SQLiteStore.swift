@@ -48,18 +48,14 @@ public struct SQLiteStore: SyncStore {
         chmod(path, 0o600)
     }
 
-    /// The snapshot this copy of the store is pinned to (`withReadSnapshot`): a connection of `snapshots` inside its
-    /// read transaction.
+    /// The snapshot this copy of the store reads from (`SQLiteSnapshot`): a connection of `snapshots` inside its read
+    /// transaction.
     var pinned: DatabaseQueue?
 
-    public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SyncStore) async throws -> T) async throws -> T {
-        // Nested (`/verify` inside a group): the same snapshot as the rest of the group (code review D3).
-        if pinned != nil { return try await body(self) }
+    public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SnapshotReads) async throws -> T) async throws -> T {
         let connection = try Self.mapped { try snapshots.begin() }
         defer { snapshots.end(connection) }
-        var store = self
-        store.pinned = connection
-        return try await body(store)
+        return try await body(SQLiteSnapshot(store: self, connection: connection))
     }
 
     /// A write transaction of the single writer; operational failures become 503 `unavailable`.
