@@ -20,8 +20,8 @@ public protocol SyncStore: Sendable {
     /// Records the model served from now on; with `generations`, in the same transaction, the new model generations
     /// (a breaking change: dates of sync from before answer `sync: false` for the collections it touched). Only while
     /// the recorded model and generations are still `expected` (what the caller decided from; nil: none recorded):
-    /// false, and nothing written, when another instance recorded first (security audit 651e0ee L1: two instances
-    /// starting together each bumped the generation and refused the other's dates).
+    /// false, and nothing written, when another instance recorded first (otherwise two instances starting together
+    /// would each bump the generation and refuse the other's dates).
     func recordModel(_ normalized: String, generations: String?, expected: RecordedModel) async throws -> Bool
     /// Rewrites the stored bodies of a collection's items, in batches of one transaction each (a model change:
     /// removed fields dropped, added ones filled in). `transform` answers nil to leave a body as it is; versions and
@@ -70,8 +70,8 @@ public protocol SyncStore: Sendable {
     /// One item row (live or tombstone) of a family.
     func item(familyID: String, key: ItemKey) async throws -> StoredItem?
     /// What `/verify` digests (protocol §11) of every live top-level item of `collections`, each collection's sorted by
-    /// id (byte order), handed to `each` one at a time so that no list is held whole (security audit 651e0ee H2: every
-    /// body was read and parsed); returns the family's counter, from the same snapshot.
+    /// id (byte order), handed to `each` one at a time so that no list is held whole; returns the family's counter,
+    /// from the same snapshot.
     func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64
     /// Reads the row (and its parent, for a child) under the family's lock, lets `plan` decide, and stores the decided
     /// rows at the next version of the family's change counter, all in one transaction (so versions are in commit order).
@@ -91,13 +91,13 @@ public protocol SyncStore: Sendable {
     /// Runs `body` with this store pinned to one snapshot of the database: every read of the store `body` is given
     /// answers from that snapshot, so that several answers are consistent with each other (protocol §6); writes
     /// through it are not affected. The pin is a value passed to what reads it, never ambient state: a call made
-    /// through any other store (a token lookup, the accounts service) reads the database as it is (code review D1).
-    /// A pinned store's own `withReadSnapshot` passes itself: the same snapshot, no second connection (D3).
+    /// through any other store (a token lookup, the accounts service) reads the database as it is. A pinned store's own
+    /// `withReadSnapshot` passes itself: the same snapshot, no second connection.
     func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SyncStore) async throws -> T) async throws -> T
-    /// On a pinned store: the same store, with the answers of these `delta` calls read from its snapshot at once, in
-    /// as few statements as the backend can (issue 19: a group's deltas were one round trip each on PostgreSQL). A
-    /// later `delta` call with the same arguments answers from them; any other reads as before. The default reads
-    /// nothing ahead (SQLite: no round trips to save).
+    /// On a pinned store: the same store, with the answers of these `delta` calls read from its snapshot at once, in as
+    /// few statements as the backend can (on PostgreSQL, one round trip for the group's deltas rather than one each). A
+    /// later `delta` call with the same arguments answers from them; any other call reads the snapshot as usual. The
+    /// default reads nothing ahead (SQLite: no round trips to save).
     func prefetchingDeltas(_ requests: [DeltaRequest]) async throws -> any SyncStore
     /// Whether `prefetchingDeltas` reads anything ahead (callers skip computing the requests otherwise).
     var prefetchesDeltas: Bool { get }
@@ -125,8 +125,8 @@ public protocol SyncStore: Sendable {
 /// How many rows a streamed read hands over at a time.
 enum StreamPaging {
     static let pageSize = 256
-    /// A page ends once its bodies reach this many bytes, whatever their count: a page of 256 of the largest rows held
-    /// tens of megabytes per stream, twice (rows and answer chunks; security audit 651e0ee H2).
+    /// A page ends once its bodies reach this many bytes, whatever their count: a page of 256 of the largest rows would
+    /// hold tens of megabytes per stream, twice (rows and answer chunks).
     static let pageBytes = 1 << 20
 
     /// Whether a page of `count` rows and `bytes` bytes is full.
@@ -135,8 +135,8 @@ enum StreamPaging {
 
 /// A page of a full list as it is answered: the stored canonical JSON of each live row, oldest change first, as bytes.
 ///
-/// A full list copies each row's body into the answer and nothing else (issue 19): on PostgreSQL each body is a slice
-/// of the row the socket delivered, with no `String` made and no other column read.
+/// A full list copies each row's body into the answer and nothing else: on PostgreSQL each body is a slice of the row
+/// the socket delivered, with no `String` made and no other column read.
 public typealias LiveBodies = [ByteBuffer]
 
 extension SyncStore {

@@ -1,10 +1,10 @@
 import PostgresNIO
 
-/// A group's deltas in one statement (issue 19, item 2: one round trip per snapshot, not one per sub-request).
+/// A group's deltas in one statement: one round trip per snapshot, not one per sub-request.
 extension PostgresStore {
     /// At most this many rows are read ahead for one run. Without a bound, a group of 20 deltas of a large family
     /// since its first write (each a different date) would hold 20 deltas in memory at once, where the run one at a
-    /// time holds one; past it the run reads its deltas one at a time, as before.
+    /// time holds one; past it the run reads its deltas one at a time.
     static let prefetchRowLimit = 2_000
 
     public var prefetchesDeltas: Bool { pinned != nil }

@@ -53,7 +53,7 @@ public struct SQLiteStore: SyncStore {
     var pinned: DatabaseQueue?
 
     public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SyncStore) async throws -> T) async throws -> T {
-        // Nested (`/verify` inside a group): the same snapshot as the rest of the group (code review D3).
+        // Nested (`/verify` inside a group): the same snapshot as the rest of the group.
         if pinned != nil { return try await body(self) }
         let connection = try Self.mapped { try snapshots.begin() }
         defer { snapshots.end(connection) }
