@@ -57,8 +57,8 @@ public struct AppRequestContext: RequestContext {
 public struct ClientAddressResolver: Sendable {
     public let trustedProxies: Set<String>
 
-    /// Addresses are compared canonically: a dual-stack listener sees `::ffff:127.0.0.1` for `127.0.0.1` (security
-    /// audit L1), and IPv6 may be written several ways.
+    /// Addresses are compared canonically: a dual-stack listener sees `::ffff:127.0.0.1` for `127.0.0.1`, and IPv6 may
+    /// be written several ways.
     public init(trustedProxies: Set<String> = []) { self.trustedProxies = Set(trustedProxies.map(ClientAddress.canonical)) }
 
     func address(_ request: Request, _ context: AppRequestContext) -> String {

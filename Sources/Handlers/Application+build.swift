@@ -75,8 +75,7 @@ func serverBuilder(_ configuration: AppConfiguration) throws -> HTTPServerBuilde
             certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
             privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
         tls.minimumTLSVersion = .tlsv12
-        // TLS 1.2: forward secrecy (ECDHE) and AEAD only, no static RSA, no CBC (security audit M7). TLS 1.3 suites
-        // are all of that kind.
+        // TLS 1.2: forward secrecy (ECDHE) and AEAD only, no static RSA, no CBC. TLS 1.3 suites are all of that kind.
         tls.cipherSuiteValues = [
             .TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, .TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
             .TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, .TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,

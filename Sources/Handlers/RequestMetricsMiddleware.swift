@@ -8,7 +8,7 @@ struct RequestMetricsMiddleware: RouterMiddleware {
     typealias Context = AppRequestContext
     let registry: PrometheusCollectorRegistry
     /// The series already made, by route: the registry's `make…` builds the metric's name and checks its labels on
-    /// every call, about 1 % of a delta request's samples (issue 19 profile); a lookup here is one hash.
+    /// every call; a lookup here is one hash.
     private let series = SeriesCache()
 
     init(registry: PrometheusCollectorRegistry) {

@@ -4,15 +4,15 @@ import NIOHTTPTypes
 import SyncAPI
 import Synchronization
 
-/// Closes a connection whose first request head does not arrive within `headTimeout`, whose request body stalls
-/// for `bodyTimeout` between two pieces, or whose whole body takes longer than `bodyBase` plus its length at
-/// `minimumBytesPerSecond` (protocol §8; security audit H4: a body trickled a byte at a time re-armed the stall timer
-/// forever). A large upload over a slow but live link goes on; a trickle does not.
+/// Closes a connection whose first request head does not arrive within `headTimeout`, whose request body stalls for
+/// `bodyTimeout` between two pieces, or whose whole body takes longer than `bodyBase` plus its length at
+/// `minimumBytesPerSecond` (protocol §8: a body trickled a byte at a time would re-arm the stall timer forever). A
+/// large upload over a slow but live link goes on; a trickle does not.
 /// Between requests of a keep-alive connection the server's idle timeout applies.
 ///
-/// A request answered before its body was read (401, 413, 415) is a lingering close, bounded (security audit L5):
-/// the rest of the body is read and dropped for at most `unreadBodyTime` and `unreadBodyBytes`, so that the client
-/// reads its answer rather than a reset; past either the connection is closed.
+/// A request answered before its body was read (401, 413, 415) is a lingering close, bounded: the rest of the body is
+/// read and dropped for at most `unreadBodyTime` and `unreadBodyBytes`, so that the client reads its answer rather than
+/// a reset; past either the connection is closed.
 final class RequestReadTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -35,9 +35,9 @@ final class RequestReadTimeoutHandler: ChannelDuplexHandler, RemovableChannelHan
     private var requestOpen = false
     /// Bytes of body read since the request was answered; nil while it is not.
     private var unreadBytes: Int?
-    /// The timers an open request needs, set once the read that brought its head or body piece is complete: a
-    /// request whose end came in the same read (nearly every GET) never schedules nor cancels a timer (issue 19:
-    /// two timers set and cancelled on the event loop per request).
+    /// The timers an open request needs, set once the read that brought its head or body piece is complete: a request
+    /// whose end came in the same read (nearly every GET) never schedules nor cancels a timer (rather than two timers
+    /// set and cancelled on the event loop per request).
     private var stallDue = false
     private var wholeBodyLimit: TimeAmount?
 
@@ -139,8 +139,8 @@ final class RequestReadTimeoutHandler: ChannelDuplexHandler, RemovableChannelHan
     }
 }
 
-/// Caps the open connections (HTTP/2: streams) of one client address, IPv6 by /64 (security audit H4): past the cap a
-/// new one is closed at once, so one address cannot take every connection slot of the instance. Peers named by
+/// Caps the open connections (HTTP/2: streams) of one client address, IPv6 by /64: past the cap a new one is closed at
+/// once, so one address cannot take every connection slot of the instance. Peers named by
 /// `--trusted-proxy` are exempt (every client comes through them).
 final class AddressConnectionLimiter: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart

@@ -5,9 +5,9 @@ import NIOCore
 import NIOSSL
 import NIOTLS
 
-/// A TLS server channel whose handshake must complete within a limit, else the connection is closed (security
-/// audit M7): without it a client that opens a connection and never finishes the handshake (or trickles it) holds a
-/// connection slot for good, since the read and idle timeouts begin only once HTTP is negotiated.
+/// A TLS server channel whose handshake must complete within a limit, else the connection is closed: without it a
+/// client that opens a connection and never finishes the handshake (or trickles it) holds a connection slot for good,
+/// since the read and idle timeouts begin only once HTTP is negotiated.
 struct HandshakeLimitedChannel<Base: ServerChildChannel>: ServerChildChannel {
     typealias Value = Base.Value
     let base: Base

@@ -73,7 +73,7 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
     /// `GET /api/v1/changes` and `POST /api/v1/media` (an upload streams to storage as it arrives, bounded by the
     /// body read timeout and the media size limit), however many slashes separate their segments.
     static func isStreaming(_ request: Request) -> Bool {
-        // Most requests end in another word: they are told apart without splitting the path (issue 19 profile).
+        // Most requests end in another word: they are told apart without splitting the path.
         let path = request.uri.path
         let end = path.utf8.lastIndex { $0 != UInt8(ascii: "/") }
         guard let end, path.utf8[end] == UInt8(ascii: "s") || path.utf8[end] == UInt8(ascii: "a") else { return false }
@@ -86,20 +86,19 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
 /// How a request's time limit is shared between its work and the wait for a write in progress.
 enum RequestDeadline {
     /// The work's own limit and the grace a write that began is waited for past it (so that its answer says what it
-    /// did), which together make the request's `limit`: the work's limit was the whole of it, and a write in progress
-    /// at 15 s answered at 16 s (measured during a PostgreSQL outage, security audit 651e0ee). The grace is a fifth of
-    /// the limit, at most a second.
+    /// did), which together make the request's `limit`: were the work's limit the whole of it, a write in progress at
+    /// its end would be answered past the limit. The grace is a fifth of the limit, at most a second.
     static func split(_ limit: Duration) -> (work: Duration, grace: Duration) {
         let grace = min(limit / 5, .seconds(1))
         return (limit - grace, grace)
     }
 }
 
-/// The bytes of request bodies an instance reads or holds at once (security audit 651e0ee: 300 connections trickling
-/// 1 MiB bodies held 336 MiB). A body takes its place before its first byte is read, as much as it declares (its limit
-/// when it declares nothing), and gives it back when its request is answered; past `limit`, 503 at once. Bodies take
-/// their place before authentication, so one client address may hold at most `perAddress` of it (past it, 429): one
-/// address with many connections cannot make every other client's writes wait.
+/// The bytes of request bodies an instance reads or holds at once, so that many connections trickling large bodies
+/// cannot take the instance's memory. A body takes its place before its first byte is read, as much as it declares (its
+/// limit when it declares nothing), and gives it back when its request is answered; past `limit`, 503 at once. Bodies
+/// take their place before authentication, so one client address may hold at most `perAddress` of it (past it, 429):
+/// one address with many connections cannot make every other client's writes wait.
 public final class BodyBudget: Sendable {
     let limit: Int
     let perAddress: Int

@@ -5,7 +5,7 @@ import SyncAPI
 struct AccountRoutes {
     /// The most an account call's body takes (signup, login, password, a new account: a few hundred bytes): a body
     /// declared larger is 413 before a byte of it is read, and one sent larger stops being read there, so bodies
-    /// trickled to these unauthenticated routes cost this much each, not the item routes' limit (security audit).
+    /// trickled to these unauthenticated routes cost this much each, not the item routes' limit.
     static let bodyMaxBytes = 16 << 10
 
     /// The account calls' paths.

@@ -37,9 +37,9 @@ struct ChangesRoutes {
                     let query = try SyncQuery(request, allowed: ["date"])
                     let date = query.values["date"] ?? request.headers[.lastEventID]
                     // The lease and the hub subscription are given back at the end of the body, when the answer is
-                    // dropped unwritten, or when the body has not started 5 s after the handler answered: a client reset before
-                    // the head was written can leave the head's write suspended in the HTTP server for good, with the
-                    // answer and its slot. Nothing a client does keeps them (security audit H2).
+                    // dropped unwritten, or when the body has not started 5 s after the handler answered: a client
+                    // reset before the head was written can leave the head's write suspended in the HTTP server for
+                    // good, with the answer and its slot. Nothing a client does keeps them.
                     let family = session.familyID
                     let slot = StreamSlot(lease: try streams.open(account: session.accountID), hub: hub, family: family)
                     // Subscribed before the token is checked again and the start is read: a write or a revocation
@@ -57,8 +57,8 @@ struct ChangesRoutes {
                         slot.release()
                         throw error
                     }
-                    // The body's 5 s to start count from here, once the start is read (a start slower than that left
-                    // a 200 whose body sent nothing, security audit L6).
+                    // The body's 5 s to start count from here, once the start is read (counted from before the start's
+                    // reads, a start slower than that would leave a 200 whose body sends nothing).
                     if context.socketEventLoop != nil { slot.armStartLimit(.seconds(5)) }
                     // A client that goes away gives its slot back at once, and its stream wakes to end.
                     context.closeFuture?.whenComplete { _ in
@@ -129,7 +129,7 @@ struct ChangesRoutes {
         // The first pings come sooner than every `ping`: 1 s in, then 2, 4, 8 and 16 s apart. A client that reset
         // its connection as the stream opened is not always seen by the read side, and a write may still be taken
         // (buffered) after the reset; a later one fails, and the stream, its lease and its subscription end within
-        // seconds, not a ping interval (security audit H2).
+        // seconds, not a ping interval.
         var lastWrite = clock.now
         var pings = 0
         var pingDue: Duration { min(ping, .seconds(1 << min(pings, 4))) }
@@ -206,8 +206,8 @@ final class StreamSlot: Sendable {
         generation = hub?.subscribe(family: family) ?? 0
     }
 
-    /// Gives the slot back if the answer's body has not started `limit` from now (over a socket; seen: a client reset
-    /// as the head was written left the head's write suspended until the idle timeout).
+    /// Gives the slot back if the answer's body has not started `limit` from now (over a socket: a client reset as the
+    /// head is written can leave the head's write suspended until the idle timeout).
     func armStartLimit(_ limit: Duration) {
         MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(limit.wholeNanoseconds)) { [weak self] in
             if let self, self.state.compareExchange(expected: 0, desired: 2, ordering: .relaxed).exchanged { self.giveBack() }

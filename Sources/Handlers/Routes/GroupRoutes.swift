@@ -36,9 +36,9 @@ struct GroupRoutes {
                 .post: { request, context in
                     let subRequests = try Self.parse(try await HTTPBodies.json(request, limit: bodyMaxBytes), maxRequests: maxRequests)
                     let authorization = request.headers[.authorization]
-                    // The answer streams sub-answer after sub-answer as they are computed (issue 16: memory per request
-                    // stays flat), each run of reads from its snapshot; the head waits for the first chunk, so a
-                    // database that is away still answers 503 before any byte.
+                    // The answer streams sub-answer after sub-answer as they are computed (so memory per request stays
+                    // flat), each run of reads from its snapshot; the head waits for the first chunk, so a database
+                    // that is away still answers 503 before any byte.
                     // A run of reads holds its snapshot while its answers are written: one place in the budget of
                     // snapshot holders for the whole group (429 before anything starts when there is none).
                     let pinsSnapshot = zip(subRequests, subRequests.dropFirst()).contains { $0.method == .get && $1.method == .get }
@@ -102,8 +102,8 @@ struct GroupRoutes {
     }
 
     /// The run's snapshot with the deltas its sync calls will read first already read, together (PostgreSQL: one
-    /// statement instead of one round trip per sub-request; issue 19). Only an optimization: a call that asks for
-    /// anything else reads it as always, from the same snapshot.
+    /// statement instead of one round trip per sub-request). Only an optimization: a call that asks for anything else
+    /// reads it as always, from the same snapshot.
     func prefetching(_ run: [SubRequest], on pinned: any SnapshotReads, context: AppRequestContext) async throws -> any SnapshotReads {
         guard pinned.prefetchesDeltas else { return pinned }
         let calls = run.compactMap(Self.syncCall)
@@ -229,8 +229,7 @@ struct GroupRoutes {
 extension GroupRoutes {
     /// `url` with `.` and `..` path segments resolved and empty ones dropped; nil when `..` climbs above the root.
     static func resolvingDotSegments(_ url: String) -> String? {
-        // Most paths have nothing to resolve: one pass over the bytes instead of a split and a join (issue 19: 2 % of
-        // a group's samples).
+        // Most paths have nothing to resolve: one pass over the bytes instead of a split and a join.
         if Self.isResolved(url) { return url }
         let parts = url.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         var segments: [Substring] = []

@@ -1,7 +1,7 @@
 import Synchronization
 
-/// `GET /ready`'s database check, shared: one ping at a time, its answer reused for `maxAge` (security audit L2), so
-/// a flood of `/ready` costs the database at most one query per `maxAge`, whoever sends it.
+/// `GET /ready`'s database check, shared: one ping at a time, its answer reused for `maxAge`, so a flood of `/ready`
+/// costs the database at most one query per `maxAge`, whoever sends it.
 final class ReadinessProbe: Sendable {
     /// The check: `SyncStore.ping` (throws when the database is away or read-only).
     let check: @Sendable () async throws -> Void

@@ -49,7 +49,7 @@ public struct AccountService: Sendable {
     public let settings: Settings
     let now: @Sendable () -> Int64
     /// Called once when a username reaches its overall failure limit (a visible attack, for logs and metrics), with
-    /// `logName(of:)` of the username: logs carry no username (security audit L6).
+    /// `logName(of:)` of the username: logs carry no username.
     let onUsernameLocked: @Sendable (String) -> Void
     /// Sessions of recent tokens (nil: every request looks its token up).
     let sessions: SessionCache?
@@ -119,7 +119,7 @@ public struct AccountService: Sendable {
     public func signup(_ body: JSONValue) async throws -> Grant {
         guard settings.signupEnabled else { throw SyncError.signupDisabled }
         let v = Self.values(try Self.signupSchema.canonicalContent(of: body, pathID: nil))
-        // A taken username costs a lookup, not a hash (security audit H3); the insert still checks it atomically.
+        // A taken username costs a lookup, not a hash; the insert still checks it atomically.
         guard try await store.credentials(usernameKey: v["username"]!.lowercased()) == nil else { throw SyncError.usernameTaken }
         let familyID = DatabaseIdentity.uuid()
         let account = try await newAccount(username: v["username"]!, password: v["password"]!, displayName: nil)

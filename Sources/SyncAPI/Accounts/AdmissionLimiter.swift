@@ -1,9 +1,9 @@
 import Synchronization
 
-/// Admits work that a client can start without a token (signup, login, password checks) per client address, in
-/// memory, before it touches the database or the password hasher (protocol §8; security audit H3, H8): a token bucket
-/// per address key (`ClientAddress.key`: IPv6 by /64), `burst` deep, refilled at `perMinute`. Past it, 429
-/// `too_many_requests` with the seconds until the next token.
+/// Admits work that a client can start without a token (signup, login, password checks) per client address, in memory,
+/// before it touches the database or the password hasher (protocol §8): a token bucket per address key
+/// (`ClientAddress.key`: IPv6 by /64), `burst` deep, refilled at `perMinute`. Past it, 429 `too_many_requests` with the
+/// seconds until the next token.
 ///
 /// Per instance: behind a load balancer of N instances a client gets at most N times the rate, which still bounds
 /// what it costs each instance. The database throttle of protocol §1 (failures per pair, address and username)

@@ -25,21 +25,21 @@ extension PasswordHasher {
 /// The work is bounded: past `maxPending` hashes queued or running, a call throws 503 `unavailable` at once instead
 /// of queueing, so a flood of unauthenticated logins cannot starve real ones (protocol §1). New hashes (signup, new
 /// accounts, new passwords) may use only three quarters of the gate: the rest is kept for checks (login, password),
-/// so a flood of signups never stops a user from logging in (security audit H3).
+/// so a flood of signups never stops a user from logging in.
 public struct BcryptPasswordHasher: PasswordHasher {
     /// bcrypt cost (log2 rounds); 12 in production, 4 (the minimum) makes tests fast.
     public let cost: UInt8
     let gate: WorkGate
 
-    /// `maxPending` defaults to 4 per core: at cost 12 (about 0.25 s a hash) that is about a second of queue.
+    /// `maxPending` defaults to 4 per core: at cost 12 that is about a second of queue.
     public init(cost: UInt8 = 12, maxPending: Int = 4 * System.coreCount) {
         self.cost = cost
         self.gate = WorkGate(limit: maxPending)
     }
 
     /// The threads hashes run on, of their own: a flood of logins never delays media file I/O (which runs on
-    /// `NIOThreadPool.singleton`), and a slow disk never delays a login (security audit M6). One thread per core;
-    /// the gate bounds what waits for them.
+    /// `NIOThreadPool.singleton`), and a slow disk never delays a login. One thread per core; the gate bounds what
+    /// waits for them.
     static let pool: NIOThreadPool = {
         let pool = NIOThreadPool(numberOfThreads: System.coreCount)
         pool.start()

@@ -1,7 +1,7 @@
 import Synchronization
 
-/// The sessions of recently used bearer tokens, so that a request costs no token lookup in the database (issue 9:
-/// the lookup was one of a delta's two round trips).
+/// The sessions of recently used bearer tokens, so that a request costs no token lookup in the database (the lookup
+/// would be one of a delta's two round trips).
 ///
 /// A revoked token must stop working at once (protocol §1), on every instance. Revocations (logout, password change)
 /// reach every instance as a hub notice (`ChangeHub.revokeTokens`: the write path on SQLite, `NOTIFY` on PostgreSQL),

@@ -42,7 +42,7 @@ public struct WritePreconditions: Sendable {
 /// Parsing of `If-Match` / `If-None-Match` lists (RFC 9110 §13.1).
 public enum EntityTags {
     /// The tags of the list. `If-None-Match` compares weakly: a weak tag counts by its opaque part. `If-Match`
-    /// (`strong`) compares strongly: a weak tag never matches, so it is dropped (security audit L3).
+    /// (`strong`) compares strongly: a weak tag never matches, so it is dropped.
     public static func list(_ header: String, strong: Bool = false) -> [String] {
         header.split(separator: ",").compactMap { part in
             var tag = part.trimmingCharacters(in: .whitespaces)

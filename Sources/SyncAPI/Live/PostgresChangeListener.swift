@@ -9,9 +9,8 @@ import Synchronization
 ///
 /// A connection can also go deaf without failing (the server or a NAT forgot it, a failover moved the address: no
 /// reset ever arrives). So the listener sends itself a ping notice every `heartbeat` through the pool and expects to
-/// hear it within `deafAfter` (code review D2, security audit M4): when it does not, it treats the connection as
-/// lost. Until it hears itself again the session cache is off (every token is looked up) and streams read the
-/// counter at their recheck.
+/// hear it within `deafAfter`: when it does not, it treats the connection as lost. Until it hears itself again the
+/// session cache is off (every token is looked up) and streams read the counter at their recheck.
 public struct PostgresChangeListener: Service {
     /// The channel writes notify on, with `<family id>:<version>` as payload (`t:` and the family id for a token
     /// revocation).
@@ -23,7 +22,7 @@ public struct PostgresChangeListener: Service {
 
     let client: PostgresClient
     /// Where pings are sent: the statements' pool, so that a listener on another database than the writes' (a wrong
-    /// `--listen-database`) never hears them and counts as deaf (security audit M6).
+    /// `--listen-database`) never hears them and counts as deaf.
     let pings: PostgresClient
     /// With a `--listen-database` of its own: the database id the writes' database holds, which the listening
     /// database must hold too; a listener on another database hears no write and no revocation, so the instance
@@ -134,10 +133,10 @@ public struct PostgresChangeListener: Service {
     /// listening connection does not answer a query of its own within `deafAfter` either.
     ///
     /// A ping unheard for `suspectAfter` already turns the session cache off (every token is checked in the database)
-    /// until a ping is heard again: a frozen listener stopped a logout elsewhere for the whole 10 s or so that telling
-    /// deaf from slow takes (security audit 651e0ee). Streams are not woken then: a ping is most often late because the
-    /// database is busy, and every stream reading its counter at once would add to that; they check once the listener
-    /// is replaced, as before.
+    /// until a ping is heard again, so that a frozen listener does not keep a logout elsewhere from taking effect here
+    /// for the whole 10 s or so that telling deaf from slow takes. Streams are not woken then: a ping is most often
+    /// late because the database is busy, and every stream reading its counter at once would add to that; they check
+    /// once the listener is replaced.
     func beat(heard: HeardPings, on conn: PostgresConnection) async throws {
         var n = 0
         var suspected = false

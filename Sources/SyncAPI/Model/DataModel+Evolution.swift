@@ -12,8 +12,8 @@ extension DataModel {
         public let breaking: Bool
         /// False for a change the server cannot bring stored rows to (a collection's kind, order, filter, parent,
         /// children, scope or authorship: rows carry sort keys, tags, parents and authors of the old shape): refused
-        /// even with `--accept-breaking-changes` (security audit 651e0ee L9: a list made paginated was accepted, and its
-        /// rows, with no sort key, dropped out of its pages).
+        /// even with `--accept-breaking-changes` (a list made paginated, for one, would lose its rows, which have no
+        /// sort key, from its pages).
         public var migratable = true
 
         public var description: String {

@@ -3,7 +3,7 @@
 /// Every accepted breaking change starts a new generation and marks the collections it touched with it; a date of
 /// sync carries the generation it was issued in, and a date from before a collection's mark answers that
 /// collection `sync: false` (a full answer), while it stays answerable for every collection the change left alone.
-/// Generation 0 (no breaking change yet) writes dates as before, so an unchanged database's dates never change.
+/// Generation 0 (no breaking change yet) writes dates with no generation, so an unchanged database's dates never change.
 public struct ModelGenerations: Sendable, Equatable {
     public var current: Int
     /// Collection → the generation of the last breaking change that touched it.

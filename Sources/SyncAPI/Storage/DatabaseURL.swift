@@ -25,8 +25,8 @@ public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
         let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
         guard !database.isEmpty else { throw DatabaseURLError("postgres URL needs a database name after the host: …/DATABASE") }
         guard let user = url.user, !user.isEmpty else { throw DatabaseURLError("postgres URL needs a user name: postgres://USER@…") }
-        // Without `sslmode`, TLS is required for any host but this machine (security audit L6): a password and every
-        // family's data never cross a network in clear unless the URL says `sslmode=disable`.
+        // Without `sslmode`, TLS is required for any host but this machine: a password and every family's data never
+        // cross a network in clear unless the URL says `sslmode=disable`.
         let loopback = ["localhost", "127.0.0.1", "::1", "[::1]"].contains(host.lowercased()) || host.hasPrefix("127.")
         let sslmode = url.queryItems?.first { $0.name == "sslmode" }?.value ?? (loopback ? "disable" : "require")
         guard ["disable", "require"].contains(sslmode) else {
@@ -58,10 +58,10 @@ public struct DatabaseURLError: Error, CustomStringConvertible, Sendable {
     public init(_ description: String) { self.description = description }
 }
 
-/// The PostgreSQL pool of one instance. `openAtStart` (what `serve` does) keeps every connection open from the start:
-/// a connection opened under load, with its statements parsed and planned for the first time there, was where the
-/// slowest requests went (issue 19); connections past the minimum are closed when idle, and reopened by the next
-/// burst, so a pool that may shrink pays that again after each quiet minute.
+/// The PostgreSQL pool of one instance. `openAtStart` (what `serve` does) keeps every connection open from the start: a
+/// connection opened under load parses and plans its statements for the first time there, which makes its requests the
+/// slowest; connections past the minimum are closed when idle, and reopened by the next burst, so a pool that may
+/// shrink pays that again after each quiet minute.
 public struct PoolSize: Sendable {
     public var connections: Int
     public var openAtStart: Bool
@@ -74,17 +74,17 @@ public struct PoolSize: Sendable {
         self.snapshotConnections = snapshotConnections
     }
 
-    /// The default size of the statements' pool: twice the cores plus two (as many statements running at once as
-    /// the database can run well, the rest waiting their turn in the pool rather than in the database's scheduler),
-    /// counting this host's cores for the database's. Measured on 2 cores (issue 19, docs/performance.md): page syncs
-    /// p99 32 ms with 6 connections, 74 ms with 10, 248 ms with 20, at the same throughput.
+    /// The default size of the statements' pool: twice the cores plus two (as many statements running at once as the
+    /// database can run well, the rest waiting their turn in the pool rather than in the database's scheduler),
+    /// counting this host's cores for the database's. More connections only lengthen the tail of page syncs at the same
+    /// throughput (docs/performance.md).
     public static var defaultConnections: Int { max(4, 2 * ProcessInfo.processInfo.activeProcessorCount + 2) }
 
     /// How long a pooled connection stays idle before it is pinged (PostgresNIO's default is 30 s). The pool arms a
     /// keep-alive timer each time a connection goes back to it; leased again, the timer is cancelled but its sleep
-    /// stays queued in the Swift runtime until its own deadline, about 0.7 KB each. With 30 s a lightly loaded
-    /// instance held 85 MB more at 4,000 req/s (`PoolTimerTests`, docs/scaling.md); 5 s holds a sixth of that, and
-    /// a connection a middlebox dropped while idle is found before a request needs it.
+    /// stays queued in the Swift runtime until its own deadline, with its memory, so what an instance holds grows
+    /// with this interval (`PoolTimerTests`, docs/scaling.md). 5 s holds a sixth of what 30 s does, and a connection a
+    /// middlebox dropped while idle is found before a request needs it.
     public static let keepAliveFrequency: Duration = .seconds(5)
 
     /// How many delta statements run at once on a pool of `connections` before further deltas wait and are read
@@ -195,8 +195,7 @@ public struct OpenedStore: Sendable {
                     throw DatabaseURLError("--read-database must be a postgres:// URL")
                 }
                 // Opened whole at start, like the primary's: a pooled connection above the minimum also arms an idle
-                // timer (60 s) each time it parks, held like the keep-alive's (`keepAliveFrequency`): two standbys
-                // opened when needed held 150 MB more after a minute of 4,500 reads/s.
+                // timer (60 s) each time it parks, whose sleep is held like the keep-alive's (`keepAliveFrequency`).
                 let readClient = try postgresClient(
                     read, pool: PoolSize(connections: pool.connections, openAtStart: true), logger: logger)
                 var readStore = PostgresStore(

@@ -9,7 +9,7 @@ import Synchronization
 /// acknowledged is lost). A caller that is cancelled stops waiting at once.
 ///
 /// One deadline per request is enough: work that runs under a deadline already (a store call inside a request) runs
-/// inline, without a task and a timer of its own (issue 9: a task per store call was measurable on the hot path).
+/// inline, without a task and a timer of its own (a task per store call is a measurable cost on the hot path).
 public enum Deadline {
     /// True inside work that a deadline bounds.
     @TaskLocal public static var isBounded = false
@@ -30,7 +30,7 @@ public enum Deadline {
         let alarm = Alarm()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                // A caller cancelled before it got here was answered already: its work never starts (it used to run
+                // A caller cancelled before it got here was answered already: its work never starts (else it would run
                 // to its end for nobody: a delta's statement, with no deadline's timer left to stop it).
                 guard outcome.arm(continuation) else { return }
                 let task = Task {
@@ -41,8 +41,8 @@ public enum Deadline {
                         result = .failure(error)
                     }
                     outcome.finish(result)
-                    // The timer goes with the work: left armed, every finished request held its closure (and the
-                    // event loop's timer heap grew) for the whole limit (issue 19: 1.6 GiB at 20,000 req/s).
+                    // The timer goes with the work: left armed, every finished request would hold its closure (and grow
+                    // the event loop's timer heap) for the whole limit.
                     alarm.stop()
                 }
                 running.withLock { $0 = task }
@@ -66,7 +66,7 @@ public enum Deadline {
     /// Called before a transaction that writes begins: throws 503 `unavailable` when the deadline of the work it
     /// belongs to has passed. Once a write began, the caller's answer waits for the work (up to a short grace), and
     /// past that `onAbandon` runs (PostgreSQL: the connection is closed, so an uncommitted transaction rolls back):
-    /// a write answered 503 cannot land later over a newer one (code review D4b).
+    /// a write answered 503 cannot land later over a newer one.
     @discardableResult
     public static func beginWrite(onAbandon: (@Sendable () -> Void)? = nil) throws -> Int? {
         try budget?.beginWrite(onAbandon: onAbandon)

@@ -42,9 +42,9 @@ public struct PageQuery: Sendable {
     }
 }
 
-/// Which bodies a page answer keeps, in the answer's order (security audit 651e0ee H2: a page sync or a page was built
-/// whole, and 500 threads of 100 messages could hold the family's whole 1 GiB): a body is kept while the running total
-/// of the bodies read so far stays within the budget, the first always, and none after the first that does not fit.
+/// Which bodies a page answer keeps, in the answer's order, so that an answer, which is built whole, stays bounded (500
+/// threads of 100 messages can reach a family's whole 1 GiB): a body is kept while the running total of the bodies read
+/// so far stays within the budget, the first always, and none after the first that does not fit.
 /// Statements apply it as they read, so that a refused body is never held (PostgreSQL in SQL, as a running sum over the
 /// same order); a refused row keeps everything but its body (`StoredItem.withheld`), and the engine ends its answer
 /// before it, saying that more follows (`nomore` false), which is exact: the client asks for the rest.
@@ -74,8 +74,7 @@ public struct PageSyncRows: Sendable {
     public let changed: [StoredItem]
     /// The first live items of the list, in sort order (at most limit + 1), read only when the answer is a fresh first
     /// page (`needsFirstPage`), empty otherwise: a client brought up to date by its changes needs none of them, nor
-    /// their children (issue 19: a page sync of a few changed threads read 21 more threads and 231 messages for
-    /// nothing).
+    /// their children.
     /// Bodies past the query's byte budget are withheld (`PageBytes`).
     public let top: [StoredItem]
     /// True when a live item sorts strictly below the anchor.

@@ -136,7 +136,7 @@ public struct Delta: Sendable {
     /// Changed rows (live items and tombstones) by collection, oldest change first; empty when `overflowed`.
     public let rows: [String: [StoredItem]]
     /// The changed rows held more than `Delta.byteBudget`: none were kept, and the caller answers the whole list,
-    /// streamed (a delta is built whole, so its memory must be bounded whatever the date; security audit H2).
+    /// streamed (a delta is built whole, so its memory must be bounded whatever the date).
     public let overflowed: Bool
 
     /// The most bytes of changed rows a delta holds: past it, a full list streamed from a cursor is cheaper to hold.

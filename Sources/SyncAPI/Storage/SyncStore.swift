@@ -24,8 +24,8 @@ public protocol SchemaStore: Sendable {
     /// Records the model served from now on; with `generations`, in the same transaction, the new model generations
     /// (a breaking change: dates of sync from before answer `sync: false` for the collections it touched). Only while
     /// the recorded model and generations are still `expected` (what the caller decided from; nil: none recorded):
-    /// false, and nothing written, when another instance recorded first (security audit 651e0ee L1: two instances
-    /// starting together each bumped the generation and refused the other's dates).
+    /// false, and nothing written, when another instance recorded first (otherwise two instances starting together
+    /// would each bump the generation and refuse the other's dates).
     func recordModel(_ normalized: String, generations: String?, expected: RecordedModel) async throws -> Bool
     /// Rewrites the stored bodies of a collection's items, in batches of one transaction each (a model change:
     /// removed fields dropped, added ones filled in). `transform` answers nil to leave a body as it is; versions and
@@ -79,8 +79,8 @@ public protocol ItemReads: Sendable {
     /// One item row (live or tombstone) of a family.
     func item(familyID: String, key: ItemKey) async throws -> StoredItem?
     /// What `/verify` digests (protocol §11) of every live top-level item of `collections`, each collection's sorted by
-    /// id (byte order), handed to `each` one at a time so that no list is held whole (security audit 651e0ee H2: every
-    /// body was read and parsed); returns the family's counter, from the same snapshot.
+    /// id (byte order), handed to `each` one at a time so that no list is held whole; returns the family's counter,
+    /// from the same snapshot.
     func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64
     /// Top-level rows of `collections` changed after `since` (tombstones included), or every live row when `since`
     /// is nil, read in one snapshot with the family's counter.
@@ -140,8 +140,8 @@ public protocol SnapshotReads: ItemReads {
 /// How many rows a streamed read hands over at a time.
 enum StreamPaging {
     static let pageSize = 256
-    /// A page ends once its bodies reach this many bytes, whatever their count: a page of 256 of the largest rows held
-    /// tens of megabytes per stream, twice (rows and answer chunks; security audit 651e0ee H2).
+    /// A page ends once its bodies reach this many bytes, whatever their count: a page of 256 of the largest rows would
+    /// hold tens of megabytes per stream, twice (rows and answer chunks).
     static let pageBytes = 1 << 20
 
     /// Whether a page of `count` rows and `bytes` bytes is full.
@@ -150,8 +150,8 @@ enum StreamPaging {
 
 /// A page of a full list as it is answered: the stored canonical JSON of each live row, oldest change first, as bytes.
 ///
-/// A full list copies each row's body into the answer and nothing else (issue 19): on PostgreSQL each body is a slice
-/// of the row the socket delivered, with no `String` made and no other column read.
+/// A full list copies each row's body into the answer and nothing else: on PostgreSQL each body is a slice of the row
+/// the socket delivered, with no `String` made and no other column read.
 public typealias LiveBodies = [ByteBuffer]
 
 extension SnapshotReads {

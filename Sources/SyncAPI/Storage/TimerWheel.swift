@@ -5,9 +5,9 @@ import Synchronization
 /// One timer for the time limits of every request: a limit is a slot in a wheel of `resolution`-wide slots, and a
 /// single event-loop timer walks the wheel while any limit is pending.
 ///
-/// Why not an event-loop timer per limit: scheduling one from outside the loop (a request runs on the concurrency
-/// pool) wakes the loop's thread, and cancelling it scans the loop's timer heap under its lock; the two were about
-/// 5 % of a delta request's samples on PostgreSQL (issue 19 profile). Here arming and cancelling a limit is one
+/// Why not an event-loop timer per limit: scheduling one from outside the loop (a request runs on the concurrency pool)
+/// wakes the loop's thread, and cancelling it scans the loop's timer heap under its lock; the two are a visible part of
+/// a delta request's cost on PostgreSQL. Here arming and cancelling a limit is one
 /// dictionary insert or removal under a lock, and the loop is woken only when the wheel starts turning.
 /// A limit fires up to one `resolution` late, never early.
 final class TimerWheel: Sendable {

@@ -2,8 +2,8 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// A sync answer on its way from a database cursor to a socket, a few chunks at a time (issue 9: a full list of
-/// 100,000 items was built whole in memory, then copied).
+/// A sync answer on its way from a database cursor to a socket, a few chunks at a time, so that a full list of 100,000
+/// items is never built whole in memory.
 ///
 /// The producer (a task holding the read snapshot) first sets the answer's date, then sends chunks and waits while
 /// `capacity` of them are unread, so memory stays flat however slow the client is; the consumer reads them in order.
@@ -25,9 +25,8 @@ public final class AnswerStream: Sendable {
         var producerTask: Task<Void, Never>?
         /// Run once when the stream is cancelled.
         var onCancel: [@Sendable () -> Void] = []
-        /// The time limits of the waits in progress (the date's, the consumer's, the producer's), cancelled when
-        /// their wait ends: an armed timer holds the whole stream, chunks and all, until it fires (issue 19: a group
-        /// or a full list kept its answer for the request time limit after it was sent, 20 KB per group).
+        /// The time limits of the waits in progress (the date's, the consumer's, the producer's), cancelled when their
+        /// wait ends: an armed timer holds the whole stream, chunks and all, until it fires.
         var dateTimer: Scheduled<Void>?
         var consumerTimer: Scheduled<Void>?
         var producerTimer: Scheduled<Void>?

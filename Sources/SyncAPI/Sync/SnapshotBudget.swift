@@ -2,8 +2,8 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// The budget of answers that hold a database snapshot while their client downloads them (security audit H6,
-/// code review D4): full lists streamed from their snapshot, and groups whose run of reads streams from its pinned one.
+/// The budget of answers that hold a database snapshot while their client downloads them: full lists streamed from
+/// their snapshot, and groups whose run of reads streams from its pinned one.
 ///
 /// Such an answer keeps its snapshot (on PostgreSQL a pooled connection, on SQLite a connection and the WAL) for as
 /// long as its client takes to read it, so slow phones could otherwise take every pooled connection and delay every
@@ -13,10 +13,10 @@ import Synchronization
 /// a refused answer costs nothing. The instance budget stays below the PostgreSQL pool's size, so ordinary requests
 /// always find a connection.
 ///
-/// A place is not kept at any pace (security audit 651e0ee H3: eight readers at 64 KB/s held every place for as long
-/// as they read): when an answer has to wait, the slowest holder that has held its place for `pace.grace` and read
-/// less than `pace.minimumRate` bytes a second on average is cut (its stream cancelled, its client gets a broken
-/// answer and asks again), and the waiter takes its place. A slow phone alone keeps its answer as long as it reads.
+/// A place is not kept at any pace (a few slow readers would otherwise hold every place for as long as they read): when
+/// an answer has to wait, the slowest holder that has held its place for `pace.grace` and read less than
+/// `pace.minimumRate` bytes a second on average is cut (its stream cancelled, its client gets a broken answer and asks
+/// again), and the waiter takes its place. A slow phone alone keeps its answer as long as it reads.
 public final class SnapshotBudget: Sendable {
     public let perAccount: Int
     public let perFamily: Int

@@ -97,14 +97,14 @@ extension SyncEngine {
         -> SyncAnswer
     {
         // A date at position 0 names the state before the family's first write: the whole list answers it exactly,
-        // streamed, where a delta would hold every change and tombstone ever made (security audit H5).
+        // streamed, where a delta would hold every change and tombstone ever made.
         if let since = try await position(date, session, for: [collection.name]), since > 0 {
             let delta = try await reads.delta(familyID: session.familyID, collections: [collection.name], since: since)
             if since <= delta.version, since >= delta.horizon, !delta.overflowed {
                 return try await deltaAnswer(session, collection, delta, ifNoneMatch: ifNoneMatch)
             }
         }
-        // No date, one that cannot be answered exactly (code review D6), or one whose changes are more than a delta
+        // No date, one that cannot be answered exactly, or one whose changes are more than a delta
         // holds (`Delta.byteBudget`, a date from long ago or forged): the whole list, streamed from a cursor, or,
         // inside a group, from the group's snapshot as the answer is written.
         if let snapshot { return try await pinnedFullList(session, collection, snapshot, ifNoneMatch: ifNoneMatch) }

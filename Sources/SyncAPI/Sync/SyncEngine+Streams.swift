@@ -2,10 +2,10 @@ import NIOCore
 import Synchronization
 
 extension SyncEngine {
-    /// A full list (`sync: false`) streamed from the database cursor (issue 9): the date comes first, from the same
-    /// snapshot as the rows, then the items a few chunks at a time, so an answer of 100,000 items never sits whole
-    /// in memory. The read runs in a task of its own that ends when the answer is written, or when the client stops
-    /// reading (`AnswerStream`'s stall limit), so an answer dropped by the request deadline never holds the database.
+    /// A full list (`sync: false`) streamed from the database cursor: the date comes first, from the same snapshot as
+    /// the rows, then the items a few chunks at a time, so an answer of 100,000 items never sits whole in memory. The
+    /// read runs in a task of its own that ends when the answer is written, or when the client stops reading
+    /// (`AnswerStream`'s stall limit), so an answer dropped by the request deadline never holds the database.
     func streamedFullList(_ session: Session, _ collection: CollectionSpec, ifNoneMatch: String?) async throws -> SyncAnswer {
         let identity = try await databaseIdentity()
         // Its place in the budget of snapshot holders, given back when the producer ends, however it ends.
@@ -111,7 +111,7 @@ final class FullListEncoder: Sendable {
 
 extension SyncEngine {
     /// A full list inside a group's pinned snapshot: the date now, the rows when the answer is written, from the
-    /// same snapshot, chunk by chunk (issue 16: a group of 20 full lists holds a few chunks, not 20 lists).
+    /// same snapshot, chunk by chunk (so a group of 20 full lists holds a few chunks, not 20 lists).
     func pinnedFullList(
         _ session: Session, _ collection: CollectionSpec, _ snapshot: any SnapshotReads, ifNoneMatch: String?
     ) async throws -> SyncAnswer {

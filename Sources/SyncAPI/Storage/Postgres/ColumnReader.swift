@@ -4,10 +4,10 @@ import PostgresNIO
 /// Reads a row's columns in order, each as its own concrete type, for the statements that return many rows.
 ///
 /// PostgresNIO's `decode((A, B, …).self)` decodes through a parameter pack that is not specialized in this module:
-/// every row built its tuple's type metadata in the Swift runtime again (a profile of full lists on PostgreSQL, issue
-/// 19: about 13 % of the server's samples in `swift_getTupleTypeMetadata` and the generic metadata caches). The
-/// types the statements read most (`int8`, `int4`, `bool` and `text` in binary format) are read straight from the
-/// cell's bytes; any other type or format goes through PostgresNIO's decoding, which checks it.
+/// every row builds its tuple's type metadata in the Swift runtime again (`swift_getTupleTypeMetadata` and the generic
+/// metadata caches, a large part of a full list's cost on PostgreSQL). The types the statements read most (`int8`,
+/// `int4`, `bool` and `text` in binary format) are read straight from the cell's bytes; any other type or format goes
+/// through PostgresNIO's decoding, which checks it.
 struct ColumnReader {
     /// The row has fewer columns than the statement's reader asked for (a statement and its reader disagree).
     struct MissingColumn: Error {}

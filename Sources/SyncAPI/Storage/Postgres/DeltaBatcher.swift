@@ -2,11 +2,11 @@ import Logging
 import PostgresNIO
 import Synchronization
 
-/// Reads the deltas of concurrent requests, of any families, in one statement (issue 19, item 2).
+/// Reads the deltas of concurrent requests, of any families, in one statement.
 ///
 /// A delta is one short statement, and on a loaded server its round trip costs more than the statement itself (the
-/// stack's floor, `bench/floor`: Hummingbird and PostgresNIO answering the delta's statement and nothing else,
-/// reached 0.20-0.23 of pgbench's rate for it). So deltas that wait for a connection are read together: up to
+/// stack's floor, `bench/floor`: Hummingbird and PostgresNIO answering the delta's statement and nothing else, reaches
+/// a fraction of pgbench's rate for it). So deltas that wait for a connection are read together: up to
 /// `maxRunning` statements run at once, each request that finds them all busy waits, and the next statement to
 /// start takes every waiting request (at most `maxBatch`). A lone request never waits for company: with fewer than
 /// `maxRunning` statements running, it starts its own at once. Each request's answer is what its own statement

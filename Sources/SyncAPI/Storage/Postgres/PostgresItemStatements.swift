@@ -82,7 +82,7 @@ struct PostgresItemStatements: ItemStatements {
         }
         guard let stored else { throw SyncError.unauthorized }
         if let children = row.deleteChildren {
-            // The media the children name lasts a retention from now, as a deleted post's does (security audit L4).
+            // The media the children name lasts a retention from now, as a deleted post's does.
             var hashes = Set<String>()
             for try await body in try await conn.query(
                 """

@@ -1,11 +1,11 @@
 import Logging
 import PostgresNIO
 
-/// A paginated sync and a page, one statement each on PostgreSQL (issue 19: a page sync was 7 to 9 statements, each a
-/// round trip, inside a transaction of its own). Every part the engine decides from is a common table expression of
-/// one query, tagged by `Part` in its rows, so all of them read the statement's one snapshot: the same answer as the
-/// shared orchestration (`readPageSync`, which SQLite keeps: it has no round trips to save), in one round trip. The
-/// statements are prepared, planned once per connection (`PreparedPageStatements`).
+/// A paginated sync and a page, one statement each on PostgreSQL, where the shared orchestration's 7 to 9 statements,
+/// inside a transaction of their own, would each be a round trip. Every part the engine decides from is a common table
+/// expression of one query, tagged by `Part` in its rows, so all of them read the statement's one snapshot: the same
+/// answer as the shared orchestration (`readPageSync`, which SQLite keeps: it has no round trips to save), in one round
+/// trip. The statements are prepared, planned once per connection (`PreparedPageStatements`).
 extension PostgresItemStatements {
     /// What a row of the answer is.
     enum Part: Int32 {

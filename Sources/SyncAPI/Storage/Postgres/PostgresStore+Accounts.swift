@@ -56,7 +56,7 @@ extension PostgresStore {
                 guard try await statements.family(familyID, lock: true) != nil else { throw SyncError.unauthorized }
                 // The account's row is locked first: a login's new token (its foreign key check) then waits for this
                 // transaction and fails after it, instead of committing a token that the account's delete would
-                // then trip over (23503: 500 for 9 of 25 deletes racing logins, security audit L5).
+                // then trip over (a foreign key violation, 23503, answered 500).
                 try await conn.query("SELECT 1 FROM accounts WHERE id = \(accountID) FOR UPDATE", logger: logger)
                 // Its tokens first: they reference the account.
                 try await conn.query(
@@ -88,7 +88,7 @@ extension PostgresStore {
         let key = account.username.lowercased()
         do {
             // After every account of the family whatever this instance's clock says: the owner is the family's oldest
-            // account, and a clock behind another instance's must not make a new member older (security audit L8).
+            // account, and a clock behind another instance's must not make a new member older.
             try await conn.query(
                 """
                 INSERT INTO accounts (id, family_id, username, username_key, display_name, password_hash, created_ms)
@@ -135,7 +135,7 @@ extension PostgresStore {
 
     public func session(tokenHash: String, nowMs: Int64) async throws -> (session: Session, expiresMs: Int64)? {
         try await guarded {
-            // Never the pinned snapshot of a group: a token deleted since it began must not be found (code review D1).
+            // Never the pinned snapshot of a group: a token deleted since it began must not be found.
             try await client.withConnection { conn in
                 let rows = try await conn.run(
                     PreparedStatements.Session(tokenHash: tokenHash, nowMs: nowMs), prepared: usesPreparedStatements, logger: logger)

@@ -68,11 +68,11 @@ extension PostgresStore: MediaStore {
         }
     }
 
-    /// Per family: which media a live item names now (any collection: the write path marks media named anywhere,
-    /// code review D8) is read first, without a lock; then, in one transaction that locks the family row as every
-    /// item write does, media named last before the cutoff and not named in that read go. An item write naming a file
-    /// since that read marked it (`touchMedia`, under the same lock), so the delete's cutoff skips it; a write after
-    /// the purge finds the file already gone: never a file deleted under an item that names it.
+    /// Per family: which media a live item names now (any collection: the write path marks media named anywhere) is
+    /// read first, without a lock; then, in one transaction that locks the family row as every item write does, media
+    /// named last before the cutoff and not named in that read go. An item write naming a file since that read marked
+    /// it (`touchMedia`, under the same lock), so the delete's cutoff skips it; a write after the purge finds the file
+    /// already gone: never a file deleted under an item that names it.
     public func purgeMedia(cutoffMs: Int64, nowMs: Int64) async throws -> Int {
         try await guarded(within: .seconds(3600)) {
             var families: [String] = []

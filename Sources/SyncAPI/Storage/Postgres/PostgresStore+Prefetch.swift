@@ -4,7 +4,7 @@ import PostgresNIO
 extension PostgresStore {
     /// At most this many rows are read ahead for one run. Without a bound, a group of 20 deltas of a large family
     /// since its first write (each a different date) would hold 20 deltas in memory at once, where the run one at a
-    /// time holds one; past it the run reads its deltas one at a time, as before.
+    /// time holds one; past it the run reads its deltas one at a time.
     static let prefetchRowLimit = 2_000
 
     /// The deltas of `requests` from `PreparedStatements.Deltas`: each call's rows in version order, as

@@ -2,13 +2,13 @@ import NIOCore
 import PostgresNIO
 import Synchronization
 
-/// A read-only snapshot whose `START TRANSACTION` and `COMMIT` take no round trip of their own (issue 19, item 2).
+/// A read-only snapshot whose `START TRANSACTION` and `COMMIT` take no round trip of their own.
 ///
 /// PostgresNIO sends a connection's statements one after the other, in the order they were written to it. So the
 /// `START TRANSACTION` is written without waiting for its answer and the body's first statement follows it on the
 /// wire; the `COMMIT` is written as the body returns and the connection goes back to the pool at once: whoever leases
-/// it next has its statements sent after the `COMMIT`. An app-start group was five round trips (begin, its deltas,
-/// two pages, commit) and is three; a group of deltas was three and is one.
+/// it next has its statements sent after the `COMMIT`. An app-start group takes three round trips (its deltas, two
+/// pages) instead of five (with the begin and the commit); a group of deltas takes one instead of three.
 ///
 /// Why the order holds: each write is either made on the connection's event loop, at once, or queued to it, and the
 /// loop runs what is queued in order. A later write made on the loop comes from a task resumed by the loop after the
@@ -19,7 +19,7 @@ extension PostgresStore {
     /// Runs `body` on a connection of `pool` inside one REPEATABLE READ, READ ONLY transaction. A `START TRANSACTION`
     /// that failed fails the call once the body returns, even if its statements answered (they would not have read
     /// one snapshot). A `COMMIT` that fails closes the connection, so the pool never hands out a connection left
-    /// inside the transaction; a body that throws rolls back and waits for it, as before.
+    /// inside the transaction; a body that throws rolls back and waits for it.
     func snapshot<T: Sendable>(on pool: PostgresClient, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         try await pool.withConnection { conn in
             let begin = StatementOutcome()

@@ -9,8 +9,8 @@ extension PostgresStore {
         page: @escaping @Sendable (LiveBodies) async throws -> Void
     ) async throws {
         // One statement: the counter rides on every row (a join to the family's row), so it comes from the same
-        // snapshot as the rows, with no transaction around them (issue 19: it was BEGIN, SET TRANSACTION, the counter,
-        // the rows and COMMIT, five round trips). PostgresNIO reads rows from the socket as they are consumed. Only
+        // snapshot as the rows, with no transaction around them (which would be BEGIN, SET TRANSACTION, the counter,
+        // the rows and COMMIT: five round trips). PostgresNIO reads rows from the socket as they are consumed. Only
         // the body is read: a live row always has one, so a NULL body is the join's row of a family with no items.
         do {
             try await answersClient.withConnection { conn in

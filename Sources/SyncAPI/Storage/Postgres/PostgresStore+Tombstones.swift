@@ -28,8 +28,8 @@ extension PostgresStore {
             while true {
                 let purged = try await inTransaction(on: conn) { conn -> Int? in
                     // One instance purges at a time, each batch under a transaction-scoped lock: a session-scoped one
-                    // could be taken and released on different server sessions behind a pooler and leak (security
-                    // audit L3). Another instance holding it is purging: its purge covers this one.
+                    // could be taken and released on different server sessions behind a pooler and leak. Another
+                    // instance holding it is purging: its purge covers this one.
                     var mine = false
                     for try await ok in try await conn.query("SELECT pg_try_advisory_xact_lock(\(Self.purgeLockKey))", logger: logger)
                         .decode(Bool.self)

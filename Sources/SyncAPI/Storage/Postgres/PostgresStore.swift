@@ -12,8 +12,8 @@ public struct PostgresStore: SyncStore {
     public let client: PostgresClient
     /// The pool of snapshot answers (full lists and groups that stream while their client downloads), when they have
     /// their own (`serve`): an answer held open by a slow phone then never takes a connection of `client`, which can
-    /// stay as small as the database's cores want (issue 19: 20 busy connections on a 2-core database made the
-    /// slowest 1 % of page syncs 15 times the median; 6 made them 1.8 times). Nil: they share `client`.
+    /// stay as small as the database's cores want (more busy connections than cores only queue in the database's
+    /// scheduler, where the slowest requests wait longest). Nil: they share `client`.
     public var snapshotClient: PostgresClient?
     /// Where snapshot answers take their connection.
     var answersClient: PostgresClient { snapshotClient ?? client }

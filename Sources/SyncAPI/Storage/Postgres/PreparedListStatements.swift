@@ -3,9 +3,9 @@ import PostgresNIO
 extension PreparedStatements {
     /// Every live row's body of a full list, oldest change first, with the family's counter on every row (a family
     /// with no item gives one row of NULL body): one statement, so the counter and the rows read one snapshot. Each
-    /// value through a sub-select, so the plan is made once per connection (planning it on every run cost
-    /// PostgreSQL 0.55 ms for a list of 1,000 contacts, issue 19); its one plan reads the family's list by an index
-    /// (`items_delta` or `items_order`, as the statistics make it cheaper) and sorts it, as the old statement did.
+    /// value through a sub-select, so the plan is made once per connection (planning it on every run would be a large
+    /// part of PostgreSQL's time for it); its one plan reads the family's list by an index (`items_delta` or
+    /// `items_order`, as the statistics make it cheaper) and sorts it, as an unnamed statement's plans do.
     struct LiveRows: PostgresPreparedStatement {
         static let name = "syncapi_live_rows"
         static let sql = """

@@ -2,16 +2,15 @@ import Logging
 import PostgresNIO
 
 /// The hot statements, prepared once per connection (parsed and planned once, then only bound and run): a delta, an
-/// item read, a family lock and a token lookup run on nearly every request (issue 9; design notes prepared
-/// statements at about 15% faster than unnamed ones).
+/// item read, a family lock and a token lookup run on nearly every request.
 ///
 /// Prepared is not enough to be planned once: PostgreSQL plans a prepared statement again for every run while that
 /// "custom" plan, made for the run's values, looks cheaper than the value-blind "generic" one, and a delta's
 /// `version > $3` always looks cheaper with its value known. The deltas therefore read each value through a
 /// sub-select (`(SELECT $1::text)`): no plan sees a value, so both estimate alike and PostgreSQL keeps the generic
 /// plan from the sixth run on. Their shapes leave that plan one choice, the index `items_delta` on all four of its
-/// columns (`PostgresPlanTests`; migration 007 put the parent in it, so no other index looks cheaper to a plan that
-/// cannot see how common the parent is). Planning each delta was three quarters of PostgreSQL's CPU per delta (issue 19).
+/// columns (`PostgresPlanTests`; migration 007 puts the parent in it, so no other index looks cheaper to a plan that
+/// cannot see how common the parent is). Planning a delta costs PostgreSQL more than running it.
 enum PreparedStatements {
     /// A delta of one collection (a list's sync): the family's counter and horizon, and the rows changed after a
     /// position, in version order. Each value through a sub-select, so the generic plan is kept (see above).
@@ -47,7 +46,7 @@ enum PreparedStatements {
     /// the collections as an array (with the parent in `items_delta`, its generic plan takes `= ANY` into the index
     /// condition).
     struct Delta: PostgresPreparedStatement {
-        /// A fixed name: the default, `String(reflecting:)` of the type, was computed on every run (issue 19 profile).
+        /// A fixed name: the default, `String(reflecting:)` of the type, is computed on every run.
         static let name = "syncapi_delta"
         static let sql = """
             SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
@@ -87,8 +86,8 @@ enum PreparedStatements {
     /// call and collection, each call's rows tagged by it, every family's counter and horizon on its calls' rows, a
     /// row of NULL items for a collection with no change, and no row at all for a family that does not exist. Each
     /// call reads its family by its key and its rows through `items_delta`, each in a lateral subquery kept one by
-    /// `OFFSET 0`: joined as a whole, the generic plan hashed the whole `families` table for eight calls (0.23 ms of
-    /// 0.79 on 1,000 families, and growing with them).
+    /// `OFFSET 0`: joined as a whole, the generic plan hashes the whole `families` table, a cost that grows with the
+    /// families.
     struct BatchedDeltas: PostgresPreparedStatement {
         static let name = "syncapi_batched_deltas"
         static let sql = """
@@ -127,8 +126,8 @@ enum PreparedStatements {
     /// Several deltas of one family in one statement (a group's run of reads, `PostgresStore.prefetchingDeltas`):
     /// each changed row tagged by the call it answers, the family's counter and horizon on every row, and a row of
     /// NULL items for a collection with no change; at most `limit` rows. Each call reads the index `items_delta` in
-    /// its own lateral subquery (its `LIMIT` keeps it one): joined as a whole, a large family's items were planned as
-    /// a scan of the whole table.
+    /// its own lateral subquery (its `LIMIT` keeps it one): joined as a whole, a large family's items are planned as a
+    /// scan of the whole table.
     struct Deltas: PostgresPreparedStatement {
         static let name = "syncapi_deltas"
         static let sql = """

@@ -3,8 +3,8 @@ import Foundation
 /// Splits a migration file into the statements PostgreSQL's extended protocol takes one at a time.
 ///
 /// It splits at `;` only outside quotes, quoted names, dollar-quoted bodies (`$$ … $$`, `$tag$ … $tag$`, as in a
-/// function) and comments, so a semicolon inside a string or a function body never cuts a statement (security audit
-/// L6). Comments are dropped.
+/// function) and comments, so a semicolon inside a string or a function body never cuts a statement. Comments are
+/// dropped.
 enum SQLScript {
     static func statements(of sql: String) -> [String] {
         let chars = Array(sql.unicodeScalars)

@@ -23,11 +23,11 @@ public struct StandbyHealthChecker: Service {
     /// replayed the schema yet, is not streaming from its primary, or cannot say.
     ///
     /// A standby whose WAL receiver stopped (a partition, a dead primary, `primary_conninfo` naming the old primary
-    /// after a failover) keeps the last position it received, replays up to it, and would read as 0 lag for good
-    /// with a frozen state (security audit M2): it must have a receiver that streams and heard from its primary
-    /// within 90 s (the primary sends a keep-alive at least every `wal_sender_timeout / 2`, 30 s by default). A
-    /// role that may not read `pg_stat_wal_receiver`'s details (it needs `pg_read_all_stats`, or `pg_monitor`)
-    /// sees its status as null: then only a missing receiver is caught (docs/operations.md).
+    /// after a failover) keeps the last position it received, replays up to it, and would read as 0 lag for good with a
+    /// frozen state: it must have a receiver that streams and heard from its primary within 90 s (the primary sends a
+    /// keep-alive at least every `wal_sender_timeout / 2`, 30 s by default). A role that may not read
+    /// `pg_stat_wal_receiver`'s details (it needs `pg_read_all_stats`, or `pg_monitor`) sees its status as null: then
+    /// only a missing receiver is caught (docs/operations.md).
     static let lagQuery: PostgresQuery = """
         SELECT CASE
             WHEN NOT pg_is_in_recovery() OR to_regclass('families') IS NULL THEN NULL

@@ -10,7 +10,7 @@ enum StandbyTimeout {
     /// cancelled and its late result dropped).
     ///
     /// The timer is the shared `TimerWheel`'s, cancelled when the work ends. A cancelled `Task.sleep` stays queued in the
-    /// runtime until its own deadline: one per read held about 0.7 KB for the whole limit (`PoolTimerTests`).
+    /// runtime until its own deadline: one per read would hold its memory for the whole limit (`PoolTimerTests`).
     static func run<T: Sendable>(within limit: Duration, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
         let race = Race<T>()
         let alarm = Deadline.Alarm()

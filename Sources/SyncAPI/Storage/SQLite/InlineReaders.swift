@@ -1,14 +1,14 @@
 import GRDB
 import Synchronization
 
-/// Read-only connections on which a read runs on the calling thread when one is free, else nil (the caller then
-/// reads through the pool as before).
+/// Read-only connections on which a read runs on the calling thread when one is free, else nil (the caller then reads
+/// through the pool).
 ///
-/// Why: a read through `DatabasePool` hops from the request's task to the reader's queue and back, two thread
-/// wake-ups per delta (the kernel was 36 % of a SQLite delta's samples, its task switches 14 %; issue 19). A read
-/// here never waits for a connection: taking one is a try, so no thread of the concurrency pool ever blocks waiting
-/// for a reader (a synchronous read that waited for one hung the server once: `ReaderPoolTests`). Each read is its
-/// own transaction, a WAL snapshot as in the pool.
+/// Why: a read through `DatabasePool` hops from the request's task to the reader's queue and back, two thread wake-ups
+/// per delta, whose kernel time and task switches are a large part of a SQLite delta's cost. A read here never waits
+/// for a connection: taking one is a try, so no thread of the concurrency pool ever blocks waiting for a reader (a
+/// synchronous read that waits for one can hang the server: `ReaderPoolTests`). Each read is its own transaction, a WAL
+/// snapshot as in the pool.
 ///
 /// What runs here holds a thread of the concurrency pool until it returns, so it must never wait for another task:
 /// the store's read bodies are synchronous SQLite statements (`ConnectionThreadExecutor` runs the shared

@@ -16,7 +16,7 @@ struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
     }
 
     /// The items a statement of `columns` gives, decoded from its cursor as they are stepped: `Row.fetchAll` copies
-    /// every row before it is decoded (the copy and its decoding were a visible part of a SQLite delta; issue 19).
+    /// every row before it is decoded (the copy and its decoding are a visible part of a SQLite delta's cost).
     static func storedItems(_ statement: Statement, arguments: StatementArguments) throws -> [StoredItem] {
         var items: [StoredItem] = []
         let cursor = try Row.fetchCursor(statement, arguments: arguments)
@@ -81,7 +81,7 @@ struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
                 row.sortMoved,
             ])
         if let children = row.deleteChildren {
-            // The media the children name lasts a retention from now, as a deleted post's does (security audit L4).
+            // The media the children name lasts a retention from now, as a deleted post's does.
             var hashes = Set<String>()
             let bodies = try String.fetchCursor(
                 db.cachedStatement(

@@ -98,7 +98,7 @@ extension SQLiteStore {
     }
 
     public func session(tokenHash: String, nowMs: Int64) async throws -> (session: Session, expiresMs: Int64)? {
-        // Never the pinned snapshot of a group: a token deleted since it began must not be found (code review D1).
+        // Never the pinned snapshot of a group: a token deleted since it began must not be found.
         try await fresh { db in
             try Row.fetchOne(
                 cached: db, sql: "SELECT account_id, family_id, expires_ms FROM tokens WHERE hash = ? AND expires_ms > ?",

@@ -41,7 +41,7 @@ extension SQLiteStore: ItemExecutor {
     }
 
     /// Straight on the reader's thread, in its WAL snapshot: the hottest read needs no task of
-    /// `ConnectionThreadExecutor` (issue 19: a task and a condition variable per delta).
+    /// `ConnectionThreadExecutor` (a task and a condition variable per delta).
     public func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
         try await read { db in
             guard let delta = try SQLiteItemStatements(db: db).delta(familyID: familyID, collections: collections, since: since) else {

@@ -57,11 +57,11 @@ extension SQLiteStore: MediaStore {
         }
     }
 
-    /// Never holds the single writer for long (security audit M5): which media are named is read from a snapshot,
-    /// one family at a time, and the rows go in short write transactions of at most `mediaPurgeBatch`. A medium an item
-    /// wrote since that read was marked by the write (`touchMedia`), so the delete's `referenced_ms < cutoff` skips it.
-    /// A deleted medium's file is renamed aside inside the transaction (a new upload of the same bytes then writes a
-    /// new file) and unlinked after the commit, or put back if the commit fails (code review D8).
+    /// Never holds the single writer for long: which media are named is read from a snapshot, one family at a time, and
+    /// the rows go in short write transactions of at most `mediaPurgeBatch`. A medium an item wrote since that read was
+    /// marked by the write (`touchMedia`), so the delete's `referenced_ms < cutoff` skips it. A deleted medium's file
+    /// is renamed aside inside the transaction (a new upload of the same bytes then writes a new file) and unlinked
+    /// after the commit, or put back if the commit fails.
     public func purgeMedia(cutoffMs: Int64, nowMs: Int64) async throws -> Int {
         let candidates = try await read { db in
             try Row.fetchAll(

@@ -4,10 +4,10 @@ import Synchronization
 /// Read-only connections that hold one WAL snapshot across several reads (a group's run of reads, a streamed full
 /// list), kept open from one snapshot to the next.
 ///
-/// Why: such a snapshot was a `DatabaseSnapshot`, which opens a new SQLite connection every time (the file opened,
-/// its schema parsed, every statement prepared anew) and closes it after. A connection here fixes its snapshot the
-/// way `DatabaseSnapshot` does (a deferred transaction and a read of the schema), ends the transaction when it is
-/// given back, and waits, open, with its prepared statements, for the next snapshot (issue 19).
+/// Why: a `DatabaseSnapshot` opens a new SQLite connection every time (the file opened, its schema parsed, every
+/// statement prepared anew) and closes it after. A connection here fixes its snapshot the way `DatabaseSnapshot` does
+/// (a deferred transaction and a read of the schema), ends the transaction when it is given back, and waits, open, with
+/// its prepared statements, for the next snapshot.
 ///
 /// A connection is given back only out of its transaction: one whose transaction could not be ended is closed, so
 /// that no kept connection holds an old snapshot (which would keep the WAL from being checkpointed past it).
