@@ -43,7 +43,7 @@ struct ChangesHTTPTests {
             let date = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
             // Nothing moved since the date: no notice until a write lands during the stream.
             async let stream = api.call(.get, "/api/v1/changes?date=\(date)")
-            try await Task.sleep(for: .milliseconds(400))
+            try await HardeningHTTPTests.waitForStreams(client, count: 1)
             _ = try await api.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"New"}"#)
             let answer = try await stream
             #expect(answer.status == .ok)

@@ -68,7 +68,7 @@ struct InstancesProcessTests {
                 let curl = try ServerProcess.spawn(
                     ["curl", "-s", "-N", "-m", "4", "-o", streamed] + auth + ["\(bases[index])/api/v1/changes?date=\(current)"],
                     output: "\(folder)/curl.log")
-                try await Task.sleep(for: .milliseconds(700))
+                try await Curl.awaitGauge(bases[index], "syncapi_live_streams", atLeast: 1)
                 let other = bases[(index + 1) % 3]
                 #expect(try await Curl.call(auth + ["-X", "PUT", "\(other)/api/v1/contacts/n\(index)", "-d", #"{"firstName":"N"}"#]).status == 200)
                 _ = await ServerProcess(pid: curl, port: 0, log: "").waitForExit(within: .seconds(10))

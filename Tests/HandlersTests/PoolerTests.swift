@@ -36,7 +36,7 @@ struct PoolerTests {
             let start = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
             // A live stream waits for the first write: its notice comes through the direct LISTEN connection.
             async let stream = api.call(.get, "/api/v1/changes?date=\(start)")
-            try await Task.sleep(for: .milliseconds(500))
+            try await HardeningHTTPTests.waitForStreams(client, count: 1)
             // 6 writers of 20 items each and 2 readers syncing deltas, all at once: every request looks its token
             // up, every write locks its family and every delta runs, the statements that are prepared elsewhere.
             let statuses = try await withThrowingTaskGroup(of: [HTTPResponse.Status].self) { group in

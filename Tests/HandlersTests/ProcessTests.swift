@@ -92,7 +92,7 @@ struct ProcessTests {
                 try ServerProcess.spawn(
                     ["curl", "-s", "-N", "-H", "Authorization: Bearer \(token)", "\(base)/api/v1/changes"], output: "\(folder)/stream\(n).log"))
         }
-        try await Task.sleep(for: .seconds(1))
+        try await Curl.awaitGauge(base, "syncapi_live_streams", atLeast: 3)
         // Alone it exits in well under a second; under the full suite's load up to 5.5 s was seen.
         let (exited, took) = await server.terminate(within: .seconds(8))
         #expect(exited, "still running 8 s after SIGTERM")
@@ -123,7 +123,7 @@ struct ProcessTests {
                 "Content-Type: application/json", "--data-binary", "@\(body)", "\(base)/api/v1/contacts/slow",
             ], output: "\(folder)/upload.log")
         defer { kill(upload, SIGKILL) }
-        try await Task.sleep(for: .seconds(1))
+        try await Curl.awaitGauge(base, "syncapi_request_body_bytes", atLeast: 1)
         // Alone: 3.7 s (2 s of grace, then the cancellation).
         let (exited, took) = await server.terminate(within: .seconds(10))
         #expect(exited, "still running 10 s after SIGTERM with --shutdown-grace 2")

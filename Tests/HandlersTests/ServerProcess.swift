@@ -86,6 +86,20 @@ enum Curl {
     }
 
     /// Runs curl; the status and HTTP version come from `-w`, the body from a file.
+    /// Waits (ceiling 60 s) until the gauge `name` of the server's `/metrics` reads at least `value`: the event a test
+    /// needs (streams open, a body being read) instead of a guess at how long it takes.
+    static func awaitGauge(_ base: String, _ name: String, atLeast value: Double) async throws {
+        let end = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < end {
+            let metrics = try await call(["\(base)/metrics"]).body
+            for line in metrics.split(separator: "\n") where line.hasPrefix("\(name) ") {
+                if let read = Double(line.dropFirst(name.count + 1)), read >= value { return }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw TestFailure("\(name) never reached \(value) at \(base)")
+    }
+
     static func call(_ arguments: [String]) async throws -> Answer {
         let bodyPath = TestScratch.path("curl-")
         defer { try? FileManager.default.removeItem(atPath: bodyPath) }
