@@ -79,10 +79,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Code generation from a data model: its OpenAPI document and its Swift types (the SDK's). The server serves
+        // the OpenAPI document; nothing in the core depends on generation.
+        .target(
+            name: "SyncModelTools",
+            dependencies: ["SyncAPI"],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "Handlers",
             dependencies: [
                 "SyncAPI",
+                "SyncModelTools",
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 .product(name: "HummingbirdTLS", package: "hummingbird", condition: server),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird", condition: server),
@@ -103,6 +111,7 @@ let package = Package(
             dependencies: [
                 "Handlers",
                 "SyncAPI",
+                "SyncModelTools",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 "SyncClientCommands",
@@ -121,7 +130,7 @@ let package = Package(
         .testTarget(
             name: "SyncAPITests",
             dependencies: [
-                "SyncAPI", "TestSupport", .product(name: "Logging", package: "swift-log", condition: server),
+                "SyncAPI", "SyncModelTools", "TestSupport", .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: server), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio", condition: server),
                 .product(name: "NIOPosix", package: "swift-nio", condition: server),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SyncAPI
+import SyncModelTools
 
 /// `syncapi model`: the data model file's tools (protocol §12), with no database.
 struct ModelCommand: ParsableCommand {

@@ -4,6 +4,7 @@ import Handlers
 import Hummingbird
 import HummingbirdTesting
 import SyncAPI
+import SyncModelTools
 import TestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import SyncAPI
+import SyncModelTools
 import TestSupport
 import Testing
 

@@ -1,3 +1,4 @@
+import SyncAPI
 import Foundation
 
 /// Swift types of a model (protocol §12, `syncapi model swift`): one `Codable`, `Identifiable`, `Hashable`,

@@ -1,3 +1,4 @@
+import SyncAPI
 import Foundation
 
 /// The OpenAPI document of a model (protocol §12), generated, never copied: the operations every model shares
