@@ -1,4 +1,5 @@
 import SyncAPI
+
 /// The paths a model's collections make, in the model file's order: each collection's item path, then its sync
 /// endpoint and pages; the endpoints that answer singletons together (protocol §5, §12) after them. Every answer
 /// refers to the shared parameters, headers and responses of the base document (`models/openapi-base.yaml`).
