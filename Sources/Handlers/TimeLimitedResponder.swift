@@ -128,6 +128,8 @@ public final class BodyBudget: Sendable {
     /// Takes `bytes` for a body from `address` (nil: counted for the instance only); nothing is taken when it
     /// throws. A single body always fits an empty budget, and an address holding nothing.
     func reserve(_ bytes: Int, address: String? = nil) throws(Refusal) {
+        // An empty body takes nothing, and leaves no entry behind for its address.
+        guard bytes > 0 else { return }
         let key = address.map { ClientAddress.key(ClientAddress.canonical($0)) }.flatMap { exempt.contains($0) ? nil : $0 }
         try state.withLock { (state: inout State) throws(Refusal) in
             guard state.used == 0 || state.used + bytes <= limit else { throw .instance }
@@ -155,4 +157,7 @@ public final class BodyBudget: Sendable {
 
     /// Bytes taken now (for tests and `/metrics`).
     var inUse: Int { state.withLock { $0.used } }
+
+    /// Addresses holding a share now (tests).
+    var addressesHolding: Int { state.withLock { $0.byAddress.count } }
 }
