@@ -40,6 +40,8 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
     if let client = opened.snapshotClient { app.addServices(client) }
     if let listener = opened.listener { app.addServices(listener) }
     for client in opened.readClients { app.addServices(client) }
+    // After the clients: shut down before them (a service group stops in reverse order), after the server.
+    for service in opened.storeServices { app.addServices(service) }
     if let checker = opened.standbyChecker { app.addServices(checker) }
     app.addServices(
         TombstonePurger(

@@ -19,6 +19,7 @@ struct UnavailableTests {
         let store = PostgresStore(client: client, logger: Logger(label: "test"), deadline: .seconds(1))
         var app = Application(router: buildRouter(store: store, configuration: AppConfiguration()))
         app.addServices(client)
+        for service in store.services { app.addServices(service) }
         try await HangWatch.watched(app, "app", mode: .router) { client in
             for path in ["/ready", "/api/v1/ctcsync"] {
                 let response = try await client.execute(uri: path, method: .get, headers: [.authorization: "Bearer abc"])

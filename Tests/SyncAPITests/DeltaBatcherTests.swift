@@ -14,7 +14,7 @@ import Testing
 struct DeltaBatcherTests {
     @Test("60 waiting deltas of 5 families and a missing one: one statement after the first, each answer as alone")
     func batchedAnswersAsAlone() async throws {
-        try await Self.withOneConnection { store in
+        try await Self.withOneConnection { store, batcher in
             let families = try await Self.seededFamilies(store, count: 5)
             let version = try await store.readDelta(familyID: families[0], collections: [], since: nil).version
             var random = SplitMix(seed: 41)
@@ -24,7 +24,6 @@ struct DeltaBatcherTests {
                     collections: n == 11 ? [] : PostgresDeltaPrefetchTests.someOf(Self.collections, &random),
                     since: random.next(4) == 0 ? nil : Int64(random.next(Int(version) + 2)))
             }
-            let batcher = DeltaBatcher(client: store.client, logger: store.logger, deadline: .seconds(10), maxRunning: 1)
             let answers = try await Self.whileTheConnectionIsHeld(store, until: { batcher.counts.waiting == calls.count - 1 }) {
                 try await withThrowingTaskGroup(of: (Int, Delta?).self) { group in
                     for (n, call) in calls.enumerated() {
@@ -55,9 +54,8 @@ struct DeltaBatcherTests {
 
     @Test("a delta cancelled while it waits leaves at once; the statement before it and the one after answer")
     func cancelledWhileWaiting() async throws {
-        try await Self.withOneConnection { store in
+        try await Self.withOneConnection { store, batcher in
             let family = try await Self.seededFamilies(store, count: 1)[0]
-            let batcher = DeltaBatcher(client: store.client, logger: store.logger, deadline: .seconds(10), maxRunning: 1)
             let call = DeltaRequest(familyID: family, collections: ["contacts"], since: nil)
             let alone = try await store.readDelta(familyID: family, collections: ["contacts"], since: nil)
             // The connection comes back once the cancellation has been checked (a poll of `waiting == 2` could miss
@@ -88,8 +86,8 @@ struct DeltaBatcherTests {
 
     static let collections = ["contacts", "events", "places"]
 
-    /// A migrated PostgreSQL store whose pool has one connection.
-    static func withOneConnection(_ body: @Sendable (PostgresStore) async throws -> Void) async throws {
+    /// A migrated PostgreSQL store whose pool has one connection, and a batcher of one statement at a time on it, running.
+    static func withOneConnection(_ body: @Sendable (PostgresStore, DeltaBatcher) async throws -> Void) async throws {
         let url = try await Backend.postgres.freshDatabaseURL()
         let opened = try OpenedStore.open(
             url, deadline: testDeadline, pool: PoolSize(connections: 1, openAtStart: true), logger: Logger(label: "test"))
@@ -97,7 +95,10 @@ struct DeltaBatcherTests {
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }
             try await opened.store.migrate()
-            try await body(try #require(opened.store as? PostgresStore))
+            let store = try #require(opened.store as? PostgresStore)
+            let batcher = DeltaBatcher(client: store.client, logger: store.logger, deadline: .seconds(10), maxRunning: 1)
+            group.addTask { try await batcher.run() }
+            try await body(store, batcher)
         }
     }
 

@@ -44,7 +44,7 @@ struct PostgresSnapshotTests {
 
     @Test("on a pool of one connection, the next lease after a snapshot is out of its transaction and its writes commit")
     func nextLeaseOutside() async throws {
-        try await DeltaBatcherTests.withOneConnection { store in
+        try await DeltaBatcherTests.withOneConnection { store, _ in
             let family = try await ConcurrencyTests.newFamily(store).familyID
             let key = ItemKey(collection: "contacts", id: "c")
             for n in 1...30 {
@@ -65,7 +65,7 @@ struct PostgresSnapshotTests {
 
     @Test("a body that throws rolls back; the connection serves the next snapshot")
     func throwingBody() async throws {
-        try await DeltaBatcherTests.withOneConnection { store in
+        try await DeltaBatcherTests.withOneConnection { store, _ in
             struct Planned: Error {}
             for _ in 0..<5 {
                 await #expect(throws: Planned.self) {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import ServiceLifecycle
 
 /// Where the data lives, from `--database` / `SYNCAPI_DATABASE`: `sqlite:PATH` or `postgres://user:pass@host:port/db`.
 public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
@@ -115,6 +116,8 @@ public struct OpenedStore: Sendable {
 
     /// The client of the snapshot answers' own pool, if they have one (`PoolSize.snapshotConnections`).
     public var snapshotClient: PostgresClient? = nil
+    /// The stores' own work, to run as services beside the clients (the primary's and each standby's delta batcher).
+    public var storeServices: [any Service] = []
 
     init(store: some SyncStore & MediaStore, postgresClient: PostgresClient?, hub: ChangeHub, listener: PostgresChangeListener?) {
         self.store = store
@@ -132,6 +135,7 @@ public struct OpenedStore: Sendable {
             if let listenClient { group.addTask { await listenClient.run() } }
             if let snapshotClient { group.addTask { await snapshotClient.run() } }
             for client in readClients { group.addTask { await client.run() } }
+            for service in storeServices { group.addTask { try? await service.run() } }
         }
     }
 
@@ -184,6 +188,7 @@ public struct OpenedStore: Sendable {
                     client: listenClient ?? client, pings: client, expectedDatabaseID: expectedDatabaseID, hub: hub, logger: logger)
             guard !reads.isEmpty else {
                 var opened = OpenedStore(store: store, postgresClient: client, hub: hub, listener: listener)
+                opened.storeServices = store.services
                 opened.listenClient = listenClient
                 opened.snapshotClient = store.snapshotClient
                 return opened
@@ -211,6 +216,7 @@ public struct OpenedStore: Sendable {
             opened.listenClient = listenClient
             opened.snapshotClient = store.snapshotClient
             opened.readClients = readClients
+            opened.storeServices = store.services + standbys.flatMap(\.store.services)
             opened.standbyChecker = StandbyHealthChecker(standbys: standbys, maxLag: readMaxLag, logger: logger)
             return opened
         }

@@ -1,34 +1,39 @@
 import Logging
 import PostgresNIO
+import ServiceLifecycle
 import Synchronization
 
 /// Reads the deltas of concurrent requests, of any families, in one statement.
 ///
 /// A delta is one short statement, and on a loaded server its round trip costs more than the statement itself (the
 /// stack's floor, `bench/floor`: Hummingbird and PostgresNIO answering the delta's statement and nothing else, reaches
-/// a fraction of pgbench's rate for it). So deltas that wait for a connection are read together: up to
-/// `maxRunning` statements run at once, each request that finds them all busy waits, and the next statement to
-/// start takes every waiting request (at most `maxBatch`). A lone request never waits for company: with fewer than
-/// `maxRunning` statements running, it starts its own at once. Each request's answer is what its own statement
-/// would have read (`PreparedStatements.BatchedDeltas` reads every call's family counter and rows in the one
-/// statement's snapshot); a family that does not exist answers nil, as alone.
+/// a fraction of pgbench's rate for it). So deltas that wait for a connection are read together: `maxRunning` workers
+/// each run one statement at a time, a request that finds them all busy waits, and the next worker free takes every
+/// waiting request (at most `maxBatch`). A lone request never waits for company: an idle worker starts its statement
+/// at once. Each request's answer is what its own statement would have read (`PreparedStatements.BatchedDeltas` reads
+/// every call's family counter and rows in the one statement's snapshot); a family that does not exist answers nil,
+/// as alone.
 ///
-/// A request that is cancelled (its deadline, its client gone) stops waiting at once; the statement it was part of
-/// runs on for the others. A statement runs in a task of its own, under the store's deadline.
-final class DeltaBatcher: Sendable {
+/// The workers are the child tasks of `run()`, a service of the application (or of `OpenedStore.runClient`): nothing
+/// outlives it. A request that is cancelled (its deadline, its client gone) stops waiting at once; the statement it
+/// was part of runs on for the others. Once the service stops, waiting and later requests answer 503.
+final class DeltaBatcher: Service, Sendable {
     private struct Waiter {
         let call: DeltaRequest
+        let prepared: Bool
         let continuation: CheckedContinuation<Delta?, any Error>
     }
 
     private struct State {
-        var running = 0
         var statements = 0
         var nextID = 0
         /// Requests not yet in a statement, in arrival order.
         var queue: [Int] = []
         /// Every request not yet answered, queued or in a running statement: whoever removes one resumes it.
         var waiters: [Int: Waiter] = [:]
+        /// Workers waiting for requests.
+        var idle: [CheckedContinuation<[Int]?, Never>] = []
+        var stopped = false
     }
 
     private let state = Mutex(State())
@@ -46,6 +51,21 @@ final class DeltaBatcher: Sendable {
         self.maxBatch = max(1, maxBatch)
     }
 
+    /// Runs the workers until cancelled or shut down gracefully (after the server that sends the requests).
+    func run() async throws {
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await withTaskGroup(of: Void.self) { group in
+                    for _ in 0..<maxRunning { group.addTask { await self.work() } }
+                }
+            } onGracefulShutdown: {
+                self.stop()
+            }
+        } onCancel: {
+            self.stop()
+        }
+    }
+
     /// The delta of `call`, read in a statement with whatever other calls are waiting; nil when its family does not
     /// exist.
     func delta(_ call: DeltaRequest, prepared: Bool) async throws -> Delta? {
@@ -55,12 +75,15 @@ final class DeltaBatcher: Sendable {
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Delta?, any Error>) in
-                let batch: [Int]? = state.withLock { state in
-                    state.waiters[id] = Waiter(call: call, continuation: continuation)
+                let (stopped, worker, batch) = state.withLock { state -> (Bool, CheckedContinuation<[Int]?, Never>?, [Int]?) in
+                    if state.stopped { return (true, nil, nil) }
+                    state.waiters[id] = Waiter(call: call, prepared: prepared, continuation: continuation)
                     state.queue.append(id)
-                    return Self.take(&state, maxRunning: maxRunning, maxBatch: maxBatch)
+                    guard !state.idle.isEmpty else { return (false, nil, nil) }
+                    return (false, state.idle.removeFirst(), Self.take(&state, maxBatch: maxBatch))
                 }
-                if let batch { start(batch, prepared: prepared) }
+                if stopped { continuation.resume(throwing: SyncError.unavailable) }
+                worker?.resume(returning: batch)
             }
         } onCancel: {
             let waiter = state.withLock { state in
@@ -71,12 +94,11 @@ final class DeltaBatcher: Sendable {
         }
     }
 
-    /// The next statement's requests, when one may start: fewer than `maxRunning` running and some waiting.
-    private static func take(_ state: inout State, maxRunning: Int, maxBatch: Int) -> [Int]? {
-        guard state.running < maxRunning, !state.queue.isEmpty else { return nil }
+    /// The next statement's requests, when some wait.
+    private static func take(_ state: inout State, maxBatch: Int) -> [Int]? {
+        guard !state.queue.isEmpty else { return nil }
         let batch = Array(state.queue.prefix(maxBatch))
         state.queue.removeFirst(batch.count)
-        state.running += 1
         state.statements += 1
         return batch
     }
@@ -84,26 +106,43 @@ final class DeltaBatcher: Sendable {
     /// Statements started so far, and requests waiting for one (tests).
     var counts: (statements: Int, waiting: Int) { state.withLock { ($0.statements, $0.queue.count) } }
 
-    /// Runs statements until nobody waits: the first for `batch`, then one for whoever queued meanwhile.
-    private func start(_ batch: [Int], prepared: Bool) {
-        // Detached: the statement answers several requests, so it takes none of their task-locals (deadline, budget).
-        Task.detached { [self] in
-            var batch = batch
-            while true {
-                await run(batch, prepared: prepared)
-                let next: [Int]? = state.withLock { state in
-                    state.running -= 1
-                    return Self.take(&state, maxRunning: maxRunning, maxBatch: maxBatch)
-                }
-                guard let next else { return }
-                batch = next
+    /// One worker: a statement for whoever waits, then the next, until the service stops.
+    private func work() async {
+        while let batch = await nextBatch() { await run(batch) }
+    }
+
+    /// The requests waiting now, else the next to come; nil once the service stops.
+    private func nextBatch() async -> [Int]? {
+        await withCheckedContinuation { (worker: CheckedContinuation<[Int]?, Never>) in
+            let ready: [Int]?? = state.withLock { state in
+                if state.stopped { return .some(nil) }
+                if let batch = Self.take(&state, maxBatch: maxBatch) { return .some(batch) }
+                state.idle.append(worker)
+                return nil
             }
+            if let ready { worker.resume(returning: ready) }
         }
     }
 
-    private func run(_ ids: [Int], prepared: Bool) async {
-        let calls: [(id: Int, call: DeltaRequest)] = state.withLock { state in ids.compactMap { id in state.waiters[id].map { (id, $0.call) } } }
-        guard !calls.isEmpty else { return }
+    /// Stops the workers (once their statements end) and answers every waiting request 503.
+    private func stop() {
+        let (idle, waiting) = state.withLock { state in
+            state.stopped = true
+            defer {
+                state.idle = []
+                state.queue = []
+            }
+            return (state.idle, state.queue.compactMap { state.waiters.removeValue(forKey: $0) })
+        }
+        for worker in idle { worker.resume(returning: nil) }
+        for waiter in waiting { waiter.continuation.resume(throwing: SyncError.unavailable) }
+    }
+
+    private func run(_ ids: [Int]) async {
+        let calls: [(id: Int, call: DeltaRequest, prepared: Bool)] = state.withLock { state in
+            ids.compactMap { id in state.waiters[id].map { (id, $0.call, $0.prepared) } }
+        }
+        guard let prepared = calls.first?.prepared else { return }
         let result: Result<[Delta?], any Error>
         do {
             let (client, logger) = (self.client, self.logger)

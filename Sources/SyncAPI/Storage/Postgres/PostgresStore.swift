@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
+import ServiceLifecycle
 
 /// The production store: PostgreSQL through a pooled `PostgresClient`, every value bound.
 ///
@@ -26,6 +27,8 @@ public struct PostgresStore: SyncStore {
 
     /// Reads concurrent deltas together when they would wait for a connection (`DeltaBatcher`).
     let deltaBatcher: DeltaBatcher
+    /// What must run for this store to answer (as services of the application): the workers of its delta batcher.
+    public var services: [any Service] { [deltaBatcher] }
 
     /// `deltaStatements`: how many delta statements run at once before further deltas wait and are read together
     /// (`DeltaBatcher`); the pool's other connections stay free for everything else.
