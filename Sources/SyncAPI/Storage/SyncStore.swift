@@ -137,6 +137,28 @@ public protocol SnapshotReads: ItemReads {
     var prefetchesDeltas: Bool { get }
 }
 
+/// A backend's snapshot: the reads of sync answers go through a copy of its store that reads on the snapshot's
+/// connection; only the pin-only reads are its own.
+protocol PinnedStoreSnapshot: SnapshotReads {
+    associatedtype Pinned: ItemReads
+    /// The store whose reads run on the snapshot's connection.
+    var store: Pinned { get }
+}
+
+extension PinnedStoreSnapshot {
+    func item(familyID: String, key: ItemKey) async throws -> StoredItem? { try await store.item(familyID: familyID, key: key) }
+    func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
+        try await store.forEachVerifyRow(familyID: familyID, collections: collections, each)
+    }
+    func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
+        try await store.delta(familyID: familyID, collections: collections, since: since)
+    }
+    func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
+        try await store.pageSync(familyID: familyID, query: query, since: since)
+    }
+    func page(familyID: String, query: PageQuery) async throws -> PageRows? { try await store.page(familyID: familyID, query: query) }
+}
+
 /// How many rows a streamed read hands over at a time.
 enum StreamPaging {
     static let pageSize = 256

@@ -2,7 +2,7 @@ import PostgresNIO
 
 /// A snapshot pinned by `PostgresStore.withReadSnapshot`: one connection inside a REPEATABLE READ transaction, which
 /// every read of it uses; the deltas a group's run will ask for may be read ahead on it, in one statement.
-struct PostgresSnapshot: SnapshotReads {
+struct PostgresSnapshot: PinnedStoreSnapshot {
     /// The store whose reads run on `connection` (its `pinned`), with the deltas read ahead (`prefetched`).
     private(set) var store: PostgresStore
     let connection: PostgresConnection
@@ -13,18 +13,6 @@ struct PostgresSnapshot: SnapshotReads {
         self.store = pinned
         self.connection = connection
     }
-
-    func item(familyID: String, key: ItemKey) async throws -> StoredItem? { try await store.item(familyID: familyID, key: key) }
-    func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
-        try await store.forEachVerifyRow(familyID: familyID, collections: collections, each)
-    }
-    func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
-        try await store.delta(familyID: familyID, collections: collections, since: since)
-    }
-    func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
-        try await store.pageSync(familyID: familyID, query: query, since: since)
-    }
-    func page(familyID: String, query: PageQuery) async throws -> PageRows? { try await store.page(familyID: familyID, query: query) }
 
     func version(familyID: String) async throws -> Int64 {
         let (store, connection) = (self.store, self.connection)
