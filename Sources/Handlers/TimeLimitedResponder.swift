@@ -33,9 +33,11 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
         }
         if Self.isStreaming(request) { return try await inner.respond(to: request, context: context) }
         var reserved = 0
-        let address = clientAddress.address(request, context)
+        // Whose share a body takes: resolved only for a request that has one (reads, most requests, skip it).
+        var address: String?
         defer { bodies.release(reserved, address: address) }
         if request.method == .put || request.method == .post || request.method == .patch {
+            address = clientAddress.address(request, context)
             let limit = AccountRoutes.bodyLimit(request.uri.path, itemLimit: bodyMaxBytes)
             do {
                 let declared = request.headers[.contentLength].flatMap(Int.init)
