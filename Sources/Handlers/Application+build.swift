@@ -23,9 +23,10 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
         readMaxLag: configuration.readMaxLag, logger: logger)
     let bodies = BodyBudget(
         limit: configuration.bodyMemoryBytes, perAddress: configuration.bodyMemoryPerAddressBytes, exempt: configuration.trustedProxies)
+    let producers = AnswerProducers()
     let router = buildRouter(
-        store: opened.store, reads: opened.reads, media: opened.media, hub: opened.hub, bodies: bodies, configuration: configuration,
-        logger: logger)
+        store: opened.store, reads: opened.reads, producers: producers, media: opened.media, hub: opened.hub, bodies: bodies,
+        configuration: configuration, logger: logger)
     var app = Application(
         responder: TimeLimitedResponder(
             inner: router.buildResponder(), limit: configuration.requestTimeLimit, bodyMaxBytes: configuration.bodyMaxBytes,
@@ -42,6 +43,8 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
     for client in opened.readClients { app.addServices(client) }
     // After the clients: shut down before them (a service group stops in reverse order), after the server.
     for service in opened.storeServices { app.addServices(service) }
+    // After the stores' services: its producers end before the batchers and the clients they read through.
+    app.addServices(producers)
     if let checker = opened.standbyChecker { app.addServices(checker) }
     app.addServices(
         TombstonePurger(
@@ -102,7 +105,8 @@ public struct TLSFilesError: Error, CustomStringConvertible {
 
 /// Builds the router over a store: every endpoint of protocol.md, behind problem+json errors and authentication.
 public func buildRouter(
-    store: any SyncStore, reads: (any ItemReads)? = nil, media: (any MediaStore)? = nil, hub: ChangeHub? = nil, bodies: BodyBudget? = nil,
+    store: any SyncStore, reads: (any ItemReads)? = nil, producers: AnswerProducers, media: (any MediaStore)? = nil, hub: ChangeHub? = nil,
+    bodies: BodyBudget? = nil,
     configuration: AppConfiguration,
     logger: Logger = Logger(label: "syncapi")
 ) -> Router<
@@ -110,7 +114,8 @@ public func buildRouter(
 > {
     let collections = CollectionRegistry(configuration.model)
     let engine = SyncEngine(
-        store: store, reads: reads, now: configuration.clock, streamStartDeadline: configuration.databaseDeadline, quotas: configuration.quotas,
+        store: store, reads: reads, producers: producers, now: configuration.clock, streamStartDeadline: configuration.databaseDeadline,
+        quotas: configuration.quotas,
         snapshots: SnapshotBudget(
             perAccount: configuration.maxSnapshotAnswersPerAccount, perFamily: configuration.maxSnapshotAnswersPerFamily,
             perInstance: configuration.maxSnapshotAnswersPerInstance, pace: configuration.snapshotAnswerPace),

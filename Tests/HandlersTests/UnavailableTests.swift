@@ -17,8 +17,10 @@ struct UnavailableTests {
             configuration: .init(host: "127.0.0.1", port: 1, username: "nobody", password: nil, database: "none", tls: .disable),
             backgroundLogger: Logger(label: "test"))
         let store = PostgresStore(client: client, logger: Logger(label: "test"), deadline: .seconds(1))
-        var app = Application(router: buildRouter(store: store, configuration: AppConfiguration()))
+        let producers = AnswerProducers()
+        var app = Application(router: buildRouter(store: store, producers: producers, configuration: AppConfiguration()))
         app.addServices(client)
+        app.addServices(producers)
         for service in store.services { app.addServices(service) }
         try await HangWatch.watched(app, "app", mode: .router) { client in
             for path in ["/ready", "/api/v1/ctcsync"] {

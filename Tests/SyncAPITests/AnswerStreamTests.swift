@@ -16,7 +16,7 @@ struct AnswerStreamTests {
     /// the consumer waits for the date) and then sends `chunks` chunks of 1 KB.
     static func answer(chunks: Int) -> AnswerStream {
         let stream = AnswerStream(capacity: 1, stallLimit: .seconds(60), producerStallLimit: .seconds(60))
-        stream.produce {
+        stream.produce(on: .testing) {
             try? await Task.sleep(for: .milliseconds(50))
             stream.setDate("7.42")
             do {

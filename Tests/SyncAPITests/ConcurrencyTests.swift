@@ -55,7 +55,7 @@ struct ConcurrencyTests {
     @Test("8 writers and a syncing client, 12 rounds: the replica always ends equal to the server")
     func writersAndSyncer() async throws {
         try await Backend.postgres.withStore { store in
-            let engine = SyncEngine(store: store, collections: Collections.registry)
+            let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
             var totalSyncs = 0
             for round in 0..<12 {
                 let session = try await Self.newFamily(store)
@@ -108,7 +108,7 @@ struct ConcurrencyTests {
             defer { group.cancelAll() }
             let store = opened.store
             try await store.migrate()
-            let engine = SyncEngine(store: store, collections: Collections.registry)
+            let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
             let session = try await Self.newFamily(store)
             _ = try await engine.put(
                 session, ItemAddress(Collections.contacts, id: "before"), body: .object([("firstName", .string("A"))]), preconditions: .init())

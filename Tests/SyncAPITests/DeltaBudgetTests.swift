@@ -13,7 +13,7 @@ struct DeltaBudgetTests {
         try await backend.withStore { store in
             try await ModelRecord.apply(Collections.model, to: store, acceptBreaking: false)
             let session = try await ConcurrencyTests.newFamily(store)
-            let engine = SyncEngine(store: store, collections: Collections.registry)
+            let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
             let contact = { (n: Int, notes: String) -> JSONValue in .object([("firstName", .string("C\(n)")), ("notes", .string(notes))]) }
             _ = try await engine.put(session, ItemAddress(Collections.contacts, id: "c0"), body: contact(0, "first"), preconditions: .init())
             let early = try JSONParser.parse(try await engine.fullListSync(session, Collections.contacts, date: nil, ifNoneMatch: nil).wholeBody())

@@ -16,7 +16,7 @@ struct HardeningStoreTests {
     @Test("a paginated date older than the purge horizon answers sync: false with a fresh first page", arguments: Backend.allCases)
     func purgeHorizonInPages(backend: Backend) async throws {
         try await backend.withStore { store in
-            let engine = SyncEngine(store: store, collections: Collections.registry)
+            let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
             let session = try await ConcurrencyTests.newFamily(store)
             for id in ["t1", "t2", "t3"] {
                 _ = try await engine.put(
@@ -47,7 +47,7 @@ struct HardeningStoreTests {
     @Test("purges run while writers write: no error, no live item lost, every tombstone older than the cutoff gone", arguments: Backend.allCases)
     func purgeDuringWrites(backend: Backend) async throws {
         try await backend.withStore { store in
-            let engine = SyncEngine(store: store, collections: Collections.registry)
+            let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
             let sessions = [try await ConcurrencyTests.newFamily(store), try await ConcurrencyTests.newFamily(store)]
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for (w, session) in sessions.enumerated() {
@@ -131,7 +131,7 @@ struct HardeningStoreTests {
             // A family and its data under the schema as the previous release left it: the quota migration (the
             // last) taken back by hand, so that it fills the counters from rows already there.
             try await store.migrate()
-            let engine = SyncEngine(store: store, collections: Collections.registry)
+            let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
             /// A family with four contacts and a tombstone.
             func fill() async throws -> Session {
                 let session = try await ConcurrencyTests.newFamily(store)
@@ -179,7 +179,7 @@ struct HardeningStoreTests {
             defer { group.cancelAll() }
             let store = opened.store
             try await store.migrate()
-            let engine = SyncEngine(store: store, collections: Collections.registry)
+            let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
             let session = try await ConcurrencyTests.newFamily(store)
             let address = ItemAddress(Collections.contacts, id: "gone")
             _ = try await engine.put(session, address, body: .object([("firstName", .string("x"))]), preconditions: .init())

@@ -61,7 +61,7 @@ struct ModelEvolutionTests {
         try await backend.withStore { store in
             try await ModelRecord.apply(Collections.model, to: store, acceptBreaking: false)
             let session = try await ConcurrencyTests.newFamily(store)
-            let before = SyncEngine(store: store, collections: Collections.registry)
+            let before = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
             let note: JSONValue = ["firstName": "Ann", "notes": "call back"]
             _ = try await before.put(session, ItemAddress(Collections.contacts, id: "c1"), body: note, preconditions: .init())
             let event: JSONValue = ["title": "Party", "start": "2026-12-24T18:00:00Z"]
@@ -78,7 +78,7 @@ struct ModelEvolutionTests {
             #expect(changes.map(\.description) == [#"collection "contacts", field "notes": removed (its stored values are dropped)"#])
             let generations = try ModelGenerations(json: try #require(try await store.modelGenerations()))
             #expect(generations == ModelGenerations(current: 1, touched: ["contacts": 1]))
-            let after = SyncEngine(store: store, collections: CollectionRegistry(without))
+            let after = SyncEngine(store: store, producers: .testing, collections: CollectionRegistry(without))
             let newContacts = try #require(after.collections.named("contacts"))
             let newEvents = try #require(after.collections.named("events"))
             let contactAnswer = try JSONParser.parse(try await after.fullListSync(session, newContacts, date: oldDate, ifNoneMatch: nil).wholeBody())
@@ -101,7 +101,7 @@ struct ModelEvolutionTests {
                     with: #""birthdayEventId": {"type": "string", "format": "reference"}, "nickname": {"type": "string"}"#)
             }
             #expect(try await ModelRecord.apply(nickname, to: store, acceptBreaking: false).map(\.breaking) == [false])
-            let third = SyncEngine(store: store, collections: CollectionRegistry(nickname))
+            let third = SyncEngine(store: store, producers: .testing, collections: CollectionRegistry(nickname))
             let again = try JSONParser.parse(
                 try await third.fullListSync(session, try #require(third.collections.named("contacts")), date: newDate, ifNoneMatch: nil).wholeBody())
             #expect(again["sync"] == .bool(true) && again["updated"] == .array([]))
@@ -155,13 +155,13 @@ struct ModelEvolutionTests {
         try await backend.withStore { store in
             try await ModelRecord.apply(Collections.model, to: store, acceptBreaking: false)
             let session = try await ConcurrencyTests.newFamily(store)
-            let engine = SyncEngine(store: store, collections: Collections.registry)
+            let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
             let home: JSONValue = ["name": "Home"]
             _ = try await engine.put(session, ItemAddress(Collections.places, id: "p1"), body: home, preconditions: .init())
             // Removed (breaking, accepted): generation 1 marks places; a date is taken under that model.
             let without = try Self.withoutPlaces()
             #expect(try await ModelRecord.apply(without, to: store, acceptBreaking: true).map(\.breaking) == [true])
-            let meanwhile = SyncEngine(store: store, collections: CollectionRegistry(without))
+            let meanwhile = SyncEngine(store: store, producers: .testing, collections: CollectionRegistry(without))
             let contacts = try #require(meanwhile.collections.named("contacts"))
             let taken = try JSONParser.parse(try await meanwhile.fullListSync(session, contacts, date: nil, ifNoneMatch: nil).wholeBody())
             let date = try #require(taken["date"]?.stringValue)
@@ -169,7 +169,7 @@ struct ModelEvolutionTests {
             #expect(try await ModelRecord.apply(Collections.model, to: store, acceptBreaking: false).map(\.breaking) == [false])
             let generations = try ModelGenerations(json: try #require(try await store.modelGenerations()))
             #expect(generations.current == 2 && generations.touched["places"] == 2)
-            let back = SyncEngine(store: store, collections: CollectionRegistry(Collections.model))
+            let back = SyncEngine(store: store, producers: .testing, collections: CollectionRegistry(Collections.model))
             let places = try #require(back.collections.named("places"))
             let answer = try JSONParser.parse(try await back.fullListSync(session, places, date: date, ifNoneMatch: nil).wholeBody())
             #expect(answer["sync"] == .bool(false), "the date never saw the places: a full answer")
@@ -191,8 +191,8 @@ struct ModelEvolutionTests {
             let newer = try Self.family(Self.optionalField)
             #expect(try await ModelRecord.apply(newer, to: store, acceptBreaking: false).map(\.breaking) == [false])
             let session = try await ConcurrencyTests.newFamily(store)
-            let updated = SyncEngine(store: store, collections: CollectionRegistry(newer))
-            let old = SyncEngine(store: store, collections: Collections.registry)
+            let updated = SyncEngine(store: store, producers: .testing, collections: CollectionRegistry(newer))
+            let old = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
             let newContacts = try #require(updated.collections.named("contacts"))
             let body: JSONValue = ["firstName": "Ann", "nickname": "Annie"]
             _ = try await updated.put(session, ItemAddress(newContacts, id: "c1"), body: body, preconditions: .init())

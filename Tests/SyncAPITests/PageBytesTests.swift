@@ -13,7 +13,7 @@ struct PageBytesTests {
     @Test("pages end at the byte budget and say so; paging down gives every post and comment once", arguments: Backend.allCases)
     func pagesEndAtTheBudget(backend: Backend) async throws {
         try await backend.withStore { store in
-            let engine = SyncEngine(store: store, collections: Collections.registry, pageBytes: 2_500)
+            let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry, pageBytes: 2_500)
             let session = try await ConcurrencyTests.newFamily(store)
             // w0 first, with five comments; then w1…w6, newer, above it on the wall.
             _ = try await engine.put(
@@ -77,7 +77,7 @@ struct PageBytesTests {
             #expect(PaginatedSyncTests.ids(cropped["updated"]) == ["w6", "w5"])
             // With room for them (the default budget), the same sync is the three changes.
             let whole = try PaginatedSyncTests.json(
-                try await SyncEngine(store: store, collections: Collections.registry).pagedSync(
+                try await SyncEngine(store: store, producers: .testing, collections: Collections.registry).pagedSync(
                     session, Collections.wall, PageParameters(date: date, nb: 20), ifNoneMatch: nil
                 ).body)
             #expect(whole["crop"] == .bool(false) && Set(PaginatedSyncTests.ids(whole["updated"])) == ["w1", "w2", "w3"])
@@ -87,7 +87,7 @@ struct PageBytesTests {
     @Test("changes that fit keep every one; only their children are cut, each saying so", arguments: Backend.allCases)
     func changesKeepTheirChildrenCut(backend: Backend) async throws {
         try await backend.withStore { store in
-            let engine = SyncEngine(store: store, collections: Collections.registry, pageBytes: 2_500)
+            let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry, pageBytes: 2_500)
             let session = try await ConcurrencyTests.newFamily(store)
             for n in 0..<2 {
                 _ = try await engine.put(

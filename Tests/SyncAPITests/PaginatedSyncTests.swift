@@ -16,7 +16,7 @@ struct PaginatedSyncTests {
     @Test("a thread with 20 messages carries its newest 10; the rest come page by page", arguments: Backend.allCases)
     func twentyMessages(backend: Backend) async throws {
         try await backend.withStore { store in
-            let engine = SyncEngine(store: store, collections: Collections.registry)
+            let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
             let session = try await ConcurrencyTests.newFamily(store)
             _ = try await engine.put(
                 session, ItemAddress(Collections.threads, id: "t"), body: .object([("title", .string("T"))]), preconditions: .init())
@@ -47,7 +47,7 @@ struct PaginatedSyncTests {
     @Test("a sync reads the list's first page and its children only when it answers with them", arguments: Backend.allCases)
     func firstPageOnlyWhenAnswered(backend: Backend) async throws {
         try await backend.withStore { store in
-            let engine = SyncEngine(store: store, collections: Collections.registry)
+            let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
             let session = try await ConcurrencyTests.newFamily(store)
             for n in 0..<30 {
                 _ = try await engine.put(
@@ -148,7 +148,7 @@ struct PaginatedSyncTests {
 
     /// The server's whole sorted list, without children (read with the default byte budget, which it fits).
     static func serverList(_ engine: SyncEngine, _ session: Session) async throws -> [JSONValue] {
-        let whole = SyncEngine(store: engine.store, collections: Collections.registry)
+        let whole = SyncEngine(store: engine.store, producers: .testing, collections: Collections.registry)
         let page = try JSONParser.parse(try await whole.page(session, Collections.threads, parentID: nil, PageParameters(nb: 500, maxChildren: 0)))
         guard case .array(let items)? = page["items"] else { return [] }
         return items
@@ -166,7 +166,7 @@ struct PaginatedSyncTests {
         arguments: Backend.allCases, [PageQuery.defaultByteBudget, 300])
     func randomizedClient(backend: Backend, pageBytes: Int) async throws {
         try await backend.withStore { store in
-            let engine = SyncEngine(store: store, collections: Collections.registry, pageBytes: pageBytes)
+            let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry, pageBytes: pageBytes)
             let session = try await ConcurrencyTests.newFamily(store)
             var random = SplitMix(seed: backend == .sqlite ? 7 : 11)
             var client = Client()

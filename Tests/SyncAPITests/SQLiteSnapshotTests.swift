@@ -14,7 +14,7 @@ struct SQLiteSnapshotTests {
         guard case .sqlite(let path) = try await Backend.sqlite.freshDatabaseURL() else { throw SyncError.unavailable }
         let store = try SQLiteStore(path: path)
         try await store.migrate()
-        return (store, SyncEngine(store: store, collections: Collections.registry), try await ConcurrencyTests.newFamily(store))
+        return (store, SyncEngine(store: store, producers: .testing, collections: Collections.registry), try await ConcurrencyTests.newFamily(store))
     }
 
     static func put(_ engine: SyncEngine, _ session: Session, _ id: String) async throws {

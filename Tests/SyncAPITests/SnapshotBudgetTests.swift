@@ -38,7 +38,7 @@ struct SnapshotBudgetTests {
             // A long wait for a place, so that "at once" (an account's own cap) and "after the wait" (the instance's)
             // stay apart on a loaded machine.
             let budget = SnapshotBudget(perAccount: 2, perInstance: 3, wait: .seconds(20))
-            let engine = SyncEngine(store: store, snapshots: budget, collections: Collections.registry)
+            let engine = SyncEngine(store: store, producers: .testing, snapshots: budget, collections: Collections.registry)
             let a = try await Self.bigFamily(engine, store)
             let b = try await Self.bigFamily(engine, store)
             let c = try await Self.bigFamily(engine, store)

@@ -245,7 +245,7 @@ struct StoreConformanceTests {
             #expect(try await store.delta(familyID: other, collections: ["contacts"], since: nil).horizon == 0)
             #expect(try await store.purgeTombstones(cutoffMs: 5000) == 0)
             // The engine answers such a date with a full list.
-            let engine = SyncEngine(store: store, collections: Collections.registry)
+            let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
             let session = Session(accountID: "x", familyID: family)
             let old = SyncToken(databaseID: try await store.databaseID(), familyID: family, version: before).string
             let answer = try JSONParser.parse(try await engine.fullListSync(session, Collections.contacts, date: old, ifNoneMatch: nil).wholeBody())

@@ -12,7 +12,7 @@ struct StreamPageBytesTests {
     @Test("12 items of about 214 KB come in pages of at most 1 MiB and a row, every item once", arguments: Backend.allCases)
     func pagesBoundedByBytes(backend: Backend) async throws {
         try await backend.withStore { store in
-            let engine = SyncEngine(store: store, collections: Collections.registry)
+            let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
             let session = try await ConcurrencyTests.newFamily(store)
             let control = "\u{1}"
             for n in 0..<12 {

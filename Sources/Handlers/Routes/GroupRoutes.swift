@@ -52,7 +52,7 @@ struct GroupRoutes {
                     // from the group's snapshot, and a client applies a group of syncs only whole (a phone whose first
                     // list takes longer than the limit to download would never sync).
                     let startBy = ContinuousClock.now + answerLimit
-                    stream.produce {
+                    stream.produce(on: engine.producers) {
                         defer { lease?.release() }
                         do {
                             stream.setDate("")

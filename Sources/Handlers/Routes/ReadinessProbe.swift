@@ -2,12 +2,19 @@ import Synchronization
 
 /// `GET /ready`'s database check, shared: one ping at a time, its answer reused for `maxAge`, so a flood of `/ready`
 /// costs the database at most one query per `maxAge`, whoever sends it.
+///
+/// The first caller to find the answer stale pings, in its own task; callers that come meanwhile wait for its answer.
 final class ReadinessProbe: Sendable {
     /// The check: `SyncStore.ping` (throws when the database is away or read-only).
     let check: @Sendable () async throws -> Void
     let maxAge: Duration
-    private let state = Mutex<(checked: ContinuousClock.Instant, ready: Bool)?>(nil)
-    private let inFlight = Mutex<Task<Bool, Never>?>(nil)
+    private let state = Mutex<State>(State())
+
+    private struct State {
+        var last: (checked: ContinuousClock.Instant, ready: Bool)?
+        var pinging = false
+        var waiting: [CheckedContinuation<Bool, Never>] = []
+    }
 
     init(maxAge: Duration = .seconds(1), check: @escaping @Sendable () async throws -> Void) {
         self.check = check
@@ -16,20 +23,40 @@ final class ReadinessProbe: Sendable {
 
     /// True when the database answered (writable) within the last `maxAge`.
     func ready() async -> Bool {
-        let now = ContinuousClock.now
-        if let last = state.withLock({ $0 }), now - last.checked < maxAge { return last.ready }
-        let task = inFlight.withLock { task in
-            if let task { return task }
-            let check = self.check
-            let new = Task<Bool, Never> {
-                let ready = (try? await check()) != nil
-                self.state.withLock { $0 = (ContinuousClock.now, ready) }
-                self.inFlight.withLock { $0 = nil }
-                return ready
-            }
-            task = new
-            return new
+        enum Turn {
+            case answered(Bool)
+            case ping
+            case wait
         }
-        return await task.value
+        let now = ContinuousClock.now
+        let turn = state.withLock { state -> Turn in
+            if let last = state.last, now - last.checked < maxAge { return .answered(last.ready) }
+            if state.pinging { return .wait }
+            state.pinging = true
+            return .ping
+        }
+        switch turn {
+        case .answered(let ready):
+            return ready
+        case .wait:
+            return await withCheckedContinuation { continuation in
+                let last = state.withLock { state -> Bool? in
+                    guard state.pinging else { return state.last?.ready ?? false }
+                    state.waiting.append(continuation)
+                    return nil
+                }
+                if let last { continuation.resume(returning: last) }
+            }
+        case .ping:
+            let ready = (try? await check()) != nil
+            let waiting = state.withLock { state in
+                state.last = (ContinuousClock.now, ready)
+                state.pinging = false
+                defer { state.waiting = [] }
+                return state.waiting
+            }
+            for waiter in waiting { waiter.resume(returning: ready) }
+            return ready
+        }
     }
 }

@@ -21,8 +21,6 @@ public final class AnswerStream: Sendable {
         var waits = 0
         /// Counts the consumer's waits, likewise.
         var consumerWaits = 0
-        /// The producer's task, cancelled with the stream (its pool wait or its read stops).
-        var producerTask: Task<Void, Never>?
         /// Run once when the stream is cancelled.
         var onCancel: [@Sendable () -> Void] = []
         /// The time limits of the waits in progress (the date's, the consumer's, the producer's), cancelled when their
@@ -61,15 +59,33 @@ public final class AnswerStream: Sendable {
 
     // MARK: Producer
 
-    /// Runs `produce` as the stream's producer, in a task of its own that `cancel()` cancels. It runs outside the
-    /// request's deadline (an answer may take longer than a request to download), so its store calls get their own.
-    public func produce(_ produce: @escaping @Sendable () async -> Void) {
-        let task = Task { await Deadline.unbounded { await produce() } }
-        let cancelled = state.withLock { state in
-            state.producerTask = task
-            return state.cancelled
+    /// Runs `produce` as the stream's producer, a child task of `producers` (the answer outlives its request: it runs
+    /// outside the request's deadline, so its store calls get their own), cancelled by `cancel()`. When `producers`
+    /// has stopped, the answer ends 503 `unavailable`.
+    public func produce(on producers: AnswerProducers, _ produce: @escaping @Sendable () async -> Void) {
+        producers.start(
+            { [self] in
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await produce() }
+                    group.addTask { await self.untilCancelled() }
+                    await group.next()
+                    group.cancelAll()
+                }
+            },
+            refused: { [self] in finish(throwing: SyncError.unavailable) })
+    }
+
+    /// Returns once the stream is cancelled, or the calling task is.
+    private func untilCancelled() async {
+        let once = ResumeOnce()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                once.arm(continuation)
+                whenCancelled { once.resume() }
+            }
+        } onCancel: {
+            once.resume()
         }
-        if cancelled { task.cancel() }
     }
 
     /// The answer's date of sync (known once the snapshot is read, before any chunk). The consumer learns it with
@@ -94,8 +110,17 @@ public final class AnswerStream: Sendable {
         if let date { waiter.resume(returning: date) } else { waiter.resume(throwing: CancellationError()) }
     }
 
-    /// Queues a chunk; waits while the consumer is `capacity` chunks behind. Throws once the consumer went away.
+    /// Queues a chunk; waits while the consumer is `capacity` chunks behind. Throws once the consumer went away, or
+    /// once the producer is cancelled (which cancels the stream: nobody is left to finish the answer).
     public func send(_ chunk: ByteBuffer) async throws {
+        try await withTaskCancellationHandler {
+            try await queue(chunk)
+        } onCancel: {
+            cancel()
+        }
+    }
+
+    private func queue(_ chunk: ByteBuffer) async throws {
         enum Action {
             case handOver(CheckedContinuation<ByteBuffer?, any Error>)
             case queued
@@ -266,7 +291,7 @@ public final class AnswerStream: Sendable {
 
     /// The consumer is gone (client disconnected, or a 304 needs no body): the producer stops at its next `send`.
     public func cancel() {
-        let (producer, task, hooks) = state.withLock { state in
+        let (producer, hooks) = state.withLock { state in
             state.cancelled = true
             state.chunks = []
             defer {
@@ -275,10 +300,9 @@ public final class AnswerStream: Sendable {
                 state.producerTimer = nil
                 state.onCancel = []
             }
-            return (state.producer, state.producerTask, state.onCancel)
+            return (state.producer, state.onCancel)
         }
         producer?.resume(throwing: CancellationError())
-        task?.cancel()
         for hook in hooks { hook() }
     }
 
@@ -291,5 +315,27 @@ public final class AnswerStream: Sendable {
             return false
         }
         if now { body() }
+    }
+}
+
+/// A continuation resumed once, by whichever of its resumers comes first (also before it is armed).
+private final class ResumeOnce: Sendable {
+    private let state = Mutex<(continuation: CheckedContinuation<Void, Never>?, resumed: Bool)>((nil, false))
+
+    func arm(_ continuation: CheckedContinuation<Void, Never>) {
+        let resumed = state.withLock { state in
+            if !state.resumed { state.continuation = continuation }
+            return state.resumed
+        }
+        if resumed { continuation.resume() }
+    }
+
+    func resume() {
+        let continuation = state.withLock { state in
+            state.resumed = true
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume()
     }
 }

@@ -4,8 +4,9 @@ import Synchronization
 extension SyncEngine {
     /// A full list (`sync: false`) streamed from the database cursor: the date comes first, from the same snapshot as
     /// the rows, then the items a few chunks at a time, so an answer of 100,000 items never sits whole in memory. The
-    /// read runs in a task of its own that ends when the answer is written, or when the client stops reading
-    /// (`AnswerStream`'s stall limit), so an answer dropped by the request deadline never holds the database.
+    /// read runs as a child task of the `producers` service and ends when the answer is written, or when the client
+    /// stops reading (`AnswerStream`'s stall limit), so an answer dropped by the request deadline never holds the
+    /// database.
     func streamedFullList(_ session: Session, _ collection: CollectionSpec, ifNoneMatch: String?) async throws -> SyncAnswer {
         let identity = try await databaseIdentity()
         // Its place in the budget of snapshot holders, given back when the producer ends, however it ends.
@@ -15,7 +16,7 @@ extension SyncEngine {
         let encoder = FullListEncoder(stream: stream)
         let store = self.store
         let familyID = session.familyID
-        stream.produce {
+        stream.produce(on: producers) {
             // The place is given back once the rows are read, always before the answer ends: a client that sends its
             // next request the moment it has read this answer must find it free. Given back just after the end, a
             // reader of the account could be quicker (one 429 in a clean-clone CI run, OutageTests).

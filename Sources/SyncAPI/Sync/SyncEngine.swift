@@ -24,6 +24,8 @@ public struct SyncEngine: Sendable {
     /// How long a streamed answer may wait for its database: for its snapshot (a 503 past it), then for each chunk
     /// (the answer ends, broken, past it).
     let streamDeadline: Duration
+    /// Where the producers of streamed answers run (the application's service).
+    public let producers: AnswerProducers
     /// What a family may keep; a write past it answers 403 `quota_exceeded`.
     public let quotas: FamilyQuotas
     /// Answers that hold a snapshot while their client downloads them (429 past it).
@@ -36,7 +38,7 @@ public struct SyncEngine: Sendable {
     /// `reads`: where the reads of sync answers go when they may leave the store (`OpenedStore.reads`); the store
     /// itself when nil.
     public init(
-        store: any SyncStore, reads: (any ItemReads)? = nil, now: @escaping @Sendable () -> Int64 = WallClock.nowMs,
+        store: any SyncStore, reads: (any ItemReads)? = nil, producers: AnswerProducers, now: @escaping @Sendable () -> Int64 = WallClock.nowMs,
         streamStartDeadline: Duration = .seconds(10), quotas: FamilyQuotas = FamilyQuotas(), snapshots: SnapshotBudget = SnapshotBudget(),
         collections: CollectionRegistry, pageBytes: Int = PageQuery.defaultByteBudget
     ) {
@@ -49,6 +51,7 @@ public struct SyncEngine: Sendable {
         self.identity = DatabaseIDCache()
         self.now = now
         self.streamDeadline = streamStartDeadline
+        self.producers = producers
     }
 
     /// The same engine reading from `source` (nil: as it is).
