@@ -17,20 +17,22 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
             "--database-pooler needs --listen-database: LISTEN cannot go through a pooler in transaction mode; give a direct URL of the same database"
         )
     }
+    // One timer wheel for every time limit of the application (requests, store calls, standbys, the listener).
+    let timers = TimerWheel(resolution: .milliseconds(10))
     let opened = try OpenedStore.open(
         configuration.database, deadline: configuration.databaseDeadline, pooler: configuration.databasePooler,
         listen: configuration.listenDatabase, pool: configuration.databasePool, reads: configuration.readDatabases,
-        readMaxLag: configuration.readMaxLag, logger: logger)
+        readMaxLag: configuration.readMaxLag, timers: timers, logger: logger)
     let bodies = BodyBudget(
         limit: configuration.bodyMemoryBytes, perAddress: configuration.bodyMemoryPerAddressBytes, exempt: configuration.trustedProxies)
     let producers = AnswerProducers()
     let router = buildRouter(
-        store: opened.store, reads: opened.reads, producers: producers, media: opened.media, hub: opened.hub, bodies: bodies,
+        store: opened.store, reads: opened.reads, producers: producers, timers: timers, media: opened.media, hub: opened.hub, bodies: bodies,
         configuration: configuration, logger: logger)
     var app = Application(
         responder: TimeLimitedResponder(
             inner: router.buildResponder(), limit: configuration.requestTimeLimit, bodyMaxBytes: configuration.bodyMaxBytes,
-            bodies: bodies, clientAddress: ClientAddressResolver(trustedProxies: configuration.trustedProxies)),
+            bodies: bodies, clientAddress: ClientAddressResolver(trustedProxies: configuration.trustedProxies), timers: timers),
         server: try serverBuilder(configuration),
         configuration: .init(
             address: .hostname(configuration.hostname, port: configuration.port), serverName: "SyncAPI",
@@ -105,7 +107,8 @@ public struct TLSFilesError: Error, CustomStringConvertible {
 
 /// Builds the router over a store: every endpoint of protocol.md, behind problem+json errors and authentication.
 public func buildRouter(
-    store: any SyncStore, reads: (any ItemReads)? = nil, producers: AnswerProducers, media: (any MediaStore)? = nil, hub: ChangeHub? = nil,
+    store: any SyncStore, reads: (any ItemReads)? = nil, producers: AnswerProducers, timers: TimerWheel, media: (any MediaStore)? = nil,
+    hub: ChangeHub? = nil,
     bodies: BodyBudget? = nil,
     configuration: AppConfiguration,
     logger: Logger = Logger(label: "syncapi")
@@ -155,7 +158,7 @@ public func buildRouter(
     accountRoutes.addAuthenticated(to: authenticated)
     ItemRoutes(engine: engine, bodyMaxBytes: configuration.bodyMaxBytes).add(to: authenticated)
     SyncRoutes(engine: engine).add(to: authenticated)
-    ChangesRoutes(engine: engine, accounts: accounts, configuration: configuration, streams: streams, hub: hub).add(to: authenticated)
+    ChangesRoutes(engine: engine, accounts: accounts, configuration: configuration, streams: streams, hub: hub, timers: timers).add(to: authenticated)
     if let media = media ?? (store as? any MediaStore) {
         MediaRoutes(media: MediaService(store: media, maxBytes: Int64(configuration.mediaMaxBytes), familyQuota: configuration.quotas.mediaBytes))
             .add(to: authenticated)

@@ -21,6 +21,8 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
     let bodies: BodyBudget
     /// Whose share of `bodies` a request takes.
     let clientAddress: ClientAddressResolver
+    /// The timers of the application's time limits.
+    let timers: TimerWheel
 
     func respond(to request: Request, context: Context) async throws -> Response {
         var request = request
@@ -65,7 +67,7 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
         let inner = self.inner
         let (work, grace) = RequestDeadline.split(limit)
         do {
-            return try await Deadline.run(within: work, grace: grace) { try await inner.respond(to: ready, context: context) }
+            return try await Deadline.run(within: work, grace: grace, timers: timers) { try await inner.respond(to: ready, context: context) }
         } catch let error as SyncError {
             context.logger.warning("request answered 503: it did not finish within \(limit)")
             return error.response

@@ -322,7 +322,7 @@ extension DatabaseOptions {
         var logger = Logger(label: "syncapi")
         logger.logLevel = .warning
         do {
-            let opened = try OpenedStore.open(url, pooler: pooler, logger: logger)
+            let opened = try OpenedStore.open(url, pooler: pooler, timers: TimerWheel(resolution: .milliseconds(10)), logger: logger)
             let quiet = logger
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await opened.runClient() }

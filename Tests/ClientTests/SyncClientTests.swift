@@ -176,7 +176,7 @@ struct SyncClientTests {
             try await client.sync()
             _ = try await server.call(.delete, "/api/v1/contacts/c0", token: token)
             // Tombstones purged: the client's date is older than the horizon.
-            let opened = try OpenedStore.open(server.database, deadline: testDeadline, logger: .init(label: "purge"))
+            let opened = try OpenedStore.open(server.database, deadline: testDeadline, timers: testTimers, logger: .init(label: "purge"))
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await opened.runClient() }
                 defer { group.cancelAll() }

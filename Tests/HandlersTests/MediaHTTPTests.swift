@@ -161,7 +161,7 @@ struct MediaHTTPTests {
         let app = try await buildApplication(configuration, logger: logger)
         try await HangWatch.watched(app, "app", mode: .router) { client in
             let api = try await APIClient.signedUp(client)
-            let opened = try OpenedStore.open(url, deadline: testDeadline, logger: logger)
+            let opened = try OpenedStore.open(url, deadline: testDeadline, timers: testTimers, logger: logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await opened.runClient() }
                 defer { group.cancelAll() }

@@ -109,7 +109,8 @@ struct StreamedAnswerTests {
                 accountID: try #require(SyncAPITestJSON.string(signup.body, "accountId")),
                 familyID: try #require(SyncAPITestJSON.string(signup.body, "familyId")))
             // Seeded in this process, through the engine, into the server's database (fast: no HTTP per item).
-            let opened = try OpenedStore.open(try DatabaseURL(parsing: database), deadline: testDeadline, logger: Logger(label: "seed"))
+            let opened = try OpenedStore.open(
+                try DatabaseURL(parsing: database), deadline: testDeadline, timers: testTimers, logger: Logger(label: "seed"))
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await opened.runClient() }
                 defer { group.cancelAll() }

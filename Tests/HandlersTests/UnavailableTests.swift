@@ -16,9 +16,9 @@ struct UnavailableTests {
         let client = PostgresClient(
             configuration: .init(host: "127.0.0.1", port: 1, username: "nobody", password: nil, database: "none", tls: .disable),
             backgroundLogger: Logger(label: "test"))
-        let store = PostgresStore(client: client, logger: Logger(label: "test"), deadline: .seconds(1))
+        let store = PostgresStore(client: client, logger: Logger(label: "test"), timers: testTimers, deadline: .seconds(1))
         let producers = AnswerProducers()
-        var app = Application(router: buildRouter(store: store, producers: producers, configuration: AppConfiguration()))
+        var app = Application(router: buildRouter(store: store, producers: producers, timers: testTimers, configuration: AppConfiguration()))
         app.addServices(client)
         app.addServices(producers)
         for service in store.services { app.addServices(service) }

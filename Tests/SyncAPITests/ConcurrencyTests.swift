@@ -101,7 +101,7 @@ struct ConcurrencyTests {
     @Test("a write held open during a sync is delivered by the next sync")
     func heldOpenWrite() async throws {
         let url = try DatabaseURL(parsing: try await TestPostgres.shared.newDatabaseURL())
-        let opened = try OpenedStore.open(url, deadline: testDeadline, logger: Logger(label: "test"))
+        let opened = try OpenedStore.open(url, deadline: testDeadline, timers: testTimers, logger: Logger(label: "test"))
         let client = try #require(opened.postgresClient)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }

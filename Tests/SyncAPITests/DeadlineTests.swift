@@ -11,7 +11,7 @@ struct DeadlineTests {
     func timeout() async throws {
         let finished = AsyncStream<Bool>.makeStream()
         await #expect(throws: SyncError.self) {
-            try await Deadline.run(within: .milliseconds(50)) {
+            try await Deadline.run(within: .milliseconds(50), timers: testTimers) {
                 try? await Task.sleep(for: .seconds(30))
                 finished.continuation.yield(Task.isCancelled)
                 return 1
@@ -28,7 +28,7 @@ struct DeadlineTests {
         for _ in 0..<50 {
             let caller = Task {
                 withUnsafeCurrentTask { $0?.cancel() }
-                return try await Deadline.run(within: .seconds(30)) {
+                return try await Deadline.run(within: .seconds(30), timers: testTimers) {
                     started.value.add(1, ordering: .relaxed)
                     return 1
                 }
@@ -45,7 +45,7 @@ struct DeadlineTests {
         let start = ContinuousClock.now
         // The limit leaves the work's task time to start on a loaded machine (2 s was once not enough under the full
         // suite on 2 cores); the write then outlives it.
-        let answer = try await Deadline.run(within: .seconds(5), grace: .seconds(30)) {
+        let answer = try await Deadline.run(within: .seconds(5), grace: .seconds(30), timers: testTimers) {
             try Deadline.beginWrite()
             try await Task.sleep(for: .milliseconds(5500))
             return "committed"
@@ -62,7 +62,7 @@ struct DeadlineTests {
         for _ in 0..<100 {
             let probe = HeldByTimer()
             held = probe
-            #expect(try await Deadline.run(within: .seconds(60), onTimeout: probe.error) { 42 } == 42)
+            #expect(try await Deadline.run(within: .seconds(60), timers: testTimers, onTimeout: probe.error) { 42 } == 42)
         }
         let start = ContinuousClock.now
         while held != nil, ContinuousClock.now - start < .seconds(5) { try await Task.sleep(for: .milliseconds(10)) }
@@ -73,7 +73,7 @@ struct DeadlineTests {
     func lateWriteRefused() async throws {
         let began = AsyncStream<Bool>.makeStream()
         await #expect(throws: SyncError.self) {
-            try await Deadline.run(within: .milliseconds(50)) {
+            try await Deadline.run(within: .milliseconds(50), timers: testTimers) {
                 // A pool wait that outlives the deadline, then the write.
                 await withCheckedContinuation { continuation in
                     Task.detached {
@@ -97,9 +97,9 @@ struct DeadlineTests {
     @Test("nested deadlines run their work inline, in the outer deadline's task")
     func nested() async throws {
         #expect(!Deadline.isBounded)
-        let inner = try await Deadline.run(within: .seconds(5)) {
+        let inner = try await Deadline.run(within: .seconds(5), timers: testTimers) {
             #expect(Deadline.isBounded)
-            return try await Deadline.run(within: .milliseconds(1)) {
+            return try await Deadline.run(within: .milliseconds(1), timers: testTimers) {
                 // Inline: the outer limit bounds it, not this one.
                 try await Task.sleep(for: .milliseconds(50))
                 return Deadline.isBounded

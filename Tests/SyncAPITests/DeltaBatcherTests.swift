@@ -90,13 +90,13 @@ struct DeltaBatcherTests {
     static func withOneConnection(_ body: @Sendable (PostgresStore, DeltaBatcher) async throws -> Void) async throws {
         let url = try await Backend.postgres.freshDatabaseURL()
         let opened = try OpenedStore.open(
-            url, deadline: testDeadline, pool: PoolSize(connections: 1, openAtStart: true), logger: Logger(label: "test"))
+            url, deadline: testDeadline, pool: PoolSize(connections: 1, openAtStart: true), timers: testTimers, logger: Logger(label: "test"))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }
             try await opened.store.migrate()
             let store = try #require(opened.store as? PostgresStore)
-            let batcher = DeltaBatcher(client: store.client, logger: store.logger, deadline: .seconds(10), maxRunning: 1)
+            let batcher = DeltaBatcher(client: store.client, logger: store.logger, timers: testTimers, deadline: .seconds(10), maxRunning: 1)
             group.addTask { try await batcher.run() }
             try await body(store, batcher)
         }

@@ -123,7 +123,7 @@ struct HardeningStoreTests {
     @Test("migrating a database that already holds data keeps every item and date of sync", arguments: Backend.allCases)
     func migrateWithData(backend: Backend) async throws {
         let url = try await backend.freshDatabaseURL()
-        let opened = try OpenedStore.open(url, deadline: testDeadline, logger: Logger(label: "test"))
+        let opened = try OpenedStore.open(url, deadline: testDeadline, timers: testTimers, logger: Logger(label: "test"))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }
@@ -166,7 +166,7 @@ struct HardeningStoreTests {
     @Test("one purge at a time: while another instance holds the purge lock, a purge deletes nothing; then it does")
     func purgeOneAtATime() async throws {
         let url = try await TestPostgres.shared.newDatabaseURL()
-        let opened = try OpenedStore.open(try DatabaseURL(parsing: url), deadline: testDeadline, logger: Logger(label: "test"))
+        let opened = try OpenedStore.open(try DatabaseURL(parsing: url), deadline: testDeadline, timers: testTimers, logger: Logger(label: "test"))
         let port = Int(url.split(separator: ":").last!.split(separator: "/").first!)!
         let otherInstance = PostgresClient(
             configuration: .init(

@@ -13,7 +13,8 @@ import Testing
 struct PostgresPageStatementTests {
     @Test("a page sync and a page answer what the orchestration answers, for 400 random questions and byte budgets")
     func sameAnswers() async throws {
-        let opened = try OpenedStore.open(try await Backend.postgres.freshDatabaseURL(), deadline: testDeadline, logger: Logger(label: "test"))
+        let opened = try OpenedStore.open(
+            try await Backend.postgres.freshDatabaseURL(), deadline: testDeadline, timers: testTimers, logger: Logger(label: "test"))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }
@@ -68,7 +69,7 @@ struct PostgresPageStatementTests {
     @Test("a page sync, a page, a delta and a full list are one statement each, with no transaction around them")
     func oneStatementEach() async throws {
         let url = try await TestPostgres.shared.newDatabaseURL(logStatements: true)
-        let opened = try OpenedStore.open(try DatabaseURL(parsing: url), deadline: testDeadline, logger: Logger(label: "test"))
+        let opened = try OpenedStore.open(try DatabaseURL(parsing: url), deadline: testDeadline, timers: testTimers, logger: Logger(label: "test"))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }

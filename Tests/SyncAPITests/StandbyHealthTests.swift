@@ -25,10 +25,11 @@ struct StandbyHealthTests {
 
     static func receiverStopped(_ servers: TestStandby) async throws {
         let urls = try await servers.newDatabase()
-        let primary = try OpenedStore.open(try DatabaseURL(parsing: urls.primary), deadline: testDeadline, logger: Logger(label: "primary"))
+        let primary = try OpenedStore.open(
+            try DatabaseURL(parsing: urls.primary), deadline: testDeadline, timers: testTimers, logger: Logger(label: "primary"))
         let client = try OpenedStore.postgresClient(try DatabaseURL(parsing: urls.standby), logger: Logger(label: "standby"))
-        let standby = Standby(store: PostgresStore(client: client, logger: Logger(label: "standby")), name: "standby")
-        let checker = StandbyHealthChecker(standbys: [standby], maxLag: .seconds(5), logger: Logger(label: "checker"))
+        let standby = Standby(store: PostgresStore(client: client, logger: Logger(label: "standby"), timers: testTimers), name: "standby")
+        let checker = StandbyHealthChecker(standbys: [standby], maxLag: .seconds(5), timers: testTimers, logger: Logger(label: "checker"))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await primary.runClient() }
             group.addTask { await client.run() }

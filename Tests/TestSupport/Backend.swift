@@ -34,7 +34,7 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
 
     /// Runs `body` with a migrated store on the database at `url` (its client running meanwhile).
     public static func withStore<T: Sendable>(at url: DatabaseURL, _ body: @Sendable (any SyncStore) async throws -> T) async throws -> T {
-        let opened = try OpenedStore.open(url, deadline: testDeadline, logger: Logger(label: "test"))
+        let opened = try OpenedStore.open(url, deadline: testDeadline, timers: testTimers, logger: Logger(label: "test"))
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }
@@ -48,6 +48,9 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
 /// machine makes a seeding or a many-row read take longer than production's 10 s without anything being wrong, and
 /// a test must not fail for that.
 public let testDeadline: Duration = .seconds(120)
+
+/// The timers of the stores and deadlines that tests build without an application (an application has its own).
+public let testTimers = TimerWheel(resolution: .milliseconds(10))
 
 /// bcrypt cost in tests: the minimum, so signups stay fast (real bcrypt all the same).
 public let testBcryptCost: UInt8 = 4

@@ -20,6 +20,8 @@ struct ChangesRoutes {
     let configuration: AppConfiguration
     let streams: LiveStreams
     let hub: ChangeHub?
+    /// The timers of the application's time limits.
+    let timers: TimerWheel
 
     func add(to group: RouterGroup<AppRequestContext>) {
         let poll = configuration.changesPollInterval
@@ -49,7 +51,7 @@ struct ChangesRoutes {
                     do {
                         // Checked before answering, so that an unreachable database is a 503, not a dead stream; bounded
                         // like any request (the stream itself is exempt from the request time limit, its start is not).
-                        start = try await Deadline.run(within: requestLimit) {
+                        start = try await Deadline.run(within: requestLimit, timers: timers) {
                             guard try await accounts.authenticate(token: token) == session else { throw SyncError.unauthorized }
                             return try await engine.changesSince(date, session)
                         }

@@ -35,12 +35,14 @@ public struct PostgresChangeListener: Service {
     let deafAfter: Duration
     /// How long a ping may go unheard before the cache stops trusting the listener, deaf or not yet known.
     let suspectAfter: Duration
+    /// The timers of its time limits.
+    let timers: TimerWheel
     /// This instance's name in its pings (other instances ignore them).
     let instance = DatabaseIdentity.uuid()
 
     public init(
         client: PostgresClient, pings: PostgresClient? = nil, expectedDatabaseID: (@Sendable () async throws -> String)? = nil,
-        hub: ChangeHub, logger: Logger, heartbeat: Duration = .seconds(2), deafAfter: Duration = .seconds(5),
+        hub: ChangeHub, logger: Logger, timers: TimerWheel, heartbeat: Duration = .seconds(2), deafAfter: Duration = .seconds(5),
         suspectAfter: Duration = .seconds(1)
     ) {
         self.client = client
@@ -48,6 +50,7 @@ public struct PostgresChangeListener: Service {
         self.expectedDatabaseID = expectedDatabaseID
         self.hub = hub
         self.logger = logger
+        self.timers = timers
         self.heartbeat = heartbeat
         self.deafAfter = deafAfter
         self.suspectAfter = min(suspectAfter, deafAfter)
@@ -153,7 +156,7 @@ public struct PostgresChangeListener: Service {
                     // Unheard. A connection that still answers a query of its own is slow, not deaf (a loaded
                     // machine): it keeps listening. One that does not is deaf: the cache goes off at once.
                     do {
-                        _ = try await Deadline.run(within: deafAfter) { try await conn.query("SELECT 1", logger: logger) }
+                        _ = try await Deadline.run(within: deafAfter, timers: timers) { try await conn.query("SELECT 1", logger: logger) }
                     } catch {
                         hub.sessions.setLive(false)
                         throw Deaf()

@@ -149,7 +149,7 @@ public struct OpenedStore: Sendable {
     ///   left out while lagging more than `readMaxLag`.
     public static func open(
         _ url: DatabaseURL, deadline: Duration = .seconds(10), pooler: Bool = false, listen: DatabaseURL? = nil,
-        pool: PoolSize = PoolSize(), reads: [DatabaseURL] = [], readMaxLag: Duration = .seconds(5), logger: Logger
+        pool: PoolSize = PoolSize(), reads: [DatabaseURL] = [], readMaxLag: Duration = .seconds(5), timers: TimerWheel, logger: Logger
     ) throws -> OpenedStore {
         switch url {
         case .sqlite(let path):
@@ -171,7 +171,8 @@ public struct OpenedStore: Sendable {
                 guard case .postgres = listen else { throw DatabaseURLError("--listen-database must be a postgres:// URL") }
                 listenClient = try postgresClient(listen, logger: logger)
             }
-            var store = PostgresStore(client: client, logger: logger, deadline: deadline, deltaStatements: PoolSize.deltaStatements(pool.connections))
+            var store = PostgresStore(
+                client: client, logger: logger, timers: timers, deadline: deadline, deltaStatements: PoolSize.deltaStatements(pool.connections))
             store.usesPreparedStatements = !pooler
             if let snapshotConnections = pool.snapshotConnections {
                 store.snapshotClient = try postgresClient(
@@ -185,7 +186,8 @@ public struct OpenedStore: Sendable {
                 pooler && listen == nil
                 ? nil
                 : PostgresChangeListener(
-                    client: listenClient ?? client, pings: client, expectedDatabaseID: expectedDatabaseID, hub: hub, logger: logger)
+                    client: listenClient ?? client, pings: client, expectedDatabaseID: expectedDatabaseID, hub: hub, logger: logger,
+                    timers: timers)
             guard !reads.isEmpty else {
                 var opened = OpenedStore(store: store, postgresClient: client, hub: hub, listener: listener)
                 opened.storeServices = store.services
@@ -204,7 +206,8 @@ public struct OpenedStore: Sendable {
                 let readClient = try postgresClient(
                     read, pool: PoolSize(connections: pool.connections, openAtStart: true), logger: logger)
                 var readStore = PostgresStore(
-                    client: readClient, logger: logger, deadline: deadline, deltaStatements: PoolSize.deltaStatements(pool.connections))
+                    client: readClient, logger: logger, timers: timers, deadline: deadline,
+                    deltaStatements: PoolSize.deltaStatements(pool.connections))
                 // No named prepared statements: one prepared before the standby replayed the schema (or a migration) fails,
                 // and PostgresNIO keeps that failure for the connection's life.
                 readStore.usesPreparedStatements = false
@@ -212,12 +215,12 @@ public struct OpenedStore: Sendable {
                 readClients.append(readClient)
             }
             var opened = OpenedStore(store: store, postgresClient: client, hub: hub, listener: listener)
-            opened.reads = ReadRoutingStore(primary: store, standbys: standbys, logger: logger)
+            opened.reads = ReadRoutingStore(primary: store, standbys: standbys, timers: timers, logger: logger)
             opened.listenClient = listenClient
             opened.snapshotClient = store.snapshotClient
             opened.readClients = readClients
             opened.storeServices = store.services + standbys.flatMap(\.store.services)
-            opened.standbyChecker = StandbyHealthChecker(standbys: standbys, maxLag: readMaxLag, logger: logger)
+            opened.standbyChecker = StandbyHealthChecker(standbys: standbys, maxLag: readMaxLag, timers: timers, logger: logger)
             return opened
         }
     }

@@ -19,7 +19,7 @@ public enum Deadline {
     /// `grace`: how long past `limit` the answer waits for work that began a write (default: a fifth of the limit,
     /// at most a second).
     public static func run<T: Sendable>(
-        within limit: Duration, grace: Duration? = nil,
+        within limit: Duration, grace: Duration? = nil, timers: TimerWheel,
         onTimeout: @autoclosure @escaping @Sendable () -> any Error = SyncError.unavailable,
         _ work: @escaping @Sendable () async throws -> T
     ) async throws -> T {
@@ -27,7 +27,7 @@ public enum Deadline {
         let outcome = Outcome<T>()
         let budget = Budget()
         let running = Mutex<Task<Void, Never>?>(nil)
-        let alarm = Alarm()
+        let alarm = Alarm(wheel: timers)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
                 // A caller cancelled before it got here was answered already: its work never starts (else it would run
@@ -104,13 +104,13 @@ public enum Deadline {
         }
     }
 
-    /// The timer of one deadline, on the shared `TimerWheel`: cancelled when the work ends, so that nothing of a
+    /// The timer of one deadline, on the application's `TimerWheel`: cancelled when the work ends, so that nothing of a
     /// finished request waits until the limit.
     final class Alarm: Sendable {
         private let state = Mutex<(timer: TimerWheel.Handle?, stopped: Bool)>((nil, false))
         private let wheel: TimerWheel
 
-        init(wheel: TimerWheel = .shared) {
+        init(wheel: TimerWheel) {
             self.wheel = wheel
         }
 

@@ -10,9 +10,7 @@ import Synchronization
 /// a delta request's cost on PostgreSQL. Here arming and cancelling a limit is one
 /// dictionary insert or removal under a lock, and the loop is woken only when the wheel starts turning.
 /// A limit fires up to one `resolution` late, never early.
-final class TimerWheel: Sendable {
-    /// The wheel of the process's time limits.
-    static let shared = TimerWheel(resolution: .milliseconds(10))
+public final class TimerWheel: Sendable {
 
     /// A pending limit, to cancel it.
     struct Handle: Sendable {
@@ -34,7 +32,7 @@ final class TimerWheel: Sendable {
     private let resolution: Int64
     private let loop: any EventLoop
 
-    init(resolution: Duration, loop: any EventLoop = MultiThreadedEventLoopGroup.singleton.any()) {
+    public init(resolution: Duration, loop: any EventLoop = MultiThreadedEventLoopGroup.singleton.any()) {
         self.resolution = max(1, resolution.wholeNanoseconds)
         self.loop = loop
         self.state = Mutex(State(done: Self.nanoseconds() / self.resolution))

@@ -40,10 +40,12 @@ final class DeltaBatcher: Service, Sendable {
     private let client: PostgresClient
     private let logger: Logger
     private let deadline: Duration
+    private let timers: TimerWheel
     let maxRunning: Int
     let maxBatch: Int
 
-    init(client: PostgresClient, logger: Logger, deadline: Duration, maxRunning: Int, maxBatch: Int = 64) {
+    init(client: PostgresClient, logger: Logger, timers: TimerWheel, deadline: Duration, maxRunning: Int, maxBatch: Int = 64) {
+        self.timers = timers
         self.client = client
         self.logger = logger
         self.deadline = deadline
@@ -148,7 +150,7 @@ final class DeltaBatcher: Service, Sendable {
             let (client, logger) = (self.client, self.logger)
             let onlyCalls = calls.map(\.call)
             result = .success(
-                try await Deadline.run(within: deadline) {
+                try await Deadline.run(within: deadline, timers: timers) {
                     try await client.withConnection { conn in try await Self.read(onlyCalls, conn: conn, prepared: prepared, logger: logger) }
                 })
         } catch {

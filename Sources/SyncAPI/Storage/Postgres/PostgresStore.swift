@@ -24,6 +24,8 @@ public struct PostgresStore: SyncStore {
     let logger: Logger
     /// How long a call may wait for the database (mostly for a pooled connection) before answering 503.
     let deadline: Duration
+    /// The timers of its time limits.
+    let timers: TimerWheel
 
     /// Reads concurrent deltas together when they would wait for a connection (`DeltaBatcher`).
     let deltaBatcher: DeltaBatcher
@@ -32,11 +34,12 @@ public struct PostgresStore: SyncStore {
 
     /// `deltaStatements`: how many delta statements run at once before further deltas wait and are read together
     /// (`DeltaBatcher`); the pool's other connections stay free for everything else.
-    public init(client: PostgresClient, logger: Logger, deadline: Duration = .seconds(10), deltaStatements: Int = 4) {
+    public init(client: PostgresClient, logger: Logger, timers: TimerWheel, deadline: Duration = .seconds(10), deltaStatements: Int = 4) {
+        self.timers = timers
         self.client = client
         self.logger = logger
         self.deadline = deadline
-        deltaBatcher = DeltaBatcher(client: client, logger: logger, deadline: deadline, maxRunning: deltaStatements)
+        deltaBatcher = DeltaBatcher(client: client, logger: logger, timers: timers, deadline: deadline, maxRunning: deltaStatements)
     }
 
     /// The connection, inside a REPEATABLE READ transaction, this copy of the store reads on (`PostgresSnapshot`).
@@ -250,7 +253,7 @@ public struct PostgresStore: SyncStore {
     @discardableResult
     func guarded<T: Sendable>(within limit: Duration? = nil, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let logger = self.logger
-        return try await Deadline.run(within: limit ?? deadline) {
+        return try await Deadline.run(within: limit ?? deadline, timers: timers) {
             var attempt = 0
             while true {
                 do {

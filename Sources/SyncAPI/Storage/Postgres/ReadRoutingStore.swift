@@ -19,10 +19,12 @@ public struct ReadRoutingStore: ItemReads {
     public let routes: ReadRouteCounts
     /// How long a standby may take to answer one read before the primary answers it instead.
     let standbyTimeout: Duration
+    let timers: TimerWheel
     private let turn: TurnCounter
     let logger: Logger
 
-    public init(primary: PostgresStore, standbys: [Standby], standbyTimeout: Duration = .seconds(2), logger: Logger) {
+    public init(primary: PostgresStore, standbys: [Standby], standbyTimeout: Duration = .seconds(2), timers: TimerWheel, logger: Logger) {
+        self.timers = timers
         self.primary = primary
         self.standbys = standbys
         self.standbyTimeout = standbyTimeout
@@ -52,7 +54,7 @@ public struct ReadRoutingStore: ItemReads {
             return try await read(primary)
         }
         do {
-            let answer = try await StandbyTimeout.run(within: standbyTimeout) { try await read(standby.store) }
+            let answer = try await StandbyTimeout.run(within: standbyTimeout, timers: timers) { try await read(standby.store) }
             if let since, version(answer) < since {
                 // The standby has not replayed the client's date yet: the primary has.
                 routes.count(.fallback)

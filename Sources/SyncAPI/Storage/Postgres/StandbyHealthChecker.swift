@@ -10,8 +10,10 @@ public struct StandbyHealthChecker: Service {
     let maxLag: Duration
     let interval: Duration
     let logger: Logger
+    let timers: TimerWheel
 
-    public init(standbys: [Standby], maxLag: Duration, interval: Duration = .seconds(1), logger: Logger) {
+    public init(standbys: [Standby], maxLag: Duration, interval: Duration = .seconds(1), timers: TimerWheel, logger: Logger) {
+        self.timers = timers
         self.standbys = standbys
         self.maxLag = maxLag
         self.interval = interval
@@ -44,7 +46,7 @@ public struct StandbyHealthChecker: Service {
     /// One check of one standby: whether it may serve reads now.
     func check(_ standby: Standby) async -> (healthy: Bool, why: String) {
         do {
-            let lag = try await StandbyTimeout.run(within: max(interval, .seconds(1))) {
+            let lag = try await StandbyTimeout.run(within: max(interval, .seconds(1)), timers: timers) {
                 for try await lag in try await standby.store.client.query(Self.lagQuery, logger: logger).decode(Double?.self) {
                     return lag
                 }

@@ -9,11 +9,11 @@ enum StandbyTimeout {
     /// Runs `work` in a task of its own and answers its result, or throws `Expired` after `limit` (the work is then
     /// cancelled and its late result dropped).
     ///
-    /// The timer is the shared `TimerWheel`'s, cancelled when the work ends. A cancelled `Task.sleep` stays queued in the
+    /// The timer is `timers`', cancelled when the work ends. A cancelled `Task.sleep` stays queued in the
     /// runtime until its own deadline: one per read would hold its memory for the whole limit (`PoolTimerTests`).
-    static func run<T: Sendable>(within limit: Duration, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
+    static func run<T: Sendable>(within limit: Duration, timers: TimerWheel, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
         let race = Race<T>()
-        let alarm = Deadline.Alarm()
+        let alarm = Deadline.Alarm(wheel: timers)
         defer {
             alarm.stop()
             race.cancelAll()
