@@ -6,6 +6,7 @@ import HummingbirdTesting
 import Logging
 import NIOPosix
 import SyncAPI
+import Synchronization
 import TestSupport
 import Testing
 
@@ -218,18 +219,42 @@ struct HostileClientTests {
     @Test("a logout while a group reads: the token answers 401 as soon as the group is done", arguments: Backend.allCases)
     func logoutDuringGroup(backend: Backend) async throws {
         try await TestApp.run(backend, mode: .live) { client in
+            let port = try #require(client.port)
             let api = try await APIClient.signedUp(client)
             try await StreamedAnswerTests.seed(api, count: 1000)
             let reads = (0..<8).map { #"{"id":"r\#($0)","method":"GET","url":"/api/v1/ctcsync"}"# }.joined(separator: ",")
-            async let group = api.call(.post, "/api/v1/group", body: #"{"requests":[\#(reads)]}"#)
-            try await Task.sleep(for: .milliseconds(30))
+            let answered = GroupHTTPTests.Flag()
+            let group = Task {
+                defer { answered.raised.store(true, ordering: .releasing) }
+                return try await api.call(.post, "/api/v1/group", body: #"{"requests":[\#(reads)]}"#)
+            }
+            // The logout goes once the server holds the group, never before it (the two share the test client's
+            // connection, answered in the order they arrive): waited for, not slept on.
+            let held = await Self.groupHeld(port: port, answered: answered)
+            print("logout during a group: sent \(held ? "while the server held the group" : "once the group was answered")")
             let logout = try await api.call(.post, "/api/v1/logout")
             #expect(logout.status == .noContent)
-            _ = try await group
+            _ = try await group.value
             for _ in 0..<3 {
                 #expect(try await api.call(.get, "/api/v1/contacts/c1").status == .unauthorized)
             }
         }
+    }
+
+    /// Polls `/metrics` over a connection of its own (curl) until the server is producing the group (its run of reads
+    /// holds a place in the snapshot budget while its answers are written: `syncapi_snapshot_answers`, which nothing
+    /// else of the test takes), or until the group is answered; true in the first case. Up to 60 s.
+    static func groupHeld(port: Int, answered: GroupHTTPTests.Flag) async -> Bool {
+        let gauge = "syncapi_snapshot_answers "
+        let end = ContinuousClock.now + .seconds(60)
+        while !answered.raised.load(ordering: .acquiring), ContinuousClock.now < end, !Task.isCancelled {
+            let metrics = (try? await Curl.call(["http://127.0.0.1:\(port)/metrics"]))?.body ?? ""
+            for line in metrics.split(separator: "\n") where line.hasPrefix(gauge) {
+                if let places = Double(line.dropFirst(gauge.count)), places > 0 { return true }
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return false
     }
 
     /// Security audit M1: a group's sub-requests used the session checked when the group began, so a PUT behind a slow

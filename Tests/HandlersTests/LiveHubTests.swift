@@ -62,7 +62,9 @@ struct LiveHubTests {
                 let api = try await APIClient.signedUp(client)
                 try await withThrowingTaskGroup(of: Void.self) { streams in
                     for _ in 0..<50 { streams.addTask { _ = try await api.call(.get, "/api/v1/changes") } }
-                    // Once the streams' opening queries are over and counted.
+                    // Once the streams are open (counted by the instance: waited for, not left to the probe's pauses) and
+                    // their opening queries over and counted.
+                    try await HardeningHTTPTests.waitForStreams(client, count: 50)
                     let before = try await probe.settled()
                     try await Task.sleep(for: .seconds(3))
                     // What the 3 s cost, once reported: the count then spans them and the keep-alive after (9.5 s).
@@ -92,6 +94,8 @@ struct LiveHubTests {
                     for _ in 0..<50 {
                         streams.addTask { ChangesHTTPTests.events(try await api.call(.get, "/api/v1/changes?date=\(date)").body).count }
                     }
+                    // The writes come once the 50 streams are open, their opening reads counted before.
+                    try await HardeningHTTPTests.waitForStreams(client, count: 50)
                     let before = try await probe.settled()
                     for n in 0..<10 {
                         #expect(try await api.call(.put, "/api/v1/contacts/c\(n)", body: #"{"firstName":"N"}"#).status == .ok)

@@ -38,6 +38,32 @@ struct MediaProcessTests {
         }
     }
 
+    /// Waits (up to 60 s) until an upload in progress has stored at least `bytes`: in a temporary file (SQLite), in
+    /// chunk rows, each committed as it comes (PostgreSQL). False if it never had.
+    static func uploadStored(atLeast bytes: Int, _ backend: Backend, database: String, folder: String) async -> Bool {
+        let end = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < end, !Task.isCancelled {
+            switch backend {
+            case .sqlite:
+                let tmp = "\(folder)/data/media/tmp"
+                let sizes = ((try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? []).compactMap {
+                    (try? FileManager.default.attributesOfItem(atPath: "\(tmp)/\($0)"))?[.size] as? Int
+                }
+                if sizes.contains(where: { $0 >= bytes }) { return true }
+            case .postgres:
+                guard case .postgres(let host, let port, _, _, let name, _)? = try? DatabaseURL(parsing: database) else {
+                    return false
+                }
+                let query = "SELECT coalesce(sum(length(data)), 0) FROM media_chunks"
+                let psql = ["psql", "-h", host, "-p", "\(port)", "-U", "postgres", "-d", name, "-Atc", query]
+                let output = (try? await TestPostgres.run(psql))?.trimmingCharacters(in: .whitespacesAndNewlines)
+                if let output, let stored = Int(output), stored >= bytes { return true }
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
     @Test("a 100 MB upload and its download leave the server's memory flat", arguments: Backend.allCases)
     func bigUpload(backend: Backend) async throws {
         try await HeavyTestGate.shared.run {
@@ -83,8 +109,11 @@ struct MediaProcessTests {
                 ["curl", "-s", "--limit-rate", "1M", "-X", "POST", "-H", "Content-Type: image/jpeg", "-T", file] + auth + [
                     "\(base)/api/v1/media"
                 ], output: "\(folder)/upload.log")
-            try await Task.sleep(for: .seconds(2))
+            // The kill comes once part of the upload is stored (1 MiB of the 8, an 8 s upload at 1 MB/s): waited for,
+            // not slept on.
+            let underWay = await Self.uploadStored(atLeast: 1 << 20, backend, database: database, folder: folder)
             server.killAndReap()
+            #expect(underWay, "no part of the upload was stored within 60 s")
             _ = await ServerProcess(pid: upload, port: 0, log: "").waitForExit(within: .seconds(10))
             let restarted = try await ServerProcess.start(["--database", database])
             defer {
