@@ -7,7 +7,7 @@ import SyncModelTools
 struct ModelCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "model", abstract: "Check or print a data model file (protocol §12); no database needed.",
-        subcommands: [Check.self, Normalize.self, OpenAPI.self, Swift.self])
+        subcommands: [Check.self, Normalize.self, OpenAPI.self, Swift.self, ErrorCodes.self])
 
     /// `syncapi model check FILE`: exits 1 with one line naming the collection and the field when the server could
     /// not serve the model.
@@ -86,6 +86,16 @@ struct ModelCommand: ParsableCommand {
             }
             let target: DataModel.SwiftTarget = inSDK ? .inSDK : sdk ? .sdk : .plain
             print(try ModelCommand.load(file).swiftSource(typeNames: names, protocols: protocols, target: target), terminator: "")
+        }
+    }
+
+    /// `syncapi model error-codes`: the Swift SDK's `ServerErrorCode` (the error codes of protocol §7).
+    struct ErrorCodes: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "error-codes", abstract: "Print the Swift SDK's ServerErrorCode type: the error codes of protocol §7.")
+
+        func run() throws {
+            print(ServerErrorCodeSource.render(), terminator: "")
         }
     }
 

@@ -43,6 +43,13 @@ struct DataModelTests {
         #expect(file == Collections.model.swiftSource(typeNames: names, target: .inSDK), "run scripts/generate-sdk-models")
     }
 
+    @Test("the SDK's error codes are the server's (scripts/generate-sdk-models)")
+    func sdkErrorCodesAreGenerated() throws {
+        let path = "Clients/SyncClient/Sources/SyncClient/Client/ServerErrorCode.swift"
+        let file = try String(contentsOf: Self.root.appendingPathComponent(path), encoding: .utf8)
+        #expect(file == ServerErrorCodeSource.render(), "run scripts/generate-sdk-models")
+    }
+
     @Test("the default model declares what §2–§5 say: kinds, order, children, filter, members inside familysync")
     func familyModel() throws {
         #expect(Collections.threads.sortKey == .lastChildCreated(field: "lastMessageAt") && Collections.threads.childName == "messages")

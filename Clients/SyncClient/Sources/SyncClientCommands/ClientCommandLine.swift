@@ -194,7 +194,7 @@ public enum ClientCommandLine {
         }
         let failed = try client.failedOperations().map {
             Output.Operation(
-                op: $0.kind.rawValue, collection: $0.collection.rawValue, id: $0.id, parent: $0.parent, status: $0.status, code: $0.code,
+                op: $0.kind.rawValue, collection: $0.collection.rawValue, id: $0.id, parent: $0.parent, status: $0.status, code: $0.code.rawValue,
                 detail: $0.detail)
         }
         if json { return Output.json(Output.Pending(pending: pending, failed: failed)) }

@@ -5,16 +5,16 @@ public enum SyncClientError: Error, Sendable, Equatable, CustomStringConvertible
     /// No answer from the server (offline, refused, timed out): retry later; writes stay queued.
     case offline(String)
     /// The server is busy or throttling (429, 503, other 5xx): retry after `retryAfter` seconds when given.
-    case unavailable(status: Int, code: String, retryAfter: Int?)
+    case unavailable(status: Int, code: ServerErrorCode, retryAfter: Int?)
     /// The server refused the call (protocol §7): its status, stable `code` and detail.
-    case server(status: Int, code: String, detail: String)
+    case server(status: Int, code: ServerErrorCode, detail: String)
     /// Not signed in (or the token stopped working: logout elsewhere, password change, expiry).
     case notSignedIn
     /// A sign-in or password check with a wrong username or password (401 `invalid_credentials`): not a lost session.
     case invalidCredentials
     /// The server asks this client to slow down (429: failed logins, too many open downloads or streams); retry
     /// after `retryAfter` seconds. Sign-in never retries it by itself.
-    case throttled(code: String, retryAfter: Int?)
+    case throttled(code: ServerErrorCode, retryAfter: Int?)
     /// Writes that could not be pushed (a logout that would lose them): export or retry, or log out discarding them.
     case unpushedWrites([PendingOperation])
     /// A call the SDK refuses before any request (a missing parent, a read-only collection, bad JSON).
@@ -64,9 +64,9 @@ public enum SyncClientError: Error, Sendable, Equatable, CustomStringConvertible
     /// throttling, 5xx a busy server; the last two are transient.
     static func from(status: Int, body: JSONValue?, retryAfter: String?) -> SyncClientError? {
         guard status >= 300 else { return nil }
-        let code = body?["code"]?.stringValue ?? "http_\(status)"
+        let code = body?["code"]?.stringValue.map(ServerErrorCode.init(rawValue:)) ?? .http(status)
         let seconds = retryAfter.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-        if status == 401 { return code == "invalid_credentials" ? .invalidCredentials : .notSignedIn }
+        if status == 401 { return code == .invalidCredentials ? .invalidCredentials : .notSignedIn }
         if status == 429 { return .throttled(code: code, retryAfter: seconds) }
         if status >= 500 { return .unavailable(status: status, code: code, retryAfter: seconds) }
         return .server(status: status, code: code, detail: body?["detail"]?.stringValue ?? "")
@@ -74,11 +74,23 @@ public enum SyncClientError: Error, Sendable, Equatable, CustomStringConvertible
 
     static func from(_ answer: HTTPAnswer) -> SyncClientError {
         from(status: answer.status, body: answer.json, retryAfter: answer.header("Retry-After"))
-            ?? .server(status: answer.status, code: "unexpected_answer", detail: "unexpected answer \(answer.status)")
+            ?? .server(status: answer.status, code: .unexpectedAnswer, detail: "unexpected answer \(answer.status)")
     }
 
     static func from(_ answer: SubResponse) -> SyncClientError {
         from(status: answer.status, body: answer.body, retryAfter: answer.header("Retry-After"))
-            ?? .server(status: answer.status, code: "unexpected_answer", detail: "unexpected answer \(answer.status)")
+            ?? .server(status: answer.status, code: .unexpectedAnswer, detail: "unexpected answer \(answer.status)")
     }
+}
+
+/// The codes the SDK gives errors that carry no server code.
+extension ServerErrorCode {
+    /// An answer with no `code` (a proxy's, or a non-JSON body): `http_<status>`.
+    public static func http(_ status: Int) -> ServerErrorCode { ServerErrorCode(rawValue: "http_\(status)") }
+    /// An answer the SDK did not expect (a status a call never answers).
+    public static let unexpectedAnswer = ServerErrorCode(rawValue: "unexpected_answer")
+    /// An answer whose body does not decode.
+    public static let invalidAnswer = ServerErrorCode(rawValue: "invalid_answer")
+    /// Downloaded media whose bytes do not match their URL's digest.
+    public static let mediaCorrupt = ServerErrorCode(rawValue: "media_corrupt")
 }

@@ -66,7 +66,7 @@ extension SyncClient {
                     sessionEnded()
                     return
                 }
-                guard status == 200 else { throw SyncClientError.unavailable(status: status, code: "http_\(status)", retryAfter: nil) }
+                guard status == 200 else { throw SyncClientError.unavailable(status: status, code: .http(status), retryAfter: nil) }
                 failures = 0
                 statusCenter.update { $0.liveConnected = true }
                 defer { statusCenter.update { $0.liveConnected = false } }

@@ -38,7 +38,7 @@ extension SyncClient {
     public func failedUploads() throws -> [FailedUpload] {
         try replica.pool.read { db in
             try Row.fetchAll(db, sql: "SELECT sha256, contentType, status, code FROM uploads WHERE status IS NOT NULL ORDER BY seq").map {
-                FailedUpload(url: "/api/v1/media/" + ($0[0] as String), contentType: $0[1], status: $0[2], code: $0[3])
+                FailedUpload(url: "/api/v1/media/" + ($0[0] as String), contentType: $0[1], status: $0[2], code: ServerErrorCode(rawValue: $0[3]))
             }
         }
     }
@@ -55,7 +55,7 @@ extension SyncClient {
         let bytes = FileManager.default.contents(atPath: part) ?? Data()
         guard SHA256.hex(Array(bytes)) == sha else {
             _ = try? FileManager.default.removeItem(atPath: part)
-            throw SyncClientError.server(status: 200, code: "media_corrupt", detail: "the downloaded bytes are not \(sha)")
+            throw SyncClientError.server(status: 200, code: .mediaCorrupt, detail: "the downloaded bytes are not \(sha)")
         }
         try mediaStore.store(bytes, sha256: sha)
         _ = try? FileManager.default.removeItem(atPath: part)
@@ -89,7 +89,7 @@ extension SyncClient {
         if status == 416 { return }  // the part already holds every byte (checked by the caller)
         guard status == 200 || status == 206 else {
             throw SyncClientError.from(status: status, body: nil, retryAfter: nil)
-                ?? .server(status: status, code: "unexpected_answer", detail: "unexpected answer \(status)")
+                ?? .server(status: status, code: .unexpectedAnswer, detail: "unexpected answer \(status)")
         }
         guard let handle = FileHandle(forWritingAtPath: part) else { throw SyncClientError.invalid("cannot write \(part)") }
         defer { try? handle.close() }
@@ -181,7 +181,7 @@ public struct FailedUpload: Sendable, Equatable {
     public let url: String
     public let contentType: String
     public let status: Int
-    public let code: String
+    public let code: ServerErrorCode
 }
 
 extension SyncClient {

@@ -22,6 +22,6 @@ public struct FailedOperation: Sendable, Equatable {
     public let kind: PendingOperation.Kind
     public let body: JSONObject?
     public let status: Int
-    public let code: String
+    public let code: ServerErrorCode
     public let detail: String
 }

@@ -106,7 +106,8 @@ extension Replica {
             let parent: String = row[1]
             return FailedOperation(
                 collection: collection, parent: parent.isEmpty ? nil : parent, id: row[2], kind: kind,
-                body: (row[4] as String?).flatMap { try? JSONValue.parse($0).objectValue }, status: row[5], code: row[6], detail: row[7])
+                body: (row[4] as String?).flatMap { try? JSONValue.parse($0).objectValue }, status: row[5], code: ServerErrorCode(rawValue: row[6]),
+                detail: row[7])
         }
     }
 

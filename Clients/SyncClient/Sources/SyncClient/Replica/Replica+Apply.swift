@@ -164,6 +164,6 @@ extension Replica {
 extension SyncClientError {
     /// An answer that does not say what the protocol says it must.
     static func invalidAnswer(_ detail: String) -> SyncClientError {
-        .server(status: 200, code: "invalid_answer", detail: detail)
+        .server(status: 200, code: .invalidAnswer, detail: detail)
     }
 }

@@ -81,7 +81,7 @@ extension SyncClient {
         do {
             group = try JSONDecoder().decode(GroupAnswer.self, from: answer.body)
         } catch {
-            throw SyncClientError.server(status: 200, code: "invalid_answer", detail: "the group answer does not decode: \(error)")
+            throw SyncClientError.server(status: 200, code: .invalidAnswer, detail: "the group answer does not decode: \(error)")
         }
         var out: [String: SubResponse] = [:]
         for response in group.responses {

@@ -12,7 +12,7 @@ public struct Problem: Codable, Sendable, Equatable {
     public var title: String
     public var status: Int
     public var detail: String
-    public var code: String
+    public var code: ServerErrorCode
     public var field: String?
 }
 
