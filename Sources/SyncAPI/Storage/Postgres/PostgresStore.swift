@@ -47,11 +47,16 @@ public struct PostgresStore: SyncStore {
     /// Deltas read ahead from the pinned snapshot (`prefetchingDeltas`), by the call they answer.
     var prefetched: [DeltaRequest: Delta] = [:]
 
+    /// The body is not under one deadline: it writes its answer as its client reads it (a group's run of reads), and a
+    /// phone on a slow link may take longer than the database deadline to read it. Each statement of the body is
+    /// bounded on its own (`guarded`), and a reader that stops is bounded by the answer's stall limit (`AnswerStream`).
     public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SnapshotReads) async throws -> T) async throws -> T {
-        return try await guarded {
-            try await transaction(readOnlySnapshot: true, on: answersClient) { conn in
+        do {
+            return try await transaction(readOnlySnapshot: true, on: answersClient) { conn in
                 try await body(PostgresSnapshot(store: self, connection: conn))
             }
+        } catch {
+            throw PostgresFailure(error).domainError(for: error, logger: logger)
         }
     }
 
