@@ -17,15 +17,9 @@ struct SlowGroupReaderTests {
         try await TestApp.run(backend, mode: .live, configure: { $0.databaseDeadline = .seconds(1) }) { client in
             let port = try #require(client.port)
             let api = try await APIClient.signedUp(client, username: "slow", family: "Slow")
-            // About 27 MB (128 contacts of 214 KB, U+0001 written as 6 bytes): more than the kernel's buffers on both ends
-            // take, so the server writes the answer only as fast as the client reads it.
-            let control = #"\u0001"#
-            let notes = String(repeating: control, count: 10_000)
-            let emails = Array(repeating: "\"" + String(repeating: control, count: 256) + "\"", count: 100).joined(separator: ",")
-            for n in 0..<128 {
-                let put = try await api.call(.put, "/api/v1/contacts/c\(n)", body: #"{"firstName":"C","notes":"\#(notes)","emails":[\#(emails)]}"#)
-                #expect(put.status == .created || put.status == .ok, "\(put.body.prefix(200))")
-            }
+            // About 27 MB: more than the kernel's buffers on both ends take, so the server writes the answer only as fast
+            // as the client reads it.
+            try await SlowReaderTests.putLargeContacts(api, count: 128)
             let token = try #require(api.token)
             let body = #"{"requests":[{"id":"a","method":"GET","url":"/api/v1/ctcsync"},{"id":"b","method":"GET","url":"/api/v1/evtsync"}]}"#
             let fd = try await RawSocket.connect(port: port, receiveBuffer: 65536)

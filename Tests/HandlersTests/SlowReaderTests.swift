@@ -23,16 +23,8 @@ struct SlowReaderTests {
         ) { client in
             let port = try #require(client.port)
             let reader = try await APIClient.signedUp(client, username: "slow", family: "Slow")
-            // About 27 MB (128 contacts of the largest notes and emails, U+0001 written as 6 bytes): more than the
-            // kernel's buffers on both ends take while the client reads nothing.
-            let control = #"\u0001"#
-            let notes = String(repeating: control, count: 10_000)
-            let emails = Array(repeating: "\"" + String(repeating: control, count: 256) + "\"", count: 100).joined(separator: ",")
-            for n in 0..<128 {
-                let body = #"{"firstName":"C","notes":"\#(notes)","emails":[\#(emails)]}"#
-                let put = try await reader.call(.put, "/api/v1/contacts/c\(n)", body: body)
-                #expect(put.status == .created || put.status == .ok, "\(put.body.prefix(200))")
-            }
+            // About 27 MB: more than the kernel's buffers on both ends take while the client reads nothing.
+            try await Self.putLargeContacts(reader, count: 128)
             let other = try await APIClient.signedUp(client, username: "other", family: "Other")
             let token = try #require(reader.token)
             var held: [Int32] = []
@@ -51,6 +43,17 @@ struct SlowReaderTests {
                 body: #"{"requests":[{"id":"a","method":"GET","url":"/api/v1/ctcsync"},{"id":"b","method":"GET","url":"/api/v1/evtsync"}]}"#)
             #expect(group.status == .ok, "\(group.body.prefix(200))")
             #expect(try await Self.gauge(other, "syncapi_snapshot_answers_cut") == 1)
+        }
+    }
+
+    /// Puts `count` contacts of the largest notes and emails (214 KB each as JSON, U+0001 written as 6 bytes).
+    static func putLargeContacts(_ api: APIClient, count: Int) async throws {
+        let control = #"\u0001"#
+        let notes = String(repeating: control, count: 10_000)
+        let emails = Array(repeating: "\"" + String(repeating: control, count: 256) + "\"", count: 100).joined(separator: ",")
+        for n in 0..<count {
+            let put = try await api.call(.put, "/api/v1/contacts/c\(n)", body: #"{"firstName":"C","notes":"\#(notes)","emails":[\#(emails)]}"#)
+            #expect(put.status == .created || put.status == .ok, "\(put.body.prefix(200))")
         }
     }
 
