@@ -3,7 +3,8 @@ import Synchronization
 /// `GET /ready`'s database check, shared: one ping at a time, its answer reused for `maxAge`, so a flood of `/ready`
 /// costs the database at most one query per `maxAge`, whoever sends it.
 ///
-/// The first caller to find the answer stale pings, in its own task; callers that come meanwhile wait for its answer.
+/// The first caller to find the answer stale pings, in the caller's own task; callers that come meanwhile wait for its
+/// answer. A ping cut short by its caller's cancellation answers its waiters but is not kept as the instance's state.
 final class ReadinessProbe: Sendable {
     /// The check: `SyncStore.ping` (throws when the database is away or read-only).
     let check: @Sendable () async throws -> Void
@@ -49,8 +50,9 @@ final class ReadinessProbe: Sendable {
             }
         case .ping:
             let ready = (try? await check()) != nil
+            let cancelled = Task.isCancelled
             let waiting = state.withLock { state in
-                state.last = (ContinuousClock.now, ready)
+                if !cancelled { state.last = (ContinuousClock.now, ready) }
                 state.pinging = false
                 defer { state.waiting = [] }
                 return state.waiting

@@ -47,18 +47,22 @@ public struct PostgresStore: SyncStore {
     /// Deltas read ahead from the pinned snapshot (`prefetchingDeltas`), by the call they answer.
     var prefetched: [DeltaRequest: Delta] = [:]
 
-    /// The body is not under one deadline: it writes its answer as its client reads it (a group's run of reads), and a
-    /// phone on a slow link may take longer than the database deadline to read it. Each statement of the body is
-    /// bounded on its own (`guarded`), and a reader that stops is bounded by the answer's stall limit (`AnswerStream`).
+    /// The body runs under one deadline of its own, `snapshotRunLimit`, not the database deadline: it writes its answer
+    /// as its client reads it (a group's run of reads), and a phone on a slow link may take longer than the database
+    /// deadline to read it. Under that one deadline its statements run inline, so none is left running on the pinned
+    /// connection once the run gave it back; a reader that stops is bounded by the answer's stall limit, and a caller
+    /// that goes away (its answer cancelled, the application stopping) leaves at once.
     public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SnapshotReads) async throws -> T) async throws -> T {
-        do {
-            return try await transaction(readOnlySnapshot: true, on: answersClient) { conn in
+        try await guarded(within: Self.snapshotRunLimit) {
+            try await transaction(readOnlySnapshot: true, on: answersClient) { conn in
                 try await body(PostgresSnapshot(store: self, connection: conn))
             }
-        } catch {
-            throw PostgresFailure(error).domainError(for: error, logger: logger)
         }
     }
+
+    /// How long a run of reads may hold its snapshot (`withReadSnapshot`) when no request bounds it: as long as a phone
+    /// reading at the snapshot pace (`SnapshotBudget`) takes to read a family's whole quota, and more.
+    static let snapshotRunLimit: Duration = .seconds(6 * 3600)
 
     /// Runs reads on the pinned snapshot's connection, else on a pooled connection.
     func read<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
