@@ -234,7 +234,8 @@ struct HostileClientTests {
             print("logout during a group: sent \(held ? "while the server held the group" : "once the group was answered")")
             let logout = try await api.call(.post, "/api/v1/logout")
             #expect(logout.status == .noContent)
-            _ = try await group.value
+            // Sent before the logout, on the same connection: answered whole with the token it began with.
+            #expect(try await group.value.status == .ok)
             for _ in 0..<3 {
                 #expect(try await api.call(.get, "/api/v1/contacts/c1").status == .unauthorized)
             }

@@ -19,7 +19,7 @@ struct AnswerProducersTests {
                 let stream = AnswerStream(stallLimit: .seconds(600), producerStallLimit: .seconds(600))
                 stream.produce(on: producers) {
                     events.continuation.yield("\(name) started")
-                    try? await Task.sleep(for: .seconds(600))
+                    await Self.untilCancelled()
                     events.continuation.yield("\(name) ended, cancelled: \(Task.isCancelled)")
                 }
                 return stream
@@ -62,6 +62,16 @@ struct AnswerProducersTests {
             service.cancelAll()
             #expect(await heard.next() == "ended, cancelled: true")
             try await service.waitForAll()
+        }
+    }
+
+    /// Returns once the calling task is cancelled: a producer with nothing to do but be stopped.
+    static func untilCancelled() async {
+        let (stream, continuation) = AsyncStream<Never>.makeStream()
+        await withTaskCancellationHandler {
+            for await _ in stream {}
+        } onCancel: {
+            continuation.finish()
         }
     }
 }
