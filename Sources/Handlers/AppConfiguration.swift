@@ -39,6 +39,8 @@ public struct AppConfiguration: Sendable {
     public var acceptBreakingModelChanges = false
     /// What one family may keep (protocol §8): items, stored bytes, media bytes (accounts: `accounts`).
     public var quotas = FamilyQuotas()
+    /// How many spaces one account may own and belong to (protocol §15).
+    public var spaces = SpaceLimits()
     /// `GET /changes` without a change hub (a bare router): how often a stream reads the family's counter.
     public var changesPollInterval = Duration.seconds(1)
     /// `GET /changes` with a hub: how often an idle stream re-checks its token anyway (token expiry), and its counter

@@ -7,7 +7,10 @@ import SyncAPI
 /// The per-request context: Hummingbird's core storage, the TCP peer, and the authenticated session, once checked.
 public struct AppRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
-    /// Set by `AuthMiddleware` on every data route.
+    /// The authenticated account and its spaces; set by `AuthMiddleware` on every data route.
+    public var principal: AccountSession?
+    /// The caller in the space the request addresses (its home space, or the `/spaces/{spaceId}/` of the path); set by
+    /// `AuthMiddleware` and `SpaceMiddleware`.
     public var session: Session?
     /// The TCP peer's IP address (nil in router-level tests, which have no socket).
     public let peerAddress: String?
@@ -27,6 +30,7 @@ public struct AppRequestContext: RequestContext {
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
+        self.principal = nil
         self.session = nil
         self.peerAddress = source.channel.remoteAddress?.ipAddress
         self.socketEventLoop = source.channel.remoteAddress == nil ? nil : source.channel.eventLoop
@@ -45,10 +49,20 @@ public struct AppRequestContext: RequestContext {
         parameters.get(name).flatMap { $0.removingPercentEncoding }
     }
 
-    /// The caller's session; routes behind `AuthMiddleware` always have one.
+    /// The caller in the addressed space; 404 `not_found` for an account that belongs to no space (its unprefixed
+    /// paths address nothing).
     func requireSession() throws -> Session {
-        guard let session else { throw SyncError.unauthorized }
+        guard let session else {
+            guard principal != nil else { throw SyncError.unauthorized }
+            throw SyncError.notFound("This account belongs to no space.")
+        }
         return session
+    }
+
+    /// The authenticated account; routes behind `AuthMiddleware` always have one.
+    func requirePrincipal() throws -> AccountSession {
+        guard let principal else { throw SyncError.unauthorized }
+        return principal
     }
 }
 

@@ -156,12 +156,33 @@ public func buildRouter(
     accountRoutes.addPublic(to: api)
     let authenticated = api.group().add(middleware: AuthMiddleware(accounts: accounts))
     accountRoutes.addAuthenticated(to: authenticated)
-    ItemRoutes(engine: engine, bodyMaxBytes: configuration.bodyMaxBytes).add(to: authenticated)
-    SyncRoutes(engine: engine).add(to: authenticated)
-    ChangesRoutes(engine: engine, accounts: accounts, configuration: configuration, streams: streams, hub: hub, timers: timers).add(to: authenticated)
-    if let media = media ?? (store as? any MediaStore) {
-        MediaRoutes(media: MediaService(store: media, maxBytes: Int64(configuration.mediaMaxBytes), familyQuota: configuration.quotas.mediaBytes))
-            .add(to: authenticated)
+    // Every space-scoped route twice (protocol §15): unprefixed for the caller's home space, and under
+    // `/spaces/{spaceId}` for any space the caller belongs to.
+    let inSpace = api.group("spaces/:spaceId").add(middleware: AuthMiddleware(accounts: accounts)).add(middleware: SpaceMiddleware())
+    let items = ItemRoutes(engine: engine, bodyMaxBytes: configuration.bodyMaxBytes)
+    let spaceRoutes = SpaceRoutes(
+        spaces: SpaceService(store: store, accounts: accounts, collections: collections, limits: configuration.spaces),
+        bodyMaxBytes: min(configuration.bodyMaxBytes, AccountRoutes.bodyMaxBytes),
+        clientAddress: ClientAddressResolver(trustedProxies: configuration.trustedProxies),
+        accepts: AdmissionLimiter(rate: configuration.loginRate, now: configuration.clock))
+    spaceRoutes.add(to: authenticated)
+    let memberItems = collections.writable.first { collection in
+        guard collection.name == "members", collection.parentName == nil else { return false }
+        if case .singleton = collection.kind { return false }
+        return true
+    }
+    spaceRoutes.addPrefixed(to: inSpace, members: memberItems.map(items.handlers))
+    items.add(to: authenticated)
+    items.add(to: inSpace, except: memberItems.map { [$0.name] } ?? [])
+    let changes = ChangesRoutes(
+        engine: engine, accounts: accounts, configuration: configuration, streams: streams, hub: hub, timers: timers)
+    let mediaRoutes = (media ?? (store as? any MediaStore)).map {
+        MediaRoutes(media: MediaService(store: $0, maxBytes: Int64(configuration.mediaMaxBytes), familyQuota: configuration.quotas.mediaBytes))
+    }
+    for group in [authenticated, inSpace] {
+        SyncRoutes(engine: engine).add(to: group)
+        changes.add(to: group)
+        mediaRoutes?.add(to: group)
     }
     let responder = ResponderBox()
     GroupRoutes(

@@ -1,7 +1,8 @@
 import Hummingbird
 import SyncAPI
 
-/// Checks `Authorization: Bearer <token>` on every data route and puts the session in the context.
+/// Checks `Authorization: Bearer <token>` on every data route and puts the account and its session in its home space
+/// in the context (`SpaceMiddleware` then moves it to the space a prefixed path names).
 struct AuthMiddleware: RouterMiddleware {
     typealias Context = AppRequestContext
     let accounts: AccountService
@@ -11,19 +12,25 @@ struct AuthMiddleware: RouterMiddleware {
         // snapshot could read a token that a logout has deleted since. A write runs alone, outside any snapshot, and
         // checks the token again (from the session cache, which a revocation on any instance empties): a write after a
         // slow first answer never lands once the account is deleted or logged out.
-        if context.isSubrequest, let session = context.session {
-            if request.method != .get {
-                guard let token = Self.bearerToken(request), try await accounts.authenticate(token: token) == session else {
-                    throw SyncError.unauthorized
-                }
+        // A sub-request's space is resolved again from the (re-checked) account by `SpaceMiddleware` when its URL names one.
+        if context.isSubrequest, let principal = context.principal {
+            guard request.method != .get else { return try await next(request, context) }
+            guard let token = Self.bearerToken(request), let fresh = try await accounts.authenticate(token: token),
+                fresh.accountID == principal.accountID
+            else {
+                throw SyncError.unauthorized
             }
+            var context = context
+            context.principal = fresh
+            context.session = fresh.session(in: nil)
             return try await next(request, context)
         }
-        guard let token = Self.bearerToken(request), let session = try await accounts.authenticate(token: token) else {
+        guard let token = Self.bearerToken(request), let principal = try await accounts.authenticate(token: token) else {
             throw SyncError.unauthorized
         }
         var context = context
-        context.session = session
+        context.principal = principal
+        context.session = principal.session(in: nil)
         return try await next(request, context)
     }
 
@@ -45,5 +52,21 @@ struct AuthMiddleware: RouterMiddleware {
         let length = bytes.distance(from: index, to: bytes.endIndex)
         guard (1...512).contains(length) else { return nil }
         return String(header[index...])
+    }
+}
+
+/// On `/api/v1/spaces/{spaceId}/…`: the caller's session in that space. A space the caller does not belong to answers
+/// exactly as one that does not exist (404 `not_found`, protocol §15).
+struct SpaceMiddleware: RouterMiddleware {
+    typealias Context = AppRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let principal = context.principal else { throw SyncError.unauthorized }
+        guard let spaceID = context.pathID("spaceId"), let session = principal.session(in: spaceID) else {
+            throw SyncError.notFound("No such space.")
+        }
+        var context = context
+        context.session = session
+        return try await next(request, context)
     }
 }

@@ -9,7 +9,10 @@ final class GroupReach: Sendable {
     private let allowed = Mutex<Set<String>>([])
     /// Routes of the API a sub-request never reaches: the group itself, the endless change stream, and media
     /// (binary bodies do not belong in JSON).
-    static let refused: Set<String> = ["/api/v1/group", "/api/v1/changes", "/api/v1/media", "/api/v1/media/{sha256}"]
+    static let refused: Set<String> = [
+        "/api/v1/group", "/api/v1/changes", "/api/v1/media", "/api/v1/media/{sha256}", "/api/v1/spaces/{spaceId}/changes",
+        "/api/v1/spaces/{spaceId}/media", "/api/v1/spaces/{spaceId}/media/{sha256}",
+    ]
 
     /// Allows the route patterns of `routes` (e.g. `/api/v1/contacts/{id}`).
     func allow(_ patterns: some Sequence<String>) {

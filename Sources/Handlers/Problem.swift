@@ -54,7 +54,7 @@ extension SyncError.Code {
             .badRequest
         case .notFound: .notFound
         case .unauthorized, .invalidCredentials: .unauthorized
-        case .usernameTaken, .typeImmutable: .conflict
+        case .usernameTaken, .typeImmutable, .lastOwner: .conflict
         case .signupDisabled, .forbidden, .quotaExceeded: .forbidden
         case .preconditionFailed: .preconditionFailed
         case .payloadTooLarge: .contentTooLarge
@@ -92,6 +92,7 @@ extension SyncError.Code {
         case .unsupportedMediaType: "Unsupported media type"
         case .forbidden: "Forbidden"
         case .quotaExceeded: "Quota exceeded"
+        case .lastOwner: "Last owner"
         case .requestTimeout: "Request timeout"
         case .internalError: "Internal error"
         }

@@ -30,6 +30,11 @@ extension DataModel {
             if let verify = merged.firstIndex(where: { $0.key == "/api/v1/verify" }) {
                 merged[verify].value.update("get") { $0.set("parameters", .array(generated.verifyParameters)) }
             }
+            // Every space-scoped path again under `/api/v1/spaces/{spaceId}` (protocol §15), after the unprefixed ones.
+            let scoped = Set(generated.paths.map(\.key)).union(Self.spaceScopedBasePaths)
+            merged += merged.filter { scoped.contains($0.key) }.map { path, item in
+                ("/api/v1/spaces/{spaceId}" + path.dropFirst("/api/v1".count), Self.inSpace(item))
+            }
             paths = .object(merged)
         }
         document.update("components") { components in
@@ -41,6 +46,31 @@ extension DataModel {
         var result = JSONValue.object(document)
         if !examples.isEmpty { result = Self.linking(examples, into: result) }
         return result
+    }
+
+    /// The shared paths that address the caller's space, besides the model's own.
+    static let spaceScopedBasePaths: Set<String> = ["/api/v1/media", "/api/v1/media/{sha256}", "/api/v1/verify", "/api/v1/changes"]
+
+    /// A path item of the home space as it reads under `/spaces/{spaceId}`: the space's parameter first, operation ids
+    /// of their own, and the answer to a space that is not the caller's.
+    static func inSpace(_ item: JSONValue) -> JSONValue {
+        var item = item
+        item.update("parameters") { parameters in
+            let own: [JSONValue] = if case .array(let list) = parameters { list } else { [] }
+            parameters = .array([["$ref": "#/components/parameters/SpaceIdPath"]] + own)
+        }
+        guard case .object(let members) = item else { return item }
+        item = .object(
+            members.map { method, operation in
+                guard method != "parameters", case .object = operation else { return (method, operation) }
+                var operation = operation
+                if let id = operation["operationId"]?.stringValue { operation.set("operationId", .string(id + "InSpace")) }
+                operation.update("responses") { responses in
+                    if responses["404"] == nil { responses.set("404", ["$ref": "#/components/responses/NoSuchSpace"]) }
+                }
+                return (method, operation)
+            })
+        return item
     }
 
     /// The golden scenarios of a folder (`docs/api/examples`), by file name without `.json`, in name order.

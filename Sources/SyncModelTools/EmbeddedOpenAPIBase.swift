@@ -32,6 +32,9 @@ extension DataModel {
            "name": "accounts"
           },
           {
+           "name": "spaces"
+          },
+          {
            "name": "sync"
           },
           {
@@ -508,6 +511,388 @@ extension DataModel {
             }
            }
           },
+          "/api/v1/spaces": {
+           "get": {
+            "operationId": "listSpaces",
+            "tags": [
+             "spaces"
+            ],
+            "summary": "The caller's spaces",
+            "description": "In the order the caller joined them; `home` marks the space the unprefixed paths address (protocol §15).",
+            "responses": {
+             "200": {
+              "description": "The spaces.",
+              "content": {
+               "application/json": {
+                "schema": {
+                 "type": "array",
+                 "items": {
+                  "$ref": "#/components/schemas/SpaceListed"
+                 }
+                }
+               }
+              }
+             },
+             "401": {
+              "$ref": "#/components/responses/Unauthorized"
+             },
+             "503": {
+              "$ref": "#/components/responses/Unavailable"
+             }
+            }
+           },
+           "post": {
+            "operationId": "createSpace",
+            "tags": [
+             "spaces"
+            ],
+            "summary": "Create a space the caller owns",
+            "description": "With its family-scoped singleton named as the space, when the model has one. Its calls are under `/api/v1/spaces/{spaceId}/`.",
+            "requestBody": {
+             "required": true,
+             "content": {
+              "application/json": {
+               "schema": {
+                "$ref": "#/components/schemas/SpaceNameRequest"
+               }
+              }
+             }
+            },
+            "responses": {
+             "201": {
+              "description": "Created.",
+              "content": {
+               "application/json": {
+                "schema": {
+                 "$ref": "#/components/schemas/Space"
+                }
+               }
+              }
+             },
+             "400": {
+              "$ref": "#/components/responses/BadRequest"
+             },
+             "401": {
+              "$ref": "#/components/responses/Unauthorized"
+             },
+             "403": {
+              "description": "403 `quota_exceeded` when the caller owns its most spaces (default 10) or belongs to its most (default 50).",
+              "content": {
+               "application/problem+json": {
+                "schema": {
+                 "$ref": "#/components/schemas/Problem"
+                }
+               }
+              }
+             },
+             "413": {
+              "$ref": "#/components/responses/PayloadTooLarge"
+             },
+             "503": {
+              "$ref": "#/components/responses/Unavailable"
+             }
+            }
+           }
+          },
+          "/api/v1/spaces/{spaceId}": {
+           "parameters": [
+            {
+             "$ref": "#/components/parameters/SpaceIdPath"
+            }
+           ],
+           "put": {
+            "operationId": "renameSpace",
+            "tags": [
+             "spaces"
+            ],
+            "summary": "Rename a space (owners)",
+            "requestBody": {
+             "required": true,
+             "content": {
+              "application/json": {
+               "schema": {
+                "$ref": "#/components/schemas/SpaceNameRequest"
+               }
+              }
+             }
+            },
+            "responses": {
+             "200": {
+              "description": "Renamed.",
+              "content": {
+               "application/json": {
+                "schema": {
+                 "$ref": "#/components/schemas/Space"
+                }
+               }
+              }
+             },
+             "400": {
+              "$ref": "#/components/responses/BadRequest"
+             },
+             "401": {
+              "$ref": "#/components/responses/Unauthorized"
+             },
+             "403": {
+              "$ref": "#/components/responses/Forbidden"
+             },
+             "404": {
+              "$ref": "#/components/responses/NoSuchSpace"
+             },
+             "503": {
+              "$ref": "#/components/responses/Unavailable"
+             }
+            }
+           }
+          },
+          "/api/v1/spaces/{spaceId}/invitations": {
+           "parameters": [
+            {
+             "$ref": "#/components/parameters/SpaceIdPath"
+            }
+           ],
+           "post": {
+            "operationId": "inviteToSpace",
+            "tags": [
+             "spaces"
+            ],
+            "summary": "Invite to a space (owners)",
+            "description": "The code (at least 128 random bits) is shown once and stored hashed; it admits `uses` accounts until `expiresAt`.",
+            "requestBody": {
+             "required": true,
+             "content": {
+              "application/json": {
+               "schema": {
+                "$ref": "#/components/schemas/InvitationRequest"
+               }
+              }
+             }
+            },
+            "responses": {
+             "201": {
+              "description": "Created.",
+              "content": {
+               "application/json": {
+                "schema": {
+                 "$ref": "#/components/schemas/Invitation"
+                }
+               }
+              }
+             },
+             "400": {
+              "$ref": "#/components/responses/BadRequest"
+             },
+             "401": {
+              "$ref": "#/components/responses/Unauthorized"
+             },
+             "403": {
+              "$ref": "#/components/responses/Forbidden"
+             },
+             "404": {
+              "$ref": "#/components/responses/NoSuchSpace"
+             },
+             "503": {
+              "$ref": "#/components/responses/Unavailable"
+             }
+            }
+           }
+          },
+          "/api/v1/invitations/accept": {
+           "post": {
+            "operationId": "acceptInvitation",
+            "tags": [
+             "spaces"
+            ],
+            "summary": "Join a space by an invitation code",
+            "description": "A member already in the space keeps its role. Failed codes count against the client address like failed logins (429 past the limit).",
+            "requestBody": {
+             "required": true,
+             "content": {
+              "application/json": {
+               "schema": {
+                "$ref": "#/components/schemas/AcceptRequest"
+               }
+              }
+             }
+            },
+            "responses": {
+             "200": {
+              "description": "The space joined.",
+              "content": {
+               "application/json": {
+                "schema": {
+                 "$ref": "#/components/schemas/Space"
+                }
+               }
+              }
+             },
+             "400": {
+              "$ref": "#/components/responses/BadRequest"
+             },
+             "401": {
+              "$ref": "#/components/responses/Unauthorized"
+             },
+             "403": {
+              "description": "403 `quota_exceeded` when the caller belongs to its most spaces (default 50).",
+              "content": {
+               "application/problem+json": {
+                "schema": {
+                 "$ref": "#/components/schemas/Problem"
+                }
+               }
+              }
+             },
+             "404": {
+              "description": "404 `not_found` for an unknown, used-up or expired code (one answer for all three).",
+              "content": {
+               "application/problem+json": {
+                "schema": {
+                 "$ref": "#/components/schemas/Problem"
+                }
+               }
+              }
+             },
+             "429": {
+              "$ref": "#/components/responses/TooManyRequests"
+             },
+             "503": {
+              "$ref": "#/components/responses/Unavailable"
+             }
+            }
+           }
+          },
+          "/api/v1/spaces/{spaceId}/members": {
+           "parameters": [
+            {
+             "$ref": "#/components/parameters/SpaceIdPath"
+            }
+           ],
+           "get": {
+            "operationId": "listMembers",
+            "tags": [
+             "spaces"
+            ],
+            "summary": "The members of a space",
+            "description": "In the order they joined.",
+            "responses": {
+             "200": {
+              "description": "The members.",
+              "content": {
+               "application/json": {
+                "schema": {
+                 "type": "array",
+                 "items": {
+                  "$ref": "#/components/schemas/Member"
+                 }
+                }
+               }
+              }
+             },
+             "401": {
+              "$ref": "#/components/responses/Unauthorized"
+             },
+             "404": {
+              "$ref": "#/components/responses/NoSuchSpace"
+             },
+             "503": {
+              "$ref": "#/components/responses/Unavailable"
+             }
+            }
+           }
+          },
+          "/api/v1/spaces/{spaceId}/members/{accountId}": {
+           "parameters": [
+            {
+             "$ref": "#/components/parameters/SpaceIdPath"
+            },
+            {
+             "name": "accountId",
+             "in": "path",
+             "required": true,
+             "description": "A member's account id. (In a model with a list named `members`, an id that is not a member account names that list's item, docs/decisions.md.)",
+             "schema": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 64
+             }
+            }
+           ],
+           "put": {
+            "operationId": "setMemberRole",
+            "tags": [
+             "spaces"
+            ],
+            "summary": "Change a member's role (owners)",
+            "requestBody": {
+             "required": true,
+             "content": {
+              "application/json": {
+               "schema": {
+                "$ref": "#/components/schemas/RoleRequest"
+               }
+              }
+             }
+            },
+            "responses": {
+             "200": {
+              "description": "The member.",
+              "content": {
+               "application/json": {
+                "schema": {
+                 "$ref": "#/components/schemas/Member"
+                }
+               }
+              }
+             },
+             "400": {
+              "$ref": "#/components/responses/BadRequest"
+             },
+             "401": {
+              "$ref": "#/components/responses/Unauthorized"
+             },
+             "403": {
+              "$ref": "#/components/responses/Forbidden"
+             },
+             "404": {
+              "$ref": "#/components/responses/NoSuchSpace"
+             },
+             "409": {
+              "$ref": "#/components/responses/LastOwner"
+             },
+             "503": {
+              "$ref": "#/components/responses/Unavailable"
+             }
+            }
+           },
+           "delete": {
+            "operationId": "removeMember",
+            "tags": [
+             "spaces"
+            ],
+            "summary": "Remove a member (owners), or leave (the member itself)",
+            "description": "The member's next call on the space answers 404 and its streams of the space end, on every instance.",
+            "responses": {
+             "204": {
+              "description": "Removed."
+             },
+             "401": {
+              "$ref": "#/components/responses/Unauthorized"
+             },
+             "403": {
+              "$ref": "#/components/responses/Forbidden"
+             },
+             "404": {
+              "$ref": "#/components/responses/NoSuchSpace"
+             },
+             "409": {
+              "$ref": "#/components/responses/LastOwner"
+             },
+             "503": {
+              "$ref": "#/components/responses/Unavailable"
+             }
+            }
+           }
+          },
           "/api/v1/media": {
            "post": {
             "operationId": "uploadMedia",
@@ -965,6 +1350,172 @@ extension DataModel {
             "maxLength": 64,
             "description": "Id of a family, the tenant (server-generated UUID)."
            },
+           "SpaceId": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 64,
+            "description": "Id of a space (server-generated UUID); the default model's family is a space."
+           },
+           "Role": {
+            "type": "string",
+            "enum": [
+             "owner",
+             "member",
+             "reader"
+            ],
+            "description": "In order of rights: readers read; members also write; owners also rename, invite, re-role and remove."
+           },
+           "Space": {
+            "type": "object",
+            "required": [
+             "id",
+             "name",
+             "role"
+            ],
+            "properties": {
+             "id": {
+              "$ref": "#/components/schemas/SpaceId"
+             },
+             "name": {
+              "type": "string"
+             },
+             "role": {
+              "$ref": "#/components/schemas/Role"
+             }
+            },
+            "additionalProperties": false
+           },
+           "SpaceListed": {
+            "type": "object",
+            "required": [
+             "id",
+             "name",
+             "role",
+             "home"
+            ],
+            "properties": {
+             "id": {
+              "$ref": "#/components/schemas/SpaceId"
+             },
+             "name": {
+              "type": "string"
+             },
+             "role": {
+              "$ref": "#/components/schemas/Role"
+             },
+             "home": {
+              "type": "boolean",
+              "description": "The space the unprefixed paths address."
+             }
+            },
+            "additionalProperties": false
+           },
+           "SpaceNameRequest": {
+            "type": "object",
+            "required": [
+             "name"
+            ],
+            "properties": {
+             "name": {
+              "$ref": "#/components/schemas/Name"
+             }
+            },
+            "additionalProperties": false
+           },
+           "RoleRequest": {
+            "type": "object",
+            "required": [
+             "role"
+            ],
+            "properties": {
+             "role": {
+              "$ref": "#/components/schemas/Role"
+             }
+            },
+            "additionalProperties": false
+           },
+           "InvitationRequest": {
+            "type": "object",
+            "required": [
+             "role"
+            ],
+            "properties": {
+             "role": {
+              "$ref": "#/components/schemas/Role"
+             },
+             "expiresIn": {
+              "type": "integer",
+              "minimum": 1,
+              "maximum": 2592000,
+              "description": "Seconds; default 7 days, at most 30."
+             },
+             "uses": {
+              "type": "integer",
+              "minimum": 1,
+              "maximum": 100,
+              "description": "How many accounts the code admits; default 1."
+             }
+            },
+            "additionalProperties": false
+           },
+           "Invitation": {
+            "type": "object",
+            "required": [
+             "code",
+             "role",
+             "expiresAt",
+             "uses"
+            ],
+            "properties": {
+             "code": {
+              "type": "string"
+             },
+             "role": {
+              "$ref": "#/components/schemas/Role"
+             },
+             "expiresAt": {
+              "$ref": "#/components/schemas/Timestamp"
+             },
+             "uses": {
+              "type": "integer"
+             }
+            },
+            "additionalProperties": false
+           },
+           "AcceptRequest": {
+            "type": "object",
+            "required": [
+             "code"
+            ],
+            "properties": {
+             "code": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 512
+             }
+            },
+            "additionalProperties": false
+           },
+           "Member": {
+            "type": "object",
+            "required": [
+             "accountId",
+             "displayName",
+             "role"
+            ],
+            "properties": {
+             "accountId": {
+              "$ref": "#/components/schemas/AccountId"
+             },
+             "displayName": {
+              "type": "string"
+             },
+             "role": {
+              "$ref": "#/components/schemas/Role"
+             }
+            },
+            "additionalProperties": false
+           },
            "Timestamp": {
             "type": "string",
             "format": "date-time",
@@ -1026,9 +1577,12 @@ extension DataModel {
              "too_many_requests",
              "unavailable",
              "unsupported_media_type",
+             "forbidden",
+             "quota_exceeded",
+             "last_owner",
              "internal"
             ],
-            "description": "Stable machine-readable code (protocol §7). `internal` (500) answers only an unexpected server fault, never bad input; it is logged. Statuses: 400 `invalid_parameter`, `invalid_date`, `invalid_field`, `unknown_field`, `invalid_id`, `invalid_json`, `invalid_group` (and `invalid_subrequest` inside a group answer); 401 `unauthorized`, `invalid_credentials`; 403 `signup_disabled`; 404 `not_found`; 405 `method_not_allowed`; 409 `username_taken`, `type_immutable`; 412 `precondition_failed`; 413 `payload_too_large`; 415 `unsupported_media_type`; 416 `invalid_parameter` (field `Range`); 429 `too_many_requests`; 503 `unavailable`; 500 `internal`."
+            "description": "Stable machine-readable code (protocol §7). `internal` (500) answers only an unexpected server fault, never bad input; it is logged. Statuses: 400 `invalid_parameter`, `invalid_date`, `invalid_field`, `unknown_field`, `invalid_id`, `invalid_json`, `invalid_group` (and `invalid_subrequest` inside a group answer); 401 `unauthorized`, `invalid_credentials`; 403 `signup_disabled`, `forbidden`, `quota_exceeded`; 404 `not_found`; 405 `method_not_allowed`; 409 `username_taken`, `type_immutable`, `last_owner`; 412 `precondition_failed`; 413 `payload_too_large`; 415 `unsupported_media_type`; 416 `invalid_parameter` (field `Range`); 429 `too_many_requests`; 503 `unavailable`; 500 `internal`."
            },
            "Problem": {
             "type": "object",
@@ -1556,6 +2110,15 @@ extension DataModel {
            }
           },
           "parameters": {
+           "SpaceIdPath": {
+            "name": "spaceId",
+            "in": "path",
+            "required": true,
+            "description": "A space the caller belongs to; any other id answers 404 `not_found`, as a space that does not exist.",
+            "schema": {
+             "$ref": "#/components/schemas/SpaceId"
+            }
+           },
            "ItemIdPath": {
             "name": "id",
             "in": "path",
@@ -1678,8 +2241,38 @@ extension DataModel {
            }
           },
           "responses": {
+           "Forbidden": {
+            "description": "403 `forbidden`: the caller's role in the space does not allow the call.",
+            "content": {
+             "application/problem+json": {
+              "schema": {
+               "$ref": "#/components/schemas/Problem"
+              }
+             }
+            }
+           },
+           "NoSuchSpace": {
+            "description": "404 `not_found`: no such space among the caller's (a space it does not belong to answers the same), or no such member.",
+            "content": {
+             "application/problem+json": {
+              "schema": {
+               "$ref": "#/components/schemas/Problem"
+              }
+             }
+            }
+           },
+           "LastOwner": {
+            "description": "409 `last_owner`: the change would leave the space without an owner.",
+            "content": {
+             "application/problem+json": {
+              "schema": {
+               "$ref": "#/components/schemas/Problem"
+              }
+             }
+            }
+           },
            "QuotaExceeded": {
-            "description": "403 `quota_exceeded`: the write would take the family past a quota (`quotas` of `GET /api/v1/`: live items, stored bytes of items, media bytes). Nothing was stored. A write that does not raise the family's usage (a delete, a smaller or same-size replacement) is never refused.",
+            "description": "403 `quota_exceeded`: the write would take the family past a quota (`quotas` of `GET /api/v1/`: live items, stored bytes of items, media bytes). Nothing was stored. A write that does not raise the family's usage (a delete, a smaller or same-size replacement) is never refused. Or 403 `forbidden`: the caller's role in the space may not write this collection (readers never write; the model's `access` may ask more, or the item's author).",
             "content": {
              "application/problem+json": {
               "schema": {

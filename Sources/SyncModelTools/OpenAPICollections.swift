@@ -16,6 +16,8 @@ struct OpenAPICollections {
         registry = CollectionRegistry(model)
         for collection in model.collections {
             guard let spec = registry.named(collection.name) else { continue }
+            let first = paths.count
+            defer { if spec.access.read > .reader { paths[first...].forbidReads() } }
             schemas += OpenAPISchemas.item(collection, spec, model: model)
             addItemPath(collection, spec)
             switch collection.kind {
@@ -382,4 +384,17 @@ struct OpenAPICollections {
 
 extension Optional where Wrapped == [String] {
     var orEmpty: [String] { self ?? [] }
+}
+
+extension ArraySlice<(key: String, value: JSONValue)> {
+    /// Adds 403 `forbidden` to the reads of these paths: their collection's `access.read` is above `reader`.
+    mutating func forbidReads() {
+        for index in indices {
+            self[index].value.update("get") { operation in
+                operation.update("responses") { responses in
+                    responses.set("403", OpenAPICollections.response("Forbidden"))
+                }
+            }
+        }
+    }
 }

@@ -166,6 +166,8 @@ struct Serve: AsyncParsableCommand {
     )
     var databaseConnections: Int?
     @Option(help: "Most accounts of one family.") var maxAccountsPerFamily = 20
+    @Option(help: "Most spaces one account owns.") var maxOwnedSpacesPerAccount = SpaceLimits().owned
+    @Option(help: "Most spaces one account belongs to.") var maxSpacesPerAccount = SpaceLimits().memberships
     @Option(help: "Most live items of one family.") var maxItemsPerFamily: Int64 = FamilyQuotas().items
     @Option(help: "Most bytes of item content one family stores.") var maxStoredBytesPerFamily: Int64 = FamilyQuotas().storedBytes
     @Option(help: "Most bytes of media one family stores.") var maxMediaBytesPerFamily: Int64 = FamilyQuotas().mediaBytes
@@ -229,6 +231,10 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("family quotas: at least 1 account, 1 item and 1024 stored bytes; media bytes may be 0")
         }
         configuration.accounts.maxAccountsPerFamily = maxAccountsPerFamily
+        guard maxOwnedSpacesPerAccount >= 1, maxSpacesPerAccount >= 1 else {
+            throw ValidationError("--max-owned-spaces-per-account and --max-spaces-per-account are at least 1")
+        }
+        configuration.spaces = SpaceLimits(owned: maxOwnedSpacesPerAccount, memberships: maxSpacesPerAccount)
         let connections =
             databaseConnections ?? ProcessInfo.processInfo.environment["SYNCAPI_DATABASE_CONNECTIONS"].flatMap { Int($0) }
             ?? PoolSize.defaultConnections

@@ -8,8 +8,10 @@ import SyncAPI
 ///
 /// The same files are the API's documented examples. Volatile values are normalised before comparing:
 /// dates of sync to `<date>`, UUIDs to `<uuid>`, tokens to `<token>`, server times to `<time>`.
-/// In requests, `{token}` is the signed-up user's token, `{date}` the last date of sync answered and `{NAME}`
-/// a value saved by a step's `"save": "NAME"` (that step's date of sync).
+/// In requests (paths, headers, bodies), `{token}` is the signed-up user's token, `{date}` the last date of sync
+/// answered and `{NAME}` a value saved by a step's `"save": "NAME"` (that step's date of sync) or `"keep": {"NAME":
+/// "member"}` (a member of its answer; `N.member` in the array's element N). A request's `"as": "NAME"` sends the
+/// token kept as NAME instead of the signed-up user's (a second account signed up by a step).
 struct GoldenScenario {
     let file: String
     let json: JSONValue
@@ -52,9 +54,10 @@ struct GoldenScenario {
             }
             var caller = api
             if request["auth"] == .bool(false) { caller.token = nil }
+            if let name = request["as"]?.stringValue { caller.token = variables[name] }
             let body: String? = request["body"].map { value in
                 if case .string(let raw) = value, request["rawBody"] == .bool(true) { return raw }
-                return JSONWriter.encode(value)
+                return Self.substitute(JSONWriter.encode(value), variables)
             }
             // A binary body (media) is given as base64 in `bodyBase64`, and a binary answer is shown by its size only.
             let bytes = request["bodyBase64"]?.stringValue.flatMap { Data(base64Encoded: $0) }.map { Array($0) }
@@ -68,6 +71,17 @@ struct GoldenScenario {
             if case .string(let date)? = actualBody["date"] {
                 variables["date"] = date
                 if let name = step["save"]?.stringValue { variables[name] = date }
+            }
+            if case .object(let kept)? = step["keep"] {
+                for (name, member) in kept {
+                    guard let member = member.stringValue else { continue }
+                    let parts = member.split(separator: ".", maxSplits: 1).map(String.init)
+                    var holder: JSONValue? = actualBody
+                    if parts.count == 2, let n = Int(parts[0]) {
+                        holder = if case .array(let elements) = actualBody, n < elements.count { elements[n] } else { nil }
+                    }
+                    if let value = holder?[parts.last!]?.stringValue { variables[name] = value }
+                }
             }
             if method == "POST", path.hasSuffix("/login") || path.hasSuffix("/signup"), let token = actualBody["token"]?.stringValue,
                 step["useToken"] == .bool(true)
@@ -122,6 +136,7 @@ struct GoldenScenario {
         case .array(let elements): return .array(elements.map { normalize($0, key: nil) })
         case .string(let s):
             if key == "token" { return .string("<token>") }
+            if key == "code", s.count >= 40 { return .string("<code>") }  // an invitation code, not an error code
             if let key, timeKeys.contains(key), Timestamp.parseDateTime(s) != nil { return .string("<time>") }
             let unquoted = s.hasPrefix("\"") && s.hasSuffix("\"") && s.count >= 2 ? String(s.dropFirst().dropLast()) : s
             let quote = unquoted == s ? "" : "\""

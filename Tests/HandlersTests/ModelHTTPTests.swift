@@ -33,15 +33,22 @@ struct ModelHTTPTests {
             let answer = try await APIClient(client: client).call(.get, "/api/v1/openapi.json")
             #expect(answer.status == .ok && answer.json?["openapi"] == .string("3.1.0"))
             guard case .object(let paths)? = answer.json?["paths"] else { throw TestFailure("no paths: \(answer.body)") }
-            // The model's paths, between the accounts' and the shared sync calls of every model.
+            // The model's paths, between the accounts' and spaces' and the shared sync calls of every model; then every
+            // path of a space again under `/spaces/{spaceId}`.
+            let scoped = [
+                "/recipes/{id}", "/rcpsync", "/boards/{id}", "/brdsync", "/boards", "/boards/{id}/pins", "/boards/{id}/pins/{childId}",
+                "/preferences", "/prefsync",
+            ]
+            let shared = ["/media", "/media/{sha256}", "/verify"]
             #expect(
-                paths.map(\.key) == [
-                    "/health", "/ready", "/metrics", "/api/v1/", "/api/v1/model", "/api/v1/signup", "/api/v1/login", "/api/v1/logout",
-                    "/api/v1/password", "/api/v1/accounts", "/api/v1/accounts/{accountId}",
-                    "/api/v1/recipes/{id}", "/api/v1/rcpsync", "/api/v1/boards/{id}", "/api/v1/brdsync", "/api/v1/boards",
-                    "/api/v1/boards/{id}/pins", "/api/v1/boards/{id}/pins/{childId}", "/api/v1/preferences", "/api/v1/prefsync",
-                    "/api/v1/media", "/api/v1/media/{sha256}", "/api/v1/verify", "/api/v1/group", "/api/v1/changes",
-                ])
+                paths.map(\.key)
+                    == [
+                        "/health", "/ready", "/metrics", "/api/v1/", "/api/v1/model", "/api/v1/signup", "/api/v1/login", "/api/v1/logout",
+                        "/api/v1/password", "/api/v1/accounts", "/api/v1/accounts/{accountId}", "/api/v1/spaces", "/api/v1/spaces/{spaceId}",
+                        "/api/v1/spaces/{spaceId}/invitations", "/api/v1/invitations/accept", "/api/v1/spaces/{spaceId}/members",
+                        "/api/v1/spaces/{spaceId}/members/{accountId}",
+                    ] + (scoped + shared).map { "/api/v1" + $0 } + ["/api/v1/group", "/api/v1/changes"]
+                    + (scoped + shared + ["/changes"]).map { "/api/v1/spaces/{spaceId}" + $0 })
             // Nothing of the family app: no schema, path or parameter names its collections.
             for word in ["contacts", "ctcsync", "Contacts", "familysync", "wallsync", "maxmessages"] {
                 #expect(!answer.body.contains(word), "\(word) in the recipes document")

@@ -38,7 +38,7 @@ struct ConcurrencyTests {
             id: DatabaseIdentity.uuid(), username: "u\(family.prefix(8))", displayName: "u", passwordHash: "x", profileBody: "{}", settingsBody: "{}",
             settingsCollection: Collections.registry.accountSingleton?.name)
         try await store.createFamily(id: family, name: "Family", familyBody: "{}", account: account, nowMs: 0)
-        return Session(accountID: account.id, familyID: family)
+        return Session(accountID: account.id, familyID: family, role: .owner)
     }
 
     static func serverItems(_ engine: SyncEngine, _ session: Session) async throws -> [String: String] {

@@ -105,6 +105,26 @@ struct DataModelTests {
                 #"collection "group": the name is reserved for a path of the API"#
             ),
             (
+                #"{"model":"m","collections":{"spaces":{"kind":"list","sync":"ss"}}}"#,
+                #"collection "spaces": the name is reserved for a path of the API"#
+            ),
+            (
+                #"{"model":"m","collections":{"a":{"kind":"list","sync":"as","access":{"write":"author"}}}}"#,
+                #"collection "a": write "author" needs "authored": true (the server records each item's author)"#
+            ),
+            (
+                #"{"model":"m","collections":{"a":{"kind":"list","sync":"as","access":{"read":"admin"}}}}"#,
+                #"collection "a": access "read" must be one of reader, member, owner"#
+            ),
+            (
+                #"{"model":"m","collections":{"a":{"kind":"list","sync":"as","access":{"read":"reader","delete":"owner"}}}}"#,
+                #""access" of collection "a": unknown key "delete" (known: read, write)"#
+            ),
+            (
+                #"{"model":"m","collections":{"s":{"kind":"singleton","scope":"account","sync":"ss","access":{"read":"owner"}}}}"#,
+                #"collection "s": an account-scoped singleton is its account's own: no "access""#
+            ),
+            (
                 #"{"model":"m","collections":{"a":{"kind":"list","sync":"media"}}}"#,
                 #"collection "a": sync endpoint "media" must be a name of [a-z][A-Za-z0-9]{0,31}, not a reserved path"#
             ),

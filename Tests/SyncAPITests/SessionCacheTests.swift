@@ -5,8 +5,10 @@ import Testing
 /// What the session cache keeps and when it lets go (the HTTP side is in `SessionCacheHTTPTests`).
 @Suite("Session cache", .sharingTheMachine)
 struct SessionCacheTests {
-    let alice = Session(accountID: "a1", familyID: "f1")
-    let bob = Session(accountID: "b1", familyID: "f2")
+    let alice = AccountSession(
+        accountID: "a1", signupSpaceID: "f1",
+        memberships: [SpaceMembership(spaceID: "f1", role: .owner, sinceVersion: 0), SpaceMembership(spaceID: "f3", role: .reader, sinceVersion: 7)])
+    let bob = AccountSession(accountID: "b1", signupSpaceID: "f2", memberships: [SpaceMembership(spaceID: "f2", role: .owner, sinceVersion: 0)])
 
     @Test("kept until revoked, expired or old; a revocation drops only its family")
     func keeps() {
@@ -22,6 +24,27 @@ struct SessionCacheTests {
         cache.revoke(family: "f1")
         #expect(cache.session(tokenHash: "ta", nowMs: 1) == nil)
         #expect(cache.session(tokenHash: "tb", nowMs: 1) == bob)
+    }
+
+    @Test("a session is filed under each of its spaces and its account: revoking any of them drops it, and only it")
+    func spaces() {
+        let cache = SessionCache(live: true)
+        for key in ["f3", AccountSession.accountKey("a1")] {
+            cache.remember(tokenHash: "ta", session: alice, expiresMs: 100_000, nowMs: 0, ticket: cache.ticket())
+            cache.remember(tokenHash: "tb", session: bob, expiresMs: 100_000, nowMs: 0, ticket: cache.ticket())
+            cache.revoke(family: key)
+            #expect(cache.session(tokenHash: "ta", nowMs: 1) == nil, "revoking \(key)")
+            #expect(cache.session(tokenHash: "tb", nowMs: 1) == bob)
+        }
+        // A lookup that raced a change of one of its spaces is not kept.
+        let ticket = cache.ticket()
+        cache.revoke(family: "f3")
+        cache.remember(tokenHash: "ta", session: alice, expiresMs: 100_000, nowMs: 0, ticket: ticket)
+        #expect(cache.session(tokenHash: "ta", nowMs: 1) == nil)
+        // Its session in each space carries that space's role and start.
+        #expect(alice.session(in: "f3") == Session(accountID: "a1", familyID: "f3", role: .reader, sinceVersion: 7))
+        #expect(alice.session(in: nil)?.familyID == "f1")
+        #expect(alice.session(in: "f2") == nil)
     }
 
     @Test("a lookup that raced a revocation of its family is not kept; one of another family is")

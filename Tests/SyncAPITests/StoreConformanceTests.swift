@@ -87,15 +87,17 @@ struct StoreConformanceTests {
         try await backend.withStore { store in
             let family = try await Self.family(store)
             let credentials = try #require(try await store.credentials(usernameKey: "alice"))
-            let session = Session(accountID: credentials.accountID, familyID: family)
-            try await store.insertToken(hash: "h1", session: session, expiresMs: 5000)
+            let session = AccountSession(
+                accountID: credentials.accountID, signupSpaceID: family,
+                memberships: [SpaceMembership(spaceID: family, role: .owner, sinceVersion: 0)])
+            try await store.insertToken(hash: "h1", accountID: credentials.accountID, expiresMs: 5000)
             #expect(try await store.session(tokenHash: "h1", nowMs: 4999)?.session == session)
             #expect(try await store.session(tokenHash: "h1", nowMs: 5000) == nil)
             #expect(try await store.session(tokenHash: "nope", nowMs: 0) == nil)
             try await store.deleteToken(hash: "h1")
             #expect(try await store.session(tokenHash: "h1", nowMs: 0) == nil)
             // A password change revokes every other token of the account at once.
-            for hash in ["keep", "other1", "other2"] { try await store.insertToken(hash: hash, session: session, expiresMs: 5000) }
+            for hash in ["keep", "other1", "other2"] { try await store.insertToken(hash: hash, accountID: credentials.accountID, expiresMs: 5000) }
             try await store.changePassword(accountID: credentials.accountID, passwordHash: "new-hash", keepTokenHash: "keep")
             #expect(try await store.session(tokenHash: "keep", nowMs: 0)?.session == session)
             #expect(try await store.session(tokenHash: "other1", nowMs: 0) == nil)
@@ -129,9 +131,11 @@ struct StoreConformanceTests {
             // Old windows and expired tokens are cleaned up.
             let family = try await Self.family(store)
             let credentials = try #require(try await store.credentials(usernameKey: "alice"))
-            let session = Session(accountID: credentials.accountID, familyID: family)
-            try await store.insertToken(hash: "old", session: session, expiresMs: 500)
-            try await store.insertToken(hash: "live", session: session, expiresMs: 5000)
+            let session = AccountSession(
+                accountID: credentials.accountID, signupSpaceID: family,
+                memberships: [SpaceMembership(spaceID: family, role: .owner, sinceVersion: 0)])
+            try await store.insertToken(hash: "old", accountID: credentials.accountID, expiresMs: 500)
+            try await store.insertToken(hash: "live", accountID: credentials.accountID, expiresMs: 5000)
             #expect(try await store.purgeExpired(nowMs: 2000, throttleBeforeMs: 1500) == 4)
             #expect(try await store.session(tokenHash: "live", nowMs: 2000)?.session == session)
             #expect(try await store.countLoginAttempt(keys: keys, nowMs: 2000, windowMs: 100)[keys[2]]?.attempts == 1)
@@ -246,7 +250,7 @@ struct StoreConformanceTests {
             #expect(try await store.purgeTombstones(cutoffMs: 5000) == 0)
             // The engine answers such a date with a full list.
             let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
-            let session = Session(accountID: "x", familyID: family)
+            let session = Session(accountID: "x", familyID: family, role: .owner)
             let old = SyncToken(databaseID: try await store.databaseID(), familyID: family, version: before).string
             let answer = try JSONParser.parse(try await engine.fullListSync(session, Collections.contacts, date: old, ifNoneMatch: nil).wholeBody())
             #expect(answer["sync"] == .bool(false))

@@ -23,6 +23,12 @@ struct ChangesRoutes {
     /// The timers of the application's time limits.
     let timers: TimerWheel
 
+    /// Whether the stream's token still works and its account still belongs to the stream's space (a removed member's
+    /// streams of the space end; a role change keeps them).
+    static func stillMember(_ accounts: AccountService, token: String, _ session: Session) async throws -> Bool {
+        try await accounts.authenticate(token: token)?.session(in: session.familyID)?.accountID == session.accountID
+    }
+
     func add(to group: RouterGroup<AppRequestContext>) {
         let poll = configuration.changesPollInterval
         let ping = configuration.changesPingInterval
@@ -52,7 +58,7 @@ struct ChangesRoutes {
                         // Checked before answering, so that an unreachable database is a 503, not a dead stream; bounded
                         // like any request (the stream itself is exempt from the request time limit, its start is not).
                         start = try await Deadline.run(within: requestLimit, timers: timers) {
-                            guard try await accounts.authenticate(token: token) == session else { throw SyncError.unauthorized }
+                            guard try await Self.stillMember(accounts, token: token, session) else { throw SyncError.unauthorized }
                             return try await engine.changesSince(date, session)
                         }
                     } catch {
@@ -93,7 +99,7 @@ struct ChangesRoutes {
                             date: { version in try await engine.date(atVersion: version, session) },
                             stillValid: {
                                 guard !slot.isReleased else { return false }
-                                return try await accounts.authenticate(token: token) == session
+                                return try await Self.stillMember(accounts, token: token, session)
                             })
                         try await writer.finish(nil)
                     }

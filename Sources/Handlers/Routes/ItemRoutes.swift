@@ -9,8 +9,9 @@ struct ItemRoutes {
     let engine: SyncEngine
     let bodyMaxBytes: Int
 
-    func add(to group: RouterGroup<AppRequestContext>) {
-        for collection in engine.collections.writable {
+    /// Adds every collection's item routes but those of `except` (whose handlers a caller combines with its own).
+    func add(to group: RouterGroup<AppRequestContext>, except: Set<String> = []) {
+        for collection in engine.collections.writable where !except.contains(collection.name) {
             if case .singleton(let perAccount) = collection.kind {
                 addSingleton(collection, perAccount: perAccount, to: group)
                 continue
@@ -22,36 +23,39 @@ struct ItemRoutes {
             } else {
                 path = "\(collection.name)/:id"
             }
-            group.resource(
-                path,
-                [
-                    .put: { request, context in
-                        let body = try await HTTPBodies.json(request, limit: bodyMaxBytes)
-                        let answer = try await engine.put(
-                            try context.requireSession(), try Self.address(collection, context), body: body,
-                            preconditions: Self.preconditions(request))
-                        return HTTPBodies.response(json: answer.body, etag: answer.etag)
-                    },
-                    .patch: { request, context in
-                        let patch = try await Self.mergePatch(request, limit: bodyMaxBytes)
-                        let answer = try await engine.patch(
-                            try context.requireSession(), try Self.address(collection, context), patch: patch,
-                            preconditions: Self.preconditions(request))
-                        return HTTPBodies.response(json: answer.body, etag: answer.etag)
-                    },
-                    .get: { request, context in
-                        let answer = try await engine.reading(context.reads).get(
-                            try context.requireSession(), try Self.address(collection, context), ifNoneMatch: request.headers[.ifNoneMatch])
-                        if answer.notModified { return HTTPBodies.notModified(etag: answer.etag) }
-                        return HTTPBodies.response(json: answer.body, etag: answer.etag)
-                    },
-                    .delete: { request, context in
-                        try await engine.delete(
-                            try context.requireSession(), try Self.address(collection, context), preconditions: Self.preconditions(request))
-                        return Response(status: .noContent)
-                    },
-                ])
+            group.resource(path, handlers(collection))
         }
+    }
+
+    /// The handlers of a list's or child's item path, by method.
+    func handlers(_ collection: CollectionSpec) -> [HTTPRequest.Method: @Sendable (Request, AppRequestContext) async throws -> Response] {
+        [
+            .put: { request, context in
+                let body = try await HTTPBodies.json(request, limit: bodyMaxBytes)
+                let answer = try await engine.put(
+                    try context.requireSession(), try Self.address(collection, context), body: body,
+                    preconditions: Self.preconditions(request))
+                return HTTPBodies.response(json: answer.body, etag: answer.etag)
+            },
+            .patch: { request, context in
+                let patch = try await Self.mergePatch(request, limit: bodyMaxBytes)
+                let answer = try await engine.patch(
+                    try context.requireSession(), try Self.address(collection, context), patch: patch,
+                    preconditions: Self.preconditions(request))
+                return HTTPBodies.response(json: answer.body, etag: answer.etag)
+            },
+            .get: { request, context in
+                let answer = try await engine.reading(context.reads).get(
+                    try context.requireSession(), try Self.address(collection, context), ifNoneMatch: request.headers[.ifNoneMatch])
+                if answer.notModified { return HTTPBodies.notModified(etag: answer.etag) }
+                return HTTPBodies.response(json: answer.body, etag: answer.etag)
+            },
+            .delete: { request, context in
+                try await engine.delete(
+                    try context.requireSession(), try Self.address(collection, context), preconditions: Self.preconditions(request))
+                return Response(status: .noContent)
+            },
+        ]
     }
 
     /// `GET`/`PUT`/`PATCH /family` (the caller's family) and `/settings` (the caller's own account).

@@ -135,11 +135,13 @@ public struct AccountService: Sendable {
                 body: ItemBody.make(id: familyID, content: content, serverFields: [], modifiedMs: nowMs))
         }
         try await store.createFamily(id: familyID, name: v["family"]!, familyItem: familyItem, account: account, nowMs: nowMs)
-        return try await grant(Session(accountID: account.id, familyID: familyID))
+        return try await grant(accountID: account.id)
     }
 
-    /// `POST /accounts`: adds a login to the caller's family; answers the new account's public profile.
+    /// `POST /accounts`: adds a login to the caller's family, as a member; answers the new account's public profile. A
+    /// reader may not.
     public func addAccount(_ session: Session, _ body: JSONValue) async throws -> String {
+        try session.require(.member, to: "add an account")
         let v = Self.values(try Self.accountSchema.canonicalContent(of: body, pathID: nil))
         guard try await store.credentials(usernameKey: v["username"]!.lowercased()) == nil else { throw SyncError.usernameTaken }
         let account = try await newAccount(username: v["username"]!, password: v["password"]!, displayName: v["displayName"])
@@ -147,8 +149,8 @@ public struct AccountService: Sendable {
         return account.profileBody
     }
 
-    /// `GET /accounts`: `{"accounts": [{"id", "username", "displayName", "owner"}]}`, oldest first; the first
-    /// account of the family is its owner.
+    /// `GET /accounts`: `{"accounts": [{"id", "username", "displayName", "owner"}]}`, oldest first: the accounts made
+    /// in the family that still belong to it, each with whether it owns it.
     public func listAccounts(_ session: Session) async throws -> String {
         let accounts = try await store.accounts(familyID: session.familyID)
         return JSONWriter.encode(
@@ -156,27 +158,28 @@ public struct AccountService: Sendable {
                 (
                     "accounts",
                     .array(
-                        accounts.enumerated().map { n, account in
+                        accounts.map { account in
                             .object([
                                 ("id", .string(account.id)), ("username", .string(account.username)),
-                                ("displayName", .string(account.displayName)), ("owner", .bool(n == 0)),
+                                ("displayName", .string(account.displayName)), ("owner", .bool(account.owner)),
                             ])
                         })
                 )
             ]))
     }
 
-    /// `DELETE /accounts/{id}`: by the owner (any account but itself) or by the account itself; its tokens stop
-    /// working at once on every instance. 404 for an account the family does not hold, 403 `forbidden` otherwise.
+    /// `DELETE /accounts/{id}`: by an owner (any account but itself, unless the family has another owner) or by the
+    /// account itself; its tokens stop working at once on every instance. 404 for an account the family does not hold,
+    /// 403 `forbidden` otherwise, 409 `last_owner` when the account is the last owner of another space with members.
     public func deleteAccount(_ session: Session, accountID: String) async throws {
         guard ASCIIToken.matches(accountID, length: 1...64, punctuation: "._-") else {
             throw SyncError.invalidID("An account id is 1 to 64 characters of A-Z a-z 0-9 . _ -.")
         }
         let accounts = try await store.accounts(familyID: session.familyID)
         guard accounts.contains(where: { $0.id == accountID }) else { throw SyncError.notFound("No account \(accountID) in this family.") }
-        let owner = accounts.first?.id
         let isSelf = accountID == session.accountID
-        guard isSelf ? accountID != owner : session.accountID == owner else {
+        let otherOwner = accounts.contains { $0.owner && $0.id != session.accountID }
+        guard isSelf ? (session.role != .owner || otherOwner) : session.role == .owner else {
             throw SyncError.forbidden(
                 isSelf ? "The family's owner cannot delete its own account." : "Only the family's owner deletes another account.")
         }
@@ -187,7 +190,14 @@ public struct AccountService: Sendable {
             throw SyncError.notFound("No account \(accountID) in this family.")
         }
         // This instance drops them before it answers; others on the revocation notice.
-        sessions?.revoke(family: session.familyID)
+        revokeLocally(accountID: accountID, session.familyID)
+    }
+
+    /// Drops the cached sessions of an account (and of `spaces`) on this instance, before an answer: the revocation
+    /// notice reaches the other instances.
+    func revokeLocally(accountID: String, _ spaces: String...) {
+        guard let sessions else { return }
+        for key in spaces + [AccountSession.accountKey(accountID)] { sessions.revoke(family: key) }
     }
 
     private func newAccount(username: String, password: String, displayName: String?) async throws -> NewAccount {
@@ -211,7 +221,7 @@ public struct AccountService: Sendable {
         let credentials = try await throttledCheck(username: username, password: v["password"]!, client: client) {
             try await store.credentials(usernameKey: username.lowercased())
         }
-        return try await grant(Session(accountID: credentials.accountID, familyID: credentials.familyID))
+        return try await grant(accountID: credentials.accountID)
     }
 
     /// `POST /password`: checks the old password (throttled like login), stores the new one and revokes every other
@@ -223,7 +233,7 @@ public struct AccountService: Sendable {
         let hash = try await hasher.hash(v["newPassword"]!)
         try await store.changePassword(accountID: session.accountID, passwordHash: hash, keepTokenHash: currentTokenHash)
         // This instance drops them before it answers; others on the revocation notice.
-        sessions?.revoke(family: session.familyID)
+        revokeLocally(accountID: session.accountID, session.familyID)
     }
 
     /// Counts the attempt first (so N parallel guesses count N), answers 429 past a limit, then checks the password;
@@ -273,15 +283,36 @@ public struct AccountService: Sendable {
         return credentials
     }
 
+    /// Runs `attempt` counted against `key` like a failed login from one address (protocol §1: `maxFailuresPerAddress`
+    /// within the window): 429 past the limit. An attempt that finds what it looks for (non-nil), or fails for another
+    /// reason, is taken back; only misses stay counted.
+    func throttled<T: Sendable>(key: String, _ attempt: () async throws -> T?) async throws -> T? {
+        let nowMs = now()
+        let windowMs = settings.failureWindowSeconds * 1000
+        let counted = try await store.countLoginAttempt(keys: [key], nowMs: nowMs, windowMs: windowMs)
+        if let window = counted[key], window.attempts > settings.maxFailuresPerAddress {
+            throw SyncError.tooManyRequests(retryAfter: Int(max(1, (window.startMs + windowMs - nowMs + 999) / 1000)))
+        }
+        let result: T?
+        do {
+            result = try await attempt()
+        } catch {
+            try? await store.forgiveLoginAttempt(resetKey: nil, uncountKeys: [key])
+            throw error
+        }
+        if result != nil { try await store.forgiveLoginAttempt(resetKey: nil, uncountKeys: [key]) }
+        return result
+    }
+
     /// `POST /logout`: the token stops working at once.
     public func logout(_ session: Session, token: String) async throws {
         try await store.deleteToken(hash: BearerToken.storageHash(token))
-        sessions?.revoke(family: session.familyID)
+        revokeLocally(accountID: session.accountID, session.familyID)
     }
 
     /// The session of a bearer token, nil when unknown, revoked or expired: from the cache when it holds the token,
     /// else from the database.
-    public func authenticate(token: String) async throws -> Session? {
+    public func authenticate(token: String) async throws -> AccountSession? {
         let hash = BearerToken.storageHash(token)
         let nowMs = now()
         if let cached = sessions?.session(tokenHash: hash, nowMs: nowMs) { return cached }
@@ -293,12 +324,20 @@ public struct AccountService: Sendable {
         return found.session
     }
 
-    private func grant(_ session: Session) async throws -> Grant {
+    /// A new token for the account; its `familyId` names the account's home space.
+    private func grant(accountID: String) async throws -> Grant {
         let token = BearerToken.generate()
+        let hash = BearerToken.storageHash(token)
         let expiresMs = now() + settings.tokenLifetimeSeconds * 1000
-        try await store.insertToken(hash: BearerToken.storageHash(token), session: session, expiresMs: expiresMs)
+        try await store.insertToken(hash: hash, accountID: accountID, expiresMs: expiresMs)
+        // Read back as a request would, and cached: the client's first call with the token needs no lookup.
+        let ticket = sessions?.ticket()
+        guard let found = try await store.session(tokenHash: hash, nowMs: now()) else { throw SyncError.invalidCredentials }
+        if let sessions, let ticket {
+            sessions.remember(tokenHash: hash, session: found.session, expiresMs: found.expiresMs, nowMs: now(), ticket: ticket)
+        }
         return Grant(
-            token: token, accountID: session.accountID, familyID: session.familyID,
+            token: token, accountID: accountID, familyID: found.session.homeSpaceID ?? "",
             expiresAt: Timestamp.format(epochMilliseconds: expiresMs))
     }
 }

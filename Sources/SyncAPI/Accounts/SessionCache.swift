@@ -3,25 +3,28 @@ import Synchronization
 /// The sessions of recently used bearer tokens, so that a request costs no token lookup in the database (the lookup
 /// would be one of a delta's two round trips).
 ///
-/// A revoked token must stop working at once (protocol §1), on every instance. Revocations (logout, password change)
-/// reach every instance as a hub notice (`ChangeHub.revokeTokens`: the write path on SQLite, `NOTIFY` on PostgreSQL),
-/// which drops every cached token of the family; the instance that revoked drops them before it answers. While those
+/// A revoked token must stop working at once (protocol §1), and a membership change applies to the next call (§15), on
+/// every instance. Revocations (logout, password change, a member removed or re-roled, a space joined) reach every
+/// instance as a hub notice (`ChangeHub.revokeTokens`: the write path on SQLite, `NOTIFY` on PostgreSQL) naming a key:
+/// a space, whose members' cached sessions all go, or `@account`, whose sessions go. A cached session is filed under
+/// every space of its account and under its account; the instance that revoked drops them before it answers. While those
 /// notices may be missed (the PostgreSQL listener is reconnecting) the cache is off, and turning it back on empties it.
 /// An entry also ends at its token's expiry and after `lifetime`, and a lookup that raced a revocation is not kept.
 public final class SessionCache: Sendable {
     private struct Entry {
-        let session: Session
+        let session: AccountSession
         let validUntilMs: Int64
     }
 
     private struct State {
         var entries: [String: Entry] = [:]
-        var tokensByFamily: [String: Set<String>] = [:]
+        /// Cached token hashes by revocation key (`AccountSession.revocationKeys`).
+        var tokensByKey: [String: Set<String>] = [:]
         var live: Bool
-        /// Counts revocations; a lookup remembers only when none of its family happened since it began.
+        /// Counts revocations; a lookup remembers only when none of its keys was revoked since it began.
         var epoch: UInt64 = 0
         /// The latest revocations, newest last, with the epoch each one made.
-        var recent: [(family: String?, epoch: UInt64)] = []
+        var recent: [(key: String?, epoch: UInt64)] = []
     }
 
     private let state: Mutex<State>
@@ -42,36 +45,41 @@ public final class SessionCache: Sendable {
     }
 
     /// The cached session of a token hash, if it is still good.
-    public func session(tokenHash: String, nowMs: Int64) -> Session? {
+    public func session(tokenHash: String, nowMs: Int64) -> AccountSession? {
         state.withLock { state in
             guard state.live, let entry = state.entries[tokenHash] else { return nil }
             guard nowMs < entry.validUntilMs else {
-                Self.remove(tokenHash, entry.session.familyID, from: &state)
+                Self.remove(tokenHash, entry.session, from: &state)
                 return nil
             }
             return entry.session
         }
     }
 
-    /// Keeps a session the database just answered, unless a revocation of its family ran since `ticket`.
-    public func remember(tokenHash: String, session: Session, expiresMs: Int64, nowMs: Int64, ticket: UInt64) {
+    /// Keeps a session the database just answered, unless one of its keys was revoked since `ticket`.
+    public func remember(tokenHash: String, session: AccountSession, expiresMs: Int64, nowMs: Int64, ticket: UInt64) {
+        let keys = session.revocationKeys
         state.withLock { state in
-            guard state.live, !Self.revoked(session.familyID, since: ticket, in: state) else { return }
+            guard state.live, !Self.revoked(keys, since: ticket, in: state) else { return }
             if state.entries.count >= capacity, state.entries[tokenHash] == nil {
                 // Full: start over rather than track ages (a refill costs one lookup per token).
                 state.entries = [:]
-                state.tokensByFamily = [:]
+                state.tokensByKey = [:]
             }
+            if let previous = state.entries[tokenHash] { Self.remove(tokenHash, previous.session, from: &state) }
             state.entries[tokenHash] = Entry(session: session, validUntilMs: min(expiresMs, nowMs + lifetimeMs))
-            state.tokensByFamily[session.familyID, default: []].insert(tokenHash)
+            for key in keys { state.tokensByKey[key, default: []].insert(tokenHash) }
         }
     }
 
-    /// A token of `family` was revoked (or may have been): drop all of the family's.
-    public func revoke(family: String) {
+    /// A token filed under `key` (a space, or `@account`) was revoked or its memberships changed (or may have): drop
+    /// every session filed under it.
+    public func revoke(family key: String) {
         state.withLock { state in
-            Self.record(family, in: &state)
-            for hash in state.tokensByFamily.removeValue(forKey: family) ?? [] { state.entries[hash] = nil }
+            Self.record(key, in: &state)
+            for hash in state.tokensByKey.removeValue(forKey: key) ?? [] {
+                if let entry = state.entries.removeValue(forKey: hash) { Self.unfile(hash, entry.session, except: key, from: &state) }
+            }
         }
     }
 
@@ -81,7 +89,7 @@ public final class SessionCache: Sendable {
             Self.record(nil, in: &state)
             state.live = live
             state.entries = [:]
-            state.tokensByFamily = [:]
+            state.tokensByKey = [:]
         }
     }
 
@@ -91,22 +99,31 @@ public final class SessionCache: Sendable {
     /// How many sessions are cached (for tests and metrics).
     public var count: Int { state.withLock { $0.entries.count } }
 
-    private static func record(_ family: String?, in state: inout State) {
+    private static func record(_ key: String?, in state: inout State) {
         state.epoch &+= 1
-        state.recent.append((family, state.epoch))
+        state.recent.append((key, state.epoch))
         if state.recent.count > recentLimit { state.recent.removeFirst(state.recent.count - recentLimit) }
     }
 
-    private static func revoked(_ family: String, since ticket: UInt64, in state: State) -> Bool {
+    private static func revoked(_ keys: [String], since ticket: UInt64, in state: State) -> Bool {
         guard state.epoch != ticket else { return false }
         // Older than what `recent` holds: assume the worst.
         guard let oldest = state.recent.first, oldest.epoch <= ticket + 1 else { return true }
-        return state.recent.contains { $0.epoch > ticket && ($0.family == nil || $0.family == family) }
+        return state.recent.contains { revocation in
+            revocation.epoch > ticket && (revocation.key.map { keys.contains($0) } ?? true)
+        }
     }
 
-    private static func remove(_ hash: String, _ family: String, from state: inout State) {
+    private static func remove(_ hash: String, _ session: AccountSession, from state: inout State) {
         state.entries[hash] = nil
-        state.tokensByFamily[family]?.remove(hash)
-        if state.tokensByFamily[family]?.isEmpty == true { state.tokensByFamily[family] = nil }
+        unfile(hash, session, except: nil, from: &state)
+    }
+
+    /// Takes a token off the lists of its session's keys (but `except`, which the caller empties).
+    private static func unfile(_ hash: String, _ session: AccountSession, except: String?, from state: inout State) {
+        for key in session.revocationKeys where key != except {
+            state.tokensByKey[key]?.remove(hash)
+            if state.tokensByKey[key]?.isEmpty == true { state.tokensByKey[key] = nil }
+        }
     }
 }

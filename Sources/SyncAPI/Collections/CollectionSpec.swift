@@ -38,11 +38,15 @@ public struct CollectionSpec: Sendable {
     public let authored: Bool
     /// True when a change of an item is also a change of the family item (members, protocol §2).
     public let changesFamily: Bool
+    /// Who reads and writes it (protocol §15).
+    public let access: CollectionAccess
 
     public init(
         name: String, kind: CollectionKind, schema: ItemSchema, syncEndpoint: String?, sortKey: SortKey? = nil,
-        childName: String? = nil, filterField: String? = nil, authored: Bool = false, changesFamily: Bool = false
+        childName: String? = nil, filterField: String? = nil, authored: Bool = false, changesFamily: Bool = false,
+        access: CollectionAccess = CollectionAccess()
     ) {
+        self.access = access
         self.name = name
         self.kind = kind
         self.schema = schema
@@ -58,5 +62,29 @@ public struct CollectionSpec: Sendable {
     public var parentName: String? {
         if case .child(let parent) = kind { return parent }
         return nil
+    }
+}
+
+/// Who may read and write a collection's items in a space (protocol §15, the model's `access`).
+public struct CollectionAccess: Sendable, Equatable {
+    /// Who writes: a least role, or any member for new items and only the item's author (or an owner) for the rest.
+    public enum Write: Sendable, Equatable {
+        case role(SpaceRole)
+        case author
+    }
+
+    /// The least role that reads.
+    public let read: SpaceRole
+    public let write: Write
+
+    /// Readers read, members write.
+    public init(read: SpaceRole = .reader, write: Write = .role(.member)) {
+        self.read = read
+        self.write = write
+    }
+
+    init(_ declared: DataModel.Access) {
+        read = SpaceRole(stored: declared.read)
+        write = declared.write == "author" ? .author : .role(SpaceRole(stored: declared.write))
     }
 }

@@ -28,6 +28,8 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case unsupportedMediaType = "unsupported_media_type"
         case forbidden
         case quotaExceeded = "quota_exceeded"
+        /// A change that would leave a space without an owner (protocol §15).
+        case lastOwner = "last_owner"
         case requestTimeout = "request_timeout"
         /// An unexpected failure, logged; never the answer to bad input.
         case internalError = "internal"
@@ -100,6 +102,8 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public static func quotaExceeded(_ detail: String, field: String? = nil) -> SyncError {
         SyncError(.quotaExceeded, detail: detail, field: field)
     }
+    public static let lastOwner = SyncError(
+        .lastOwner, detail: "A space keeps at least one owner: make another member an owner first.")
     public static func unsupportedMediaType(_ detail: String) -> SyncError {
         SyncError(.unsupportedMediaType, detail: detail, field: "Content-Type")
     }

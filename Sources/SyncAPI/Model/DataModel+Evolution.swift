@@ -46,6 +46,12 @@ extension DataModel {
                 change.migratable = key == "sync"
                 out.append(change)
             }
+            // Who reads must not change under a client's date (§15): a breaking change, so every client reloads the list.
+            // Who writes is checked per call: a change applies to the next write.
+            let (readBefore, readNow) = ((before.access ?? .defaults).read, (new.access ?? .defaults).read)
+            if readBefore != readNow {
+                out.append(Change(collection: new.name, field: nil, what: "access read changed from \(readBefore) to \(readNow)", breaking: true))
+            }
             for gone in before.fields where !new.fields.contains(where: { $0.name == gone.name }) {
                 out.append(Change(collection: new.name, field: gone.name, what: "removed (its stored values are dropped)", breaking: true))
             }

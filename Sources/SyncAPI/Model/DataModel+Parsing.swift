@@ -7,7 +7,7 @@ extension DataModel {
     /// Paths of the API that no collection or sync endpoint may take (§1, §6–§13).
     public static let reservedNames: Set<String> = [
         "signup", "login", "logout", "password", "accounts", "group", "changes", "media", "verify", "model", "openapi.json",
-        "health", "ready", "metrics",
+        "health", "ready", "metrics", "spaces", "invitations",
     ]
     /// Names the server sets on items; a model may not declare them.
     static let serverNames: Set<String> = ["id", "modified", "author", "created", "nomore"]
@@ -88,10 +88,10 @@ extension DataModel {
         }
         let allowed: Set<String> =
             switch kind {
-            case .list: ["kind", "sync", "fields", "rules", "authored"]
-            case .paginated: ["kind", "sync", "fields", "rules", "authored", "children", "order", "orderField", "filter"]
-            case .child: ["kind", "parent", "fields", "rules", "authored"]
-            case .singleton: ["kind", "sync", "scope", "fields", "rules"]
+            case .list: ["kind", "sync", "fields", "rules", "authored", "access"]
+            case .paginated: ["kind", "sync", "fields", "rules", "authored", "children", "order", "orderField", "filter", "access"]
+            case .child: ["kind", "parent", "fields", "rules", "authored", "access"]
+            case .singleton: ["kind", "sync", "scope", "fields", "rules", "access"]
             }
         let members = try object(value, allowed: allowed, at: "collection \"\(name)\" (\(kindName))")
         func string(_ key: String) throws(ModelError) -> String? {
@@ -157,7 +157,28 @@ extension DataModel {
         }
         return Collection(
             name: name, kind: kind, sync: sync, fields: fields, rules: rules, authored: authored, children: children, order: order,
-            orderField: orderField, filter: filter, parent: try string("parent"), scope: scope)
+            orderField: orderField, filter: filter, parent: try string("parent"), scope: scope,
+            access: try access(members["access"], collection: name, authored: authored, accountScoped: scope == "account"))
+    }
+
+    /// `"access": {"read": ROLE, "write": ROLE | "author"}` (protocol §15), each optional (reader, member).
+    static func access(_ value: JSONValue?, collection: String, authored: Bool, accountScoped: Bool) throws(ModelError) -> Access? {
+        guard let value else { return nil }
+        guard !accountScoped else { throw ModelError(collection: collection, "an account-scoped singleton is its account's own: no \"access\"") }
+        let members = try object(value, allowed: ["read", "write"], at: "\"access\" of collection \"\(collection)\"")
+        let roles = SpaceRole.allCases.map(\.rawValue)
+        func role(_ key: String, default fallback: String, also: [String]) throws(ModelError) -> String {
+            guard let given = members[key] else { return fallback }
+            guard case .string(let name) = given, (roles + also).contains(name) else {
+                throw ModelError(collection: collection, "access \"\(key)\" must be one of \((roles + also).joined(separator: ", "))")
+            }
+            return name
+        }
+        let access = Access(read: try role("read", default: "reader", also: []), write: try role("write", default: "member", also: ["author"]))
+        if access.write == "author", !authored {
+            throw ModelError(collection: collection, "write \"author\" needs \"authored\": true (the server records each item's author)")
+        }
+        return access
     }
 
     static func field(_ name: String, _ value: JSONValue, in collection: String) throws(ModelError) -> Field {

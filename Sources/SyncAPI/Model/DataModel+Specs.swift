@@ -30,7 +30,8 @@ extension DataModel {
                 fields: collection.fields.map { FieldSpec($0.name, Self.fieldType($0.type), required: $0.required, default: $0.defaultValue) },
                 rules: collection.rules.map(Self.check), serverSetFields: serverSetFields),
             syncEndpoint: collection.kind == .list && changesFamily ? nil : collection.sync, sortKey: sortKey,
-            childName: collection.children, filterField: collection.filter, authored: collection.authored, changesFamily: changesFamily)
+            childName: collection.children, filterField: collection.filter, authored: collection.authored, changesFamily: changesFamily,
+            access: CollectionAccess(collection.access ?? .defaults))
     }
 
     /// The names the server sets on some item of the model, ignored when any client sends them on any collection

@@ -30,6 +30,15 @@ public struct DataModel: Sendable {
         /// Child: the paginated parent. Singleton: `family` or `account`.
         public let parent: String?
         public let scope: String?
+        /// Who reads and who writes (protocol §15): a role, or `author` for writes; nil: readers read, members write.
+        public var access: Access? = nil
+    }
+
+    /// A collection's `access`: the least role that reads, and the least role that writes (or `author`).
+    public struct Access: Sendable, Equatable {
+        public let read: String
+        public let write: String
+        public static let defaults = Access(read: "reader", write: "member")
     }
 
     /// One field: its type and limits, every implied value filled in.
@@ -82,6 +91,10 @@ public struct DataModel: Sendable {
                 ("filter", collection.filter), ("parent", collection.parent), ("scope", collection.scope),
             ] {
                 if let value { members.append((key, .string(value))) }
+            }
+            // Only when it is not the default: a model that never names access keeps its digest.
+            if let access = collection.access, access != .defaults {
+                members.append(("access", .object([("read", .string(access.read)), ("write", .string(access.write))])))
             }
             members.append(("fields", .object(collection.fields.map { ($0.name, Self.json($0)) })))
             members.append(

@@ -200,6 +200,39 @@ public enum EmbeddedMigrations {
             ALTER INDEX items_delta_parent RENAME TO items_delta;
             """#
         ),
+        (
+            "008_spaces.sql",
+            #"""
+            -- Spaces (protocol §15): a family is a space, and an account belongs to several with a role in each. `since_version`
+            -- is the space's counter when the account last joined it: a date of sync below it was issued before (the account may
+            -- have missed deletes while it was out) and answers `sync: false` to it. `seq` orders memberships by joining.
+            CREATE TABLE memberships (
+                space_id      TEXT COLLATE "C" NOT NULL REFERENCES families (id),
+                account_id    TEXT COLLATE "C" NOT NULL REFERENCES accounts (id),
+                role          TEXT COLLATE "C" NOT NULL CHECK (role IN ('owner', 'member', 'reader')),
+                since_version BIGINT NOT NULL,
+                seq           BIGSERIAL,
+                PRIMARY KEY (account_id, space_id)
+            );
+            CREATE INDEX memberships_space ON memberships (space_id, seq);
+
+            -- Every account is a member of its family; the family's oldest account is its owner.
+            INSERT INTO memberships (space_id, account_id, role, since_version)
+            SELECT family_id, id,
+                   CASE WHEN row_number() OVER (PARTITION BY family_id ORDER BY created_ms, seq) = 1 THEN 'owner' ELSE 'member' END, 0
+            FROM accounts ORDER BY created_ms, seq;
+
+            -- Invitations by the SHA-256 of their code: a leaked table reveals no usable code.
+            CREATE TABLE invitations (
+                hash       TEXT COLLATE "C" PRIMARY KEY,
+                space_id   TEXT COLLATE "C" NOT NULL REFERENCES families (id),
+                role       TEXT COLLATE "C" NOT NULL CHECK (role IN ('owner', 'member', 'reader')),
+                uses_left  INTEGER NOT NULL,
+                expires_ms BIGINT NOT NULL
+            );
+            CREATE INDEX invitations_expiry ON invitations (expires_ms);
+            """#
+        ),
     ]
     /// Migrations for sqlite: (name, SQL) in order.
     public static let sqlite: [(name: String, sql: String)] = [
@@ -340,6 +373,34 @@ public enum EmbeddedMigrations {
                 UPDATE families SET live_items = live_items - 1, stored_bytes = stored_bytes - COALESCE(length(CAST(OLD.body AS BLOB)), 0)
                 WHERE id = OLD.family_id;
             END;
+            """#
+        ),
+        (
+            "006_spaces.sql",
+            #"""
+            -- Spaces (protocol §15); see the PostgreSQL migration. Memberships are ordered by joining by their rowid.
+            CREATE TABLE memberships (
+                space_id      TEXT NOT NULL REFERENCES families (id),
+                account_id    TEXT NOT NULL REFERENCES accounts (id),
+                role          TEXT NOT NULL CHECK (role IN ('owner', 'member', 'reader')),
+                since_version INTEGER NOT NULL,
+                PRIMARY KEY (account_id, space_id)
+            );
+            CREATE INDEX memberships_space ON memberships (space_id);
+
+            INSERT INTO memberships (space_id, account_id, role, since_version)
+            SELECT family_id, id,
+                   CASE WHEN row_number() OVER (PARTITION BY family_id ORDER BY created_ms, rowid) = 1 THEN 'owner' ELSE 'member' END, 0
+            FROM accounts ORDER BY created_ms, rowid;
+
+            CREATE TABLE invitations (
+                hash       TEXT PRIMARY KEY,
+                space_id   TEXT NOT NULL REFERENCES families (id),
+                role       TEXT NOT NULL CHECK (role IN ('owner', 'member', 'reader')),
+                uses_left  INTEGER NOT NULL,
+                expires_ms INTEGER NOT NULL
+            );
+            CREATE INDEX invitations_expiry ON invitations (expires_ms);
             """#
         ),
     ]

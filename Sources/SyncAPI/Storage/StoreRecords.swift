@@ -230,11 +230,14 @@ public struct AccountRecord: Sendable, Equatable {
     public let id: String
     public let username: String
     public let displayName: String
+    /// Whether it is an owner of the family now.
+    public let owner: Bool
 
-    public init(id: String, username: String, displayName: String) {
+    public init(id: String, username: String, displayName: String, owner: Bool) {
         self.id = id
         self.username = username
         self.displayName = displayName
+        self.owner = owner
     }
 
     /// The storage keys of the items an account owns: its public profile and its singleton, of `collections`.
@@ -250,14 +253,20 @@ public struct AccountCredentials: Sendable {
     public let passwordHash: String
 }
 
-/// An authenticated caller: the account and its family (the tenant every query is scoped to).
+/// A request's caller in one space: the account, the space (the tenant every query is scoped to; `familyID`, as the
+/// default model calls it), its role there, and where its dates of sync start to count (`SpaceMembership`).
 public struct Session: Sendable, Equatable {
     public let accountID: String
     public let familyID: String
+    public let role: SpaceRole
+    /// Dates of sync below this version answer `sync: false` to this account (issued before it last joined).
+    public let sinceVersion: Int64
 
-    public init(accountID: String, familyID: String) {
+    public init(accountID: String, familyID: String, role: SpaceRole, sinceVersion: Int64 = 0) {
         self.accountID = accountID
         self.familyID = familyID
+        self.role = role
+        self.sinceVersion = sinceVersion
     }
 }
 

@@ -5,7 +5,7 @@ import NIOCore
 ///
 /// Two implementations, `SQLiteStore` (embedded default) and `PostgresStore`, pass one conformance suite.
 /// Every item method takes the family id first: no query can leave its tenant.
-public protocol SyncStore: SchemaStore, AccountStore, ItemStore, MaintenanceStore {}
+public protocol SyncStore: SchemaStore, AccountStore, SpaceStore, ItemStore, MaintenanceStore {}
 
 /// The schema, the database's identity and the model it serves.
 public protocol SchemaStore: Sendable {
@@ -38,23 +38,26 @@ public protocol SchemaStore: Sendable {
 /// Families, accounts, tokens and the login throttle.
 public protocol AccountStore: Sendable {
     /// Creates a family (its change counter, its family-scoped singleton's item when the model has one) and its first
-    /// account; throws `username_taken`.
+    /// account, its owner; throws `username_taken`.
     func createFamily(id: String, name: String, familyItem: RowWrite?, account: NewAccount, nowMs: Int64) async throws
-    /// Adds an account to a family and publishes its profile as a change of the family; throws `username_taken`, and
-    /// 403 `quota_exceeded` when the family holds `maxAccounts` already (counted under the family's lock).
+    /// Adds an account to a family, as a member, and publishes its profile as a change of the family; throws
+    /// `username_taken`, and 403 `quota_exceeded` when the family holds `maxAccounts` already (counted under the
+    /// family's lock).
     func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64, maxAccounts: Int) async throws
-    /// The family's accounts, oldest first (the first is the family's owner).
+    /// The accounts made in the family (its signup and `POST /accounts`), oldest first, each with whether it owns the
+    /// family now.
     func accounts(familyID: String) async throws -> [AccountRecord]
     /// Deletes an account of the family in one transaction: its row (it can no longer log in), its tokens (revoked on
-    /// every instance) and its items of `itemCollections`, its profile and singleton (tombstones, so every replica
-    /// drops them). False when none.
+    /// every instance), its memberships, and its items of `itemCollections`, its profile and singleton (tombstones, so
+    /// every replica drops them). False when none; 409 `last_owner` when it is the last owner of a space that has other
+    /// members.
     func deleteAccount(accountID: String, familyID: String, itemCollections: [String], nowMs: Int64) async throws -> Bool
     /// The credentials for a lower-cased username, if such an account exists.
     func credentials(usernameKey: String) async throws -> AccountCredentials?
-    /// Stores a bearer token by its hash.
-    func insertToken(hash: String, session: Session, expiresMs: Int64) async throws
-    /// The session of an unexpired token hash.
-    func session(tokenHash: String, nowMs: Int64) async throws -> (session: Session, expiresMs: Int64)?
+    /// Stores a bearer token of an account by its hash; 401 `invalid_credentials` when the account is gone.
+    func insertToken(hash: String, accountID: String, expiresMs: Int64) async throws
+    /// The account of an unexpired token hash, with its memberships.
+    func session(tokenHash: String, nowMs: Int64) async throws -> (session: AccountSession, expiresMs: Int64)?
     /// Revokes a token at once.
     func deleteToken(hash: String) async throws
     /// Counts one login attempt against each throttle key in one atomic step (N parallel attempts count N); a key's
@@ -71,6 +74,32 @@ public protocol AccountStore: Sendable {
     func credentials(accountID: String) async throws -> (username: String, credentials: AccountCredentials)?
     /// Replaces an account's password hash and revokes every token of it but `keepTokenHash`, in one transaction.
     func changePassword(accountID: String, passwordHash: String, keepTokenHash: String) async throws
+}
+
+/// Spaces, memberships and invitations (protocol §15). Every change of a membership revokes the cached sessions of
+/// the space and of the account on every instance, and wakes the space's streams, which check their token again.
+public protocol SpaceStore: Sendable {
+    /// Creates a space owned by `ownerID`: its counter, its family-scoped singleton's item when the model has one, and
+    /// the owner's membership; 403 `quota_exceeded` when the account owns `limits.owned` spaces or belongs to
+    /// `limits.memberships` already (counted under the account's lock).
+    func createSpace(id: String, name: String, familyItem: RowWrite?, ownerID: String, nowMs: Int64, limits: SpaceLimits) async throws
+    /// Renames a space.
+    func renameSpace(id: String, name: String) async throws
+    /// The spaces of an account, in the order it joined them.
+    func spaces(accountID: String) async throws -> [SpaceRecord]
+    /// The members of a space, in the order they joined.
+    func members(spaceID: String) async throws -> [MemberRecord]
+    /// Gives a member another role; false when the account is not a member, 409 `last_owner` when it would leave the
+    /// space without an owner.
+    func setRole(spaceID: String, accountID: String, role: SpaceRole) async throws -> Bool
+    /// Removes a member; false when the account is not a member, 409 `last_owner` when it is the space's last owner.
+    func removeMember(spaceID: String, accountID: String) async throws -> Bool
+    /// Stores an invitation by the hash of its code.
+    func insertInvitation(_ invitation: NewInvitation) async throws
+    /// Spends one use of an unexpired invitation to make `accountID` a member of its space, as of a new version of the
+    /// space's counter (its `sinceVersion`); an account already a member keeps its role and spends nothing. Nil for an
+    /// unknown, used-up or expired code; 403 `quota_exceeded` when the account belongs to `limits.memberships` spaces.
+    func acceptInvitation(hash: String, accountID: String, nowMs: Int64, limits: SpaceLimits) async throws -> SpaceRecord?
 }
 
 /// The reads of sync answers, which a pinned snapshot answers too (`SnapshotReads`) and a standby may
@@ -116,7 +145,8 @@ public protocol MaintenanceStore: Sendable {
     /// Deletes tombstones last changed before `cutoffMs` and raises each affected family's horizon to the newest
     /// version purged, so that an older date of sync answers `sync: false` (protocol §8). Returns how many went.
     func purgeTombstones(cutoffMs: Int64) async throws -> Int
-    /// Deletes tokens expired at `nowMs` and throttle windows begun before `throttleBeforeMs`; returns how many rows went.
+    /// Deletes tokens and invitations expired at `nowMs` and throttle windows begun before `throttleBeforeMs`; returns
+    /// how many rows went.
     func purgeExpired(nowMs: Int64, throttleBeforeMs: Int64) async throws -> Int
 }
 

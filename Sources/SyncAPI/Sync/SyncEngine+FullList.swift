@@ -59,6 +59,7 @@ extension SyncEngine {
     /// `null` when unchanged since the date.
     public func bundleSync(_ session: Session, endpoint: String, date: String?, ifNoneMatch: String?) async throws -> SyncAnswer {
         guard let layout = BundleLayout(endpoint, collections) else { throw SyncError.notFound() }
+        for name in layout.names { if let spec = collections.named(name) { try Self.requireRead(session, spec) } }
         let (familyScoped, listKeys, accountScoped, names) = (layout.familyScoped, layout.listKeys, layout.accountScoped, layout.names)
         let (delta, since) = try await answerableDelta(session, collections: names, since: try await position(date, session, for: names))
         let date = try await token(delta.version, session)
@@ -96,6 +97,7 @@ extension SyncEngine {
     ) async throws
         -> SyncAnswer
     {
+        try Self.requireRead(session, collection)
         // A date at position 0 names the state before the family's first write: the whole list answers it exactly,
         // streamed, where a delta would hold every change and tombstone ever made.
         if let since = try await position(date, session, for: [collection.name]), since > 0 {

@@ -43,6 +43,7 @@ extension SyncEngine {
     ) async throws
         -> ItemAnswer
     {
+        try Self.requireWrite(session, address)
         try address.validate()
         let content = try address.collection.schema.canonicalContent(of: body, pathID: address.id)
         return try await store(session, address, preconditions: preconditions) { _ in content }
@@ -58,6 +59,7 @@ extension SyncEngine {
     ) async throws
         -> ItemAnswer
     {
+        try Self.requireWrite(session, address)
         try address.validate()
         // Checked and keyed before the write: the work under the family's lock is linear in the declared fields,
         // whatever the patch's size.
@@ -148,6 +150,7 @@ extension SyncEngine {
     /// `DELETE`: idempotent; a missing item is not an error (unless `If-Match` asks for it). Deleting a parent
     /// deletes its children; deleting a child changes its parent.
     public func delete(_ session: Session, _ address: ItemAddress, preconditions: WritePreconditions) async throws {
+        try Self.requireWrite(session, address)
         try address.validate()
         let nowMs = now()
         _ = try await write(session, address, nowMs: nowMs) { context in
@@ -165,6 +168,32 @@ extension SyncEngine {
         }
     }
 
+    /// 403 `forbidden` for a write below the collection's role (protocol §15: members write, readers only read); an
+    /// account-scoped singleton is the account's own, which any role writes.
+    static func requireWrite(_ session: Session, _ address: ItemAddress) throws {
+        if case .singleton(perAccount: true) = address.collection.kind { return }
+        switch address.collection.access.write {
+        case .role(let role): try session.require(role, to: "write \(address.collection.name)")
+        case .author: try session.require(.member, to: "write \(address.collection.name)")
+        }
+        try requireRead(session, address.collection)
+    }
+
+    /// 403 `forbidden` for a read below the collection's role (protocol §15, the model's `access.read`).
+    static func requireRead(_ session: Session, _ collection: CollectionSpec) throws {
+        try session.require(collection.access.read, to: "read \(collection.name)")
+    }
+
+    /// For a collection written by authors only: 403 `forbidden` when the live item was created by another account and
+    /// the caller is not an owner (checked under the family's lock, on the row the write replaces).
+    static func requireAuthor(_ session: Session, _ collection: CollectionSpec, _ live: StoredItem?) throws {
+        guard collection.access.write == .author, session.role < .owner, let live else { return }
+        let author = ItemBody.members(of: live.body).first { $0.key == "author" }?.value
+        guard author == .string(session.accountID) else {
+            throw SyncError.forbidden("Only its author or an owner changes an item of \(collection.name).")
+        }
+    }
+
     /// Runs a write of `address` (and the row it touches) whose `plan` is then held to the family's quotas.
     private func write(
         _ session: Session, _ address: ItemAddress, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
@@ -174,6 +203,7 @@ extension SyncEngine {
             familyID: session.familyID, key: key, parent: address.touched(session, family: collections.familySingleton), nowMs: nowMs
         ) {
             context in
+            try Self.requireAuthor(session, address.collection, context.existing?.live)
             let decided = try plan(context)
             if case .write(let rows) = decided {
                 try quotas.check(rows, replacing: { $0 == key ? context.existing : context.parent }, usage: context.usage)
@@ -184,6 +214,7 @@ extension SyncEngine {
 
     /// `GET`: the live item, or 404 (also under a missing or deleted parent).
     public func get(_ session: Session, _ address: ItemAddress, ifNoneMatch: String?) async throws -> ItemAnswer {
+        try Self.requireRead(session, address.collection)
         try address.validate()
         if let parentKey = address.parentKey {
             guard try await reads.item(familyID: session.familyID, key: parentKey)?.live != nil else {

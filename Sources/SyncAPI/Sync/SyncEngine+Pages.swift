@@ -26,6 +26,7 @@ extension SyncEngine {
     ) async throws
         -> SyncAnswer
     {
+        try Self.requireRead(session, spec)
         let since = try await position(parameters.date, session, for: [spec.name] + (spec.childName.map { [$0] } ?? []))
         let query = PageQuery(
             collection: spec.name, anchorID: parameters.lastId, limit: parameters.nb, tags: parameters.types,
@@ -77,6 +78,7 @@ extension SyncEngine {
     /// `GET /threads`, `/wall` (next items below `lastId`) and `GET /threads/{id}/messages`, `/wall/{id}/comments`:
     /// `{"items": […], "nomore": bool}`; 404 for a parent or a `lastId` that never existed.
     public func page(_ session: Session, _ spec: CollectionSpec, parentID: String?, _ parameters: PageParameters) async throws -> [UInt8] {
+        try Self.requireRead(session, spec)
         if let parentName = spec.parentName {
             guard let parentID, ItemID.isValid(parentID),
                 try await reads.item(familyID: session.familyID, key: ItemKey(collection: parentName, id: parentID))?.live != nil

@@ -16,8 +16,9 @@ extension SyncEngine {
     /// `{"date", "lists": {name: {"count", "digest"}}}`. 404 for a `lastId` the server never knew. Rows are digested
     /// as the database hands them over, id and `modified` only: memory stays flat whatever the lists hold.
     public func verify(_ session: Session, _ parameters: VerifyParameters) async throws -> [UInt8] {
-        let full = collections.lists.map(\.name)
-        let paged = collections.paginated.compactMap { spec in
+        // Only the lists the caller's role reads: it holds no other.
+        let full = collections.lists.filter { session.role >= $0.access.read }.map(\.name)
+        let paged = collections.paginated.filter { session.role >= $0.access.read }.compactMap { spec in
             parameters.lastIds[spec.name].map { (spec.name, $0, parameters.filters[spec.name] ?? nil) }
         }
         let family = session.familyID

@@ -76,12 +76,15 @@ public struct SyncEngine: Sendable {
         return value
     }
 
-    /// The position a client's `date` names for `collections`, or nil for a first sync: absent, not ours, or issued
-    /// before a breaking model change that touched one of them (`ModelGenerations`; an empty list checks none).
+    /// The position a client's `date` names for `collections`, or nil for a first sync: absent, not ours, issued before
+    /// the caller last joined the space, or before a breaking model change that touched one of them
+    /// (`ModelGenerations`; an empty list checks none).
     func position(_ date: String?, _ session: Session, for collections: [String] = []) async throws -> Int64? {
         let identity = try await databaseIdentity()
         guard case .position(let version, let generation) = try SyncToken.parse(date, databaseID: identity.id, familyID: session.familyID),
-            generation >= identity.generations.floor(collections), generation <= identity.generations.current
+            generation >= identity.generations.floor(collections), generation <= identity.generations.current,
+            // Issued before the caller last joined the space: it may have missed deletes while it was out.
+            version >= session.sinceVersion
         else { return nil }
         return version
     }

@@ -15,6 +15,7 @@ extension PostgresStore {
                     _ = try await PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements).store(
                         familyItem, familyID: id, version: version, nowMs: nowMs)
                 }
+                try await insertMembership(spaceID: id, accountID: account.id, role: .owner, sinceVersion: 0, on: conn)
             }
         }
     }
@@ -32,7 +33,8 @@ extension PostgresStore {
                 ).decode(Int64.self) where count >= maxAccounts {
                     throw SyncError.quotaExceeded("A family holds at most \(maxAccounts) accounts.")
                 }
-                try await insertAccount(account, familyID: familyID, nowMs: nowMs, on: conn)
+                let version = try await insertAccount(account, familyID: familyID, nowMs: nowMs, on: conn)
+                try await insertMembership(spaceID: familyID, accountID: account.id, role: .member, sinceVersion: version, on: conn)
             }
         }
     }
@@ -40,10 +42,14 @@ extension PostgresStore {
     public func accounts(familyID: String) async throws -> [AccountRecord] {
         try await guarded {
             var out: [AccountRecord] = []
-            for try await (id, username, name) in try await client.query(
-                "SELECT id, username, display_name FROM accounts WHERE family_id = \(familyID) ORDER BY created_ms, seq", logger: logger
-            ).decode((String, String, String).self) {
-                out.append(AccountRecord(id: id, username: username, displayName: name))
+            for try await (id, username, name, owner) in try await client.query(
+                """
+                SELECT a.id, a.username, a.display_name, m.role = 'owner' FROM accounts a
+                JOIN memberships m ON m.account_id = a.id AND m.space_id = a.family_id
+                WHERE a.family_id = \(familyID) ORDER BY a.created_ms, a.seq
+                """, logger: logger
+            ).decode((String, String, String, Bool).self) {
+                out.append(AccountRecord(id: id, username: username, displayName: name, owner: owner))
             }
             return out
         }
@@ -57,10 +63,19 @@ extension PostgresStore {
                 // The account's row is locked first: a login's new token (its foreign key check) then waits for this
                 // transaction and fails after it, instead of committing a token that the account's delete would
                 // then trip over (a foreign key violation, 23503, answered 500).
-                try await conn.query("SELECT 1 FROM accounts WHERE id = \(accountID) FOR UPDATE", logger: logger)
-                // Its tokens first: they reference the account.
-                try await conn.query(
-                    "DELETE FROM tokens WHERE account_id = \(accountID) AND family_id = \(familyID)", logger: logger)
+                var found = false
+                for try await _ in try await conn.query(
+                    "SELECT 1 FROM accounts WHERE id = \(accountID) AND family_id = \(familyID) FOR UPDATE", logger: logger)
+                {
+                    found = true
+                }
+                guard found else { return false }
+                try await checkNotLastOwnerAnywhere(accountID: accountID, on: conn)
+                // Every instance drops the cached tokens of its spaces and wakes their streams, which check theirs again.
+                try await notifyRevocation(accountID: accountID, also: [familyID], on: conn)
+                // Its tokens and memberships first: they reference the account.
+                try await conn.query("DELETE FROM tokens WHERE account_id = \(accountID)", logger: logger)
+                try await conn.query("DELETE FROM memberships WHERE account_id = \(accountID)", logger: logger)
                 var deleted = false
                 for try await _ in try await conn.query(
                     "DELETE FROM accounts WHERE id = \(accountID) AND family_id = \(familyID) RETURNING id", logger: logger
@@ -73,10 +88,6 @@ extension PostgresStore {
                     version = try await statements.store(RowWrite(key: key, body: nil), familyID: familyID, version: version, nowMs: nowMs)
                         .version
                 }
-                // Every instance drops the family's cached tokens and wakes its streams, which check theirs again.
-                try await conn.query(
-                    "SELECT pg_notify(\(PostgresChangeListener.channel), \(PostgresChangeListener.revocationPrefix) || \(familyID))",
-                    logger: logger)
                 return true
             }
         }
@@ -117,14 +128,17 @@ extension PostgresStore {
         }
     }
 
-    public func insertToken(hash: String, session: Session, expiresMs: Int64) async throws {
+    public func insertToken(hash: String, accountID: String, expiresMs: Int64) async throws {
         try await guarded {
             do {
-                try await client.query(
+                let rows = try await client.query(
                     """
                     INSERT INTO tokens (hash, account_id, family_id, expires_ms)
-                    VALUES (\(hash), \(session.accountID), \(session.familyID), \(expiresMs))
+                    SELECT \(hash), id, family_id, \(expiresMs) FROM accounts WHERE id = \(accountID) RETURNING 1
                     """, logger: logger)
+                var inserted = false
+                for try await _ in rows { inserted = true }
+                guard inserted else { throw SyncError.invalidCredentials }
             } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23503" {
                 // The account was deleted after its password was checked (a login racing `DELETE /accounts`): no
                 // account, so no token.
@@ -133,16 +147,21 @@ extension PostgresStore {
         }
     }
 
-    public func session(tokenHash: String, nowMs: Int64) async throws -> (session: Session, expiresMs: Int64)? {
+    public func session(tokenHash: String, nowMs: Int64) async throws -> (session: AccountSession, expiresMs: Int64)? {
         try await guarded {
             // Never the pinned snapshot of a group: a token deleted since it began must not be found.
             try await client.withConnection { conn in
                 let rows = try await conn.run(
                     PreparedStatements.Session(tokenHash: tokenHash, nowMs: nowMs), prepared: usesPreparedStatements, logger: logger)
-                for try await (account, family, expires) in rows {
-                    return (Session(accountID: account, familyID: family), expires)
+                var found: (account: String, signup: String, expires: Int64)?
+                var memberships: [SpaceMembership] = []
+                for try await (account, signup, expires, space, role, since) in rows {
+                    found = (account, signup, expires)
+                    if let space, let role, let since {
+                        memberships.append(SpaceMembership(spaceID: space, role: SpaceRole(stored: role), sinceVersion: since))
+                    }
                 }
-                return nil
+                return found.map { (AccountSession(accountID: $0.account, signupSpaceID: $0.signup, memberships: memberships), $0.expires) }
             }
         }
     }
@@ -152,8 +171,11 @@ extension PostgresStore {
         try await guarded {
             try await client.query(
                 """
-                WITH gone AS (DELETE FROM tokens WHERE hash = \(hash) RETURNING family_id)
-                SELECT pg_notify(\(PostgresChangeListener.channel), \(PostgresChangeListener.revocationPrefix) || family_id) FROM gone
+                WITH gone AS (DELETE FROM tokens WHERE hash = \(hash) RETURNING account_id)
+                SELECT pg_notify(\(PostgresChangeListener.channel), \(PostgresChangeListener.revocationPrefix) || k.key)
+                FROM gone, LATERAL (
+                  SELECT space_id AS key FROM memberships WHERE account_id = gone.account_id UNION ALL SELECT '@' || gone.account_id
+                ) k
                 """, logger: logger)
         }
     }
@@ -233,11 +255,7 @@ extension PostgresStore {
                 try await conn.query("UPDATE accounts SET password_hash = \(passwordHash) WHERE id = \(accountID)", logger: logger)
                 try await conn.query(
                     "DELETE FROM tokens WHERE account_id = \(accountID) AND hash <> \(keepTokenHash)", logger: logger)
-                try await conn.query(
-                    """
-                    SELECT pg_notify(\(PostgresChangeListener.channel), \(PostgresChangeListener.revocationPrefix) || family_id)
-                    FROM accounts WHERE id = \(accountID)
-                    """, logger: logger)
+                try await notifyRevocation(accountID: accountID, also: [], on: conn)
             }
         }
     }
@@ -248,10 +266,11 @@ extension PostgresStore {
             let rows = try await client.query(
                 """
                 WITH t AS (DELETE FROM tokens WHERE expires_ms <= \(nowMs) RETURNING 1),
+                     i AS (DELETE FROM invitations WHERE expires_ms <= \(nowMs) OR uses_left <= 0 RETURNING 1),
                      l AS (DELETE FROM login_throttle WHERE window_start_ms
                            < CASE WHEN key LIKE 'k:%' THEN \(nowMs - LoginThrottleKeys.knownForMs) ELSE \(throttleBeforeMs) END
                            RETURNING 1)
-                SELECT (SELECT count(*) FROM t) + (SELECT count(*) FROM l)
+                SELECT (SELECT count(*) FROM t) + (SELECT count(*) FROM i) + (SELECT count(*) FROM l)
                 """, logger: logger)
             for try await n in rows.decode(Int64.self) { count = Int(n) }
             return count

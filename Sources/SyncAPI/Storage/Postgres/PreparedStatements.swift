@@ -215,11 +215,17 @@ enum PreparedStatements {
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
-    /// The session of an unexpired token hash.
+    /// The account of an unexpired token hash, one row per membership in the order of joining (one row with no
+    /// space when it has none).
     struct Session: PostgresPreparedStatement {
-        static let name = "syncapi_session"
-        static let sql = "SELECT account_id, family_id, expires_ms FROM tokens WHERE hash = $1 AND expires_ms > $2"
-        typealias Row = (String, String, Int64)
+        static let name = "syncapi_session_spaces"
+        static let sql = """
+            SELECT t.account_id, a.family_id, t.expires_ms, m.space_id, m.role, m.since_version
+            FROM tokens t JOIN accounts a ON a.id = t.account_id
+            LEFT JOIN memberships m ON m.account_id = t.account_id
+            WHERE t.hash = $1 AND t.expires_ms > $2 ORDER BY m.seq
+            """
+        typealias Row = (String, String, Int64, String?, String?, Int64?)
         let tokenHash: String
         let nowMs: Int64
 

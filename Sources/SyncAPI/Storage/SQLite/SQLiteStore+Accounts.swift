@@ -10,6 +10,7 @@ extension SQLiteStore {
                 sql: "INSERT INTO families (id, name, version, created_ms) VALUES (?, ?, 0, ?)", arguments: [id, name, nowMs])
             let version = try Self.insertAccount(account, familyID: id, nowMs: nowMs, db: db)
             if let familyItem { try SQLiteItemStatements(db: db).store(familyItem, familyID: id, version: version, nowMs: nowMs) }
+            try Self.insertMembership(spaceID: id, accountID: account.id, role: .owner, sinceVersion: 0, db: db)
         }
     }
 
@@ -20,7 +21,8 @@ extension SQLiteStore {
             }
             let count = try Int64.fetchOne(cached: db, sql: "SELECT count(*) FROM accounts WHERE family_id = ?", arguments: [familyID]) ?? 0
             guard count < maxAccounts else { throw SyncError.quotaExceeded("A family holds at most \(maxAccounts) accounts.") }
-            try Self.insertAccount(account, familyID: familyID, nowMs: nowMs, db: db)
+            let version = try Self.insertAccount(account, familyID: familyID, nowMs: nowMs, db: db)
+            try Self.insertMembership(spaceID: familyID, accountID: account.id, role: .member, sinceVersion: version, db: db)
         }
         hub?.notify(family: familyID)
     }
@@ -28,28 +30,39 @@ extension SQLiteStore {
     public func accounts(familyID: String) async throws -> [AccountRecord] {
         try await read { db in
             try Row.fetchAll(
-                cached: db, sql: "SELECT id, username, display_name FROM accounts WHERE family_id = ? ORDER BY created_ms, rowid",
-                arguments: [familyID]
-            ).map { AccountRecord(id: $0[0], username: $0[1], displayName: $0[2]) }
+                cached: db,
+                sql: """
+                    SELECT a.id, a.username, a.display_name, m.role = 'owner' FROM accounts a
+                    JOIN memberships m ON m.account_id = a.id AND m.space_id = a.family_id
+                    WHERE a.family_id = ? ORDER BY a.created_ms, a.rowid
+                    """, arguments: [familyID]
+            ).map { AccountRecord(id: $0[0], username: $0[1], displayName: $0[2], owner: $0[3]) }
         }
     }
 
     public func deleteAccount(accountID: String, familyID: String, itemCollections: [String], nowMs: Int64) async throws -> Bool {
-        let deleted = try await write { db -> Bool in
-            // Its tokens first: they reference the account.
-            try db.executeCached(sql: "DELETE FROM tokens WHERE account_id = ? AND family_id = ?", arguments: [accountID, familyID])
+        let revoked = try await write { db -> [String]? in
+            guard
+                try Int64.fetchOne(cached: db, sql: "SELECT 1 FROM accounts WHERE id = ? AND family_id = ?", arguments: [accountID, familyID])
+                    != nil
+            else { return nil }
+            try Self.checkNotLastOwnerAnywhere(accountID: accountID, db: db)
+            let spaces = try Self.spaceIDs(accountID: accountID, db: db)
+            // Its tokens and memberships first: they reference the account.
+            try db.executeCached(sql: "DELETE FROM tokens WHERE account_id = ?", arguments: [accountID])
+            try db.executeCached(sql: "DELETE FROM memberships WHERE account_id = ?", arguments: [accountID])
             try db.executeCached(sql: "DELETE FROM accounts WHERE id = ? AND family_id = ?", arguments: [accountID, familyID])
-            guard db.changesCount > 0 else { return false }
             let statements = SQLiteItemStatements(db: db)
             let version = try statements.bump(familyID: familyID)
             for key in AccountRecord.itemKeys(accountID, itemCollections) {
                 _ = try statements.store(RowWrite(key: key, body: nil), familyID: familyID, version: version, nowMs: nowMs)
             }
-            return true
+            return Set(spaces + [familyID]).sorted() + [AccountSession.accountKey(accountID)]
         }
-        // The family's cached tokens go, and its streams wake and check theirs again.
-        if deleted { hub?.revokeTokens(family: familyID) }
-        return deleted
+        // The cached tokens of its spaces go, and their streams wake and check theirs again.
+        guard let revoked else { return false }
+        revoke(revoked)
+        return true
     }
 
     /// Inserts the account, its public profile and its default settings at a new version, which it returns.
@@ -84,12 +97,13 @@ extension SQLiteStore {
         }
     }
 
-    public func insertToken(hash: String, session: Session, expiresMs: Int64) async throws {
+    public func insertToken(hash: String, accountID: String, expiresMs: Int64) async throws {
         try await write { db in
             do {
                 try db.executeCached(
-                    sql: "INSERT INTO tokens (hash, account_id, family_id, expires_ms) VALUES (?, ?, ?, ?)",
-                    arguments: [hash, session.accountID, session.familyID, expiresMs])
+                    sql: "INSERT INTO tokens (hash, account_id, family_id, expires_ms) SELECT ?, id, family_id, ? FROM accounts WHERE id = ?",
+                    arguments: [hash, expiresMs, accountID])
+                guard db.changesCount == 1 else { throw SyncError.invalidCredentials }
             } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
                 // The account was deleted after its password was checked (a login racing `DELETE /accounts`).
                 throw SyncError.invalidCredentials
@@ -97,22 +111,34 @@ extension SQLiteStore {
         }
     }
 
-    public func session(tokenHash: String, nowMs: Int64) async throws -> (session: Session, expiresMs: Int64)? {
+    public func session(tokenHash: String, nowMs: Int64) async throws -> (session: AccountSession, expiresMs: Int64)? {
         // Never the pinned snapshot of a group: a token deleted since it began must not be found.
         try await fresh { db in
-            try Row.fetchOne(
-                cached: db, sql: "SELECT account_id, family_id, expires_ms FROM tokens WHERE hash = ? AND expires_ms > ?",
-                arguments: [tokenHash, nowMs]
-            ).map { (Session(accountID: $0[0], familyID: $0[1]), $0[2]) }
+            let rows = try Row.fetchAll(
+                cached: db,
+                sql: """
+                    SELECT t.account_id, a.family_id, t.expires_ms, m.space_id, m.role, m.since_version
+                    FROM tokens t JOIN accounts a ON a.id = t.account_id
+                    LEFT JOIN memberships m ON m.account_id = t.account_id
+                    WHERE t.hash = ? AND t.expires_ms > ? ORDER BY m.rowid
+                    """, arguments: [tokenHash, nowMs])
+            guard let first = rows.first else { return nil }
+            let memberships = rows.compactMap { row -> SpaceMembership? in
+                guard let space: String = row[3] else { return nil }
+                return SpaceMembership(spaceID: space, role: SpaceRole(stored: row[4]), sinceVersion: row[5])
+            }
+            return (AccountSession(accountID: first[0], signupSpaceID: first[1], memberships: memberships), first[2])
         }
     }
 
     public func deleteToken(hash: String) async throws {
-        let family = try await write { db in
-            try String.fetchOne(cached: db, sql: "DELETE FROM tokens WHERE hash = ? RETURNING family_id", arguments: [hash])
+        let keys = try await write { db -> [String] in
+            guard let account = try String.fetchOne(cached: db, sql: "DELETE FROM tokens WHERE hash = ? RETURNING account_id", arguments: [hash])
+            else { return [] }
+            return try Self.spaceIDs(accountID: account, db: db) + [AccountSession.accountKey(account)]
         }
         // Its streams re-check their token at once.
-        if let family { hub?.revokeTokens(family: family) }
+        revoke(keys)
     }
 
     public func countLoginAttempt(keys: [String], nowMs: Int64, windowMs: Int64) async throws -> [String: ThrottleWindow] {
@@ -173,18 +199,20 @@ extension SQLiteStore {
     }
 
     public func changePassword(accountID: String, passwordHash: String, keepTokenHash: String) async throws {
-        let family = try await write { db in
+        let keys = try await write { db in
             try db.executeCached(sql: "UPDATE accounts SET password_hash = ? WHERE id = ?", arguments: [passwordHash, accountID])
             try db.executeCached(sql: "DELETE FROM tokens WHERE account_id = ? AND hash <> ?", arguments: [accountID, keepTokenHash])
-            return try String.fetchOne(cached: db, sql: "SELECT family_id FROM accounts WHERE id = ?", arguments: [accountID])
+            return try Self.spaceIDs(accountID: accountID, db: db) + [AccountSession.accountKey(accountID)]
         }
-        if let family { hub?.revokeTokens(family: family) }
+        revoke(keys)
     }
 
     public func purgeExpired(nowMs: Int64, throttleBeforeMs: Int64) async throws -> Int {
         try await write { db in
             try db.executeCached(sql: "DELETE FROM tokens WHERE expires_ms <= ?", arguments: [nowMs])
             var count = db.changesCount
+            try db.executeCached(sql: "DELETE FROM invitations WHERE expires_ms <= ? OR uses_left <= 0", arguments: [nowMs])
+            count += db.changesCount
             try db.executeCached(
                 sql: "DELETE FROM login_throttle WHERE window_start_ms < CASE WHEN key LIKE 'k:%' THEN ? ELSE ? END",
                 arguments: [nowMs - LoginThrottleKeys.knownForMs, throttleBeforeMs])

@@ -57,6 +57,8 @@ public struct ServerErrorCode: RawRepresentable, Hashable, Sendable, Codable, Ex
     public static let forbidden = ServerErrorCode(rawValue: "forbidden")
     /// `quota_exceeded`
     public static let quotaExceeded = ServerErrorCode(rawValue: "quota_exceeded")
+    /// `last_owner`
+    public static let lastOwner = ServerErrorCode(rawValue: "last_owner")
     /// `request_timeout`
     public static let requestTimeout = ServerErrorCode(rawValue: "request_timeout")
     /// `internal`

@@ -1,0 +1,168 @@
+/// The calls of protocol §15 on spaces, members and invitations: the engine side of `/spaces` and
+/// `/invitations/accept`. Every change of a membership revokes the cached sessions it affects on this instance before
+/// it answers (the store's notice reaches the others), so it applies to the caller's next call.
+public struct SpaceService: Sendable {
+    let store: any SyncStore
+    let accounts: AccountService
+    let collections: CollectionRegistry
+    public let limits: SpaceLimits
+    /// An invitation's default and longest life (protocol §15: 7 and 30 days), and its most uses.
+    static let defaultExpiry: Int64 = 7 * 86_400
+    static let longestExpiry: Int64 = 30 * 86_400
+    static let mostUses = 100
+
+    public init(store: any SyncStore, accounts: AccountService, collections: CollectionRegistry, limits: SpaceLimits = SpaceLimits()) {
+        self.store = store
+        self.accounts = accounts
+        self.collections = collections
+        self.limits = limits
+    }
+
+    static let nameSchema = ItemSchema(fields: [FieldSpec("name", .string(maxLength: Limits.nameLength), required: true)], rules: [])
+    static let roleSchema = ItemSchema(fields: [FieldSpec("role", .oneOf(SpaceRole.allCases.map(\.rawValue)), required: true)], rules: [])
+    static let invitationSchema = ItemSchema(
+        fields: [
+            FieldSpec("role", .oneOf(SpaceRole.allCases.map(\.rawValue)), required: true),
+            FieldSpec("expiresIn", .integer(1...Double(longestExpiry))),
+            FieldSpec("uses", .integer(1...Double(mostUses))),
+        ], rules: [])
+    static let acceptSchema = ItemSchema(fields: [FieldSpec("code", .string(maxLength: 512), required: true)], rules: [])
+
+    /// `GET /spaces`: `[{"id", "name", "role", "home"}]`, in the order the account joined them.
+    public func list(_ principal: AccountSession) async throws -> String {
+        let spaces = try await store.spaces(accountID: principal.accountID)
+        return JSONWriter.encode(.array(spaces.map { Self.json($0, home: $0.id == principal.homeSpaceID) }))
+    }
+
+    /// `POST /spaces` `{"name"}`: a new space the caller owns (with its family-scoped singleton, named as the space,
+    /// when the model has one); 403 `quota_exceeded` past the caller's limits.
+    public func create(_ principal: AccountSession, _ body: JSONValue) async throws -> String {
+        let name = try Self.string("name", of: body, Self.nameSchema)
+        let id = DatabaseIdentity.uuid()
+        let nowMs = accounts.now()
+        var familyItem: RowWrite?
+        if let singleton = collections.familySingleton {
+            let named = singleton.schema.fields.contains { $0.name == "name" }
+            let content = try singleton.schema.canonicalContent(of: .object(named ? [("name", .string(name))] : []), pathID: id)
+            familyItem = RowWrite(
+                key: ItemKey(collection: singleton.name, id: id), body: ItemBody.make(id: id, content: content, serverFields: [], modifiedMs: nowMs))
+        }
+        try await store.createSpace(id: id, name: name, familyItem: familyItem, ownerID: principal.accountID, nowMs: nowMs, limits: limits)
+        accounts.revokeLocally(accountID: principal.accountID)
+        return JSONWriter.encode(Self.json(SpaceRecord(id: id, name: name, role: .owner), home: nil))
+    }
+
+    /// `PUT /spaces/{id}` `{"name"}`, by an owner: `{"id", "name", "role"}`.
+    public func rename(_ session: Session, _ body: JSONValue) async throws -> String {
+        try session.require(.owner, to: "rename it")
+        let name = try Self.string("name", of: body, Self.nameSchema)
+        try await store.renameSpace(id: session.familyID, name: name)
+        return JSONWriter.encode(Self.json(SpaceRecord(id: session.familyID, name: name, role: session.role), home: nil))
+    }
+
+    /// `POST /spaces/{id}/invitations` `{"role", "expiresIn"?, "uses"?}`, by an owner: `{"code", "role", "expiresAt",
+    /// "uses"}`. The code (256 random bits) is shown once; the database keeps its SHA-256.
+    public func invite(_ session: Session, _ body: JSONValue) async throws -> String {
+        try session.require(.owner, to: "invite")
+        let content = Dictionary(try Self.invitationSchema.canonicalContent(of: body, pathID: nil).map { ($0.key, $0.value) }) { a, _ in a }
+        guard case .string(let roleName)? = content["role"], let role = SpaceRole(rawValue: roleName) else {
+            throw SyncError.invalidField("role", "role is owner, member or reader.")
+        }
+        let expiresIn = content["expiresIn"].flatMap(Self.integer) ?? Self.defaultExpiry
+        let uses = Int(content["uses"].flatMap(Self.integer) ?? 1)
+        let code = BearerToken.generate()
+        let expiresMs = accounts.now() + expiresIn * 1000
+        try await store.insertInvitation(
+            NewInvitation(hash: BearerToken.storageHash(code), spaceID: session.familyID, role: role, uses: uses, expiresMs: expiresMs))
+        return JSONWriter.encode(
+            .object([
+                ("code", .string(code)), ("role", .string(role.rawValue)),
+                ("expiresAt", .string(Timestamp.format(epochMilliseconds: expiresMs))), ("uses", .number(Double(uses))),
+            ]))
+    }
+
+    /// `POST /invitations/accept` `{"code"}`: `{"id", "name", "role"}` of the space joined (or already joined). An
+    /// unknown, used-up or expired code answers 404 `not_found`, one answer for all three; failures are counted per
+    /// client address like failed logins (429 past the limit).
+    public func accept(_ principal: AccountSession, _ body: JSONValue, client: String) async throws -> String {
+        let code = try Self.string("code", of: body, Self.acceptSchema)
+        let joined = try await accounts.throttled(key: "i:" + ClientAddress.key(client)) {
+            try await store.acceptInvitation(
+                hash: BearerToken.storageHash(code), accountID: principal.accountID, nowMs: accounts.now(), limits: limits)
+        }
+        guard let joined else { throw SyncError.notFound("No such invitation: the code is unknown, used up or expired.") }
+        accounts.revokeLocally(accountID: principal.accountID, joined.id)
+        return JSONWriter.encode(Self.json(joined, home: nil))
+    }
+
+    /// `GET /spaces/{id}/members`, by any member: `[{"accountId", "displayName", "role"}]`, in the order they joined.
+    public func members(_ session: Session) async throws -> String {
+        JSONWriter.encode(.array(try await store.members(spaceID: session.familyID).map(Self.json)))
+    }
+
+    /// `PUT /spaces/{id}/members/{accountId}` `{"role"}`, by an owner: the member as listed; 409 `last_owner` when it
+    /// would leave the space without an owner.
+    public func setRole(_ session: Session, accountID: String, _ body: JSONValue) async throws -> String {
+        try session.require(.owner, to: "change a member's role")
+        let role = SpaceRole(stored: try Self.string("role", of: body, Self.roleSchema))
+        guard try await store.setRole(spaceID: session.familyID, accountID: accountID, role: role) else {
+            throw SyncError.notFound("No member \(accountID) in this space.")
+        }
+        accounts.revokeLocally(accountID: accountID, session.familyID)
+        guard let member = try await store.members(spaceID: session.familyID).first(where: { $0.accountID == accountID }) else {
+            throw SyncError.notFound("No member \(accountID) in this space.")
+        }
+        return JSONWriter.encode(Self.json(member))
+    }
+
+    /// `DELETE /spaces/{id}/members/{accountId}`, by an owner or by the member itself (leaving); 409 `last_owner` for
+    /// the space's last owner. The member's next call on the space answers 404 and its streams of the space end.
+    public func remove(_ session: Session, accountID: String) async throws {
+        if accountID != session.accountID { try session.require(.owner, to: "remove another member") }
+        guard try await store.removeMember(spaceID: session.familyID, accountID: accountID) else {
+            throw SyncError.notFound("No member \(accountID) in this space.")
+        }
+        accounts.revokeLocally(accountID: accountID, session.familyID)
+    }
+
+    /// Whether `accountID` is a member of the caller's space (the path `/spaces/{id}/members/{x}` then names the
+    /// member, else an item of a model collection named `members`).
+    public func isMember(_ session: Session, accountID: String) async throws -> Bool {
+        try await store.members(spaceID: session.familyID).contains { $0.accountID == accountID }
+    }
+
+    static func json(_ space: SpaceRecord, home: Bool?) -> JSONValue {
+        var members: [(key: String, value: JSONValue)] = [
+            ("id", .string(space.id)), ("name", .string(space.name)), ("role", .string(space.role.rawValue)),
+        ]
+        if let home { members.append(("home", .bool(home))) }
+        return .object(members)
+    }
+
+    static func json(_ member: MemberRecord) -> JSONValue {
+        .object([
+            ("accountId", .string(member.accountID)), ("displayName", .string(member.displayName)),
+            ("role", .string(member.role.rawValue)),
+        ])
+    }
+
+    /// The required string field of a small body, checked by `schema`.
+    static func string(_ field: String, of body: JSONValue, _ schema: ItemSchema) throws -> String {
+        for member in try schema.canonicalContent(of: body, pathID: nil) where member.key == field {
+            if case .string(let value) = member.value { return value }
+        }
+        throw SyncError.invalidField(field, "\(field) is required.")
+    }
+
+    static func integer(_ value: JSONValue) -> Int64? {
+        if case .number(let n) = value { return Int64(exactly: n) }
+        return nil
+    }
+}
+
+extension Session {
+    /// 403 `forbidden` unless the caller's role in the space is at least `role`.
+    public func require(_ role: SpaceRole, to action: String) throws {
+        guard self.role >= role else { throw SyncError.forbidden("A \(self.role.rawValue) of this space may not \(action).") }
+    }
+}
