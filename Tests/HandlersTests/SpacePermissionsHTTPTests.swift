@@ -16,7 +16,8 @@ struct SpacePermissionsHTTPTests {
           "rules": {"kind": "list", "sync": "rlsync", "access": {"write": "owner"}, "fields": {"text": {"type": "string", "maxLength": 100}}},
           "posts": {"kind": "list", "sync": "pstsync", "authored": true, "access": {"write": "author"},
                     "fields": {"text": {"type": "string", "maxLength": 100}}},
-          "secrets": {"kind": "list", "sync": "scsync", "access": {"read": "member"}, "fields": {"text": {"type": "string", "maxLength": 100}}}
+          "secrets": {"kind": "list", "sync": "scsync", "access": {"read": "member"}, "fields": {"text": {"type": "string", "maxLength": 100}}},
+          "diary": {"kind": "list", "sync": "dysync", "scope": "account", "fields": {"text": {"type": "string", "maxLength": 100}}}
         }}
         """#
 
@@ -77,6 +78,35 @@ struct SpacePermissionsHTTPTests {
                     """)
             let statuses: [JSONValue?] = if case .array(let answers)? = group.json?["responses"] { answers.map { $0["status"] } } else { [] }
             #expect(statuses == [.number(200), .number(403), .number(403)], "\(group.body)")
+        }
+    }
+
+    @Test("a list private to each account: ids per account, never read, synced, counted or verified by another", arguments: Backend.allCases)
+    func privateLists(backend: Backend) async throws {
+        let model = try DataModel(json: Array(Self.model.utf8))
+        try await TestApp.run(backend, configure: { $0.model = model }) { client in
+            let alice = try await APIClient.signedUp(client)
+            let space = try #require(SpacesHTTPTests.array(try await alice.call(.get, "/api/v1/spaces")).first?["id"]?.stringValue)
+            let bob = try await APIClient.signedUp(client, username: "bob", family: "Jones")
+            #expect(try await SpacesHTTPTests.accept(bob, try await SpacesHTTPTests.invite(alice, space, role: "member")).status == .ok)
+            let at = "/api/v1/spaces/\(space)"
+            // The same id, each account its own item.
+            #expect(try await alice.call(.put, "/api/v1/diary/d1", body: #"{"text":"alice's"}"#).status == .ok)
+            let date = try #require(try await bob.call(.get, "\(at)/dysync").json?["date"]?.stringValue)
+            #expect(try await bob.call(.put, "\(at)/diary/d1", body: #"{"text":"bob's"}"#).status == .ok)
+            #expect(try await alice.call(.get, "/api/v1/diary/d1").json?["text"] == .string("alice's"))
+            #expect(try await bob.call(.get, "\(at)/diary/d1").json?["text"] == .string("bob's"))
+            // Bob's sync holds his item only, and another account's writes never show in his delta.
+            #expect(try await alice.call(.put, "/api/v1/diary/d2", body: #"{"text":"more"}"#).status == .ok)
+            #expect(try await alice.call(.delete, "/api/v1/diary/d1").status == .noContent)
+            let delta = try await bob.call(.get, "\(at)/dysync?date=\(date)")
+            #expect(delta.json?["sync"] == .bool(true) && SpacesHTTPTests.ids(delta.json?["updated"]) == ["d1"], "\(delta.body)")
+            #expect(delta.json?["deleted"] == .array([]), "\(delta.body)")
+            #expect(SpacesHTTPTests.ids(try await alice.call(.get, "/api/v1/dysync").json?["updated"]) == ["d2"])
+            #expect(try await bob.call(.get, "\(at)/diary/d2").status == .notFound)
+            // Verify counts the caller's own items.
+            #expect(try await bob.call(.get, "\(at)/verify").json?["lists"]?["diary"]?["count"] == .number(1))
+            #expect(try await alice.call(.get, "/api/v1/verify").json?["lists"]?["diary"]?["count"] == .number(1))
         }
     }
 }

@@ -185,7 +185,8 @@ public struct AccountService: Sendable {
         }
         guard
             try await store.deleteAccount(
-                accountID: accountID, familyID: session.familyID, itemCollections: collections.accountItemCollections, nowMs: now())
+                accountID: accountID, familyID: session.familyID, itemCollections: collections.accountItemCollections,
+                privateLists: collections.lists.filter(\.privateToAccount).map(\.name), nowMs: now())
         else {
             throw SyncError.notFound("No account \(accountID) in this family.")
         }

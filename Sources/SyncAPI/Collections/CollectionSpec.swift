@@ -40,13 +40,17 @@ public struct CollectionSpec: Sendable {
     public let changesFamily: Bool
     /// Who reads and writes it (protocol §15).
     public let access: CollectionAccess
+    /// A list private to each account of a space (`"scope": "account"`, protocol §15): each account holds its own
+    /// items, which no other account reads, counts or verifies; ids are per account.
+    public let privateToAccount: Bool
 
     public init(
         name: String, kind: CollectionKind, schema: ItemSchema, syncEndpoint: String?, sortKey: SortKey? = nil,
         childName: String? = nil, filterField: String? = nil, authored: Bool = false, changesFamily: Bool = false,
-        access: CollectionAccess = CollectionAccess()
+        access: CollectionAccess = CollectionAccess(), privateToAccount: Bool = false
     ) {
         self.access = access
+        self.privateToAccount = privateToAccount
         self.name = name
         self.kind = kind
         self.schema = schema
@@ -57,6 +61,14 @@ public struct CollectionSpec: Sendable {
         self.authored = authored
         self.changesFamily = changesFamily
     }
+
+    /// The storage key of the items `accountID` reads and writes: the name, or for a list private to each account the
+    /// name and the account (`notes~<accountId>`), so that one account's items are a collection of their own: every
+    /// read of them is the index's one condition, never a filter after reading. Names never hold `~`.
+    public func storageName(for accountID: String) -> String { privateToAccount ? "\(name)~\(accountID)" : name }
+
+    /// The collection a storage key belongs to (`notes~<accountId>` is `notes`).
+    static func publicName(_ storageName: String) -> Substring { storageName.prefix { $0 != "~" } }
 
     /// The parent collection's name, for a child collection.
     public var parentName: String? {

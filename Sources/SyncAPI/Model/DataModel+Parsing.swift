@@ -88,7 +88,7 @@ extension DataModel {
         }
         let allowed: Set<String> =
             switch kind {
-            case .list: ["kind", "sync", "fields", "rules", "authored", "access"]
+            case .list: ["kind", "sync", "fields", "rules", "authored", "access", "scope"]
             case .paginated: ["kind", "sync", "fields", "rules", "authored", "children", "order", "orderField", "filter", "access"]
             case .child: ["kind", "parent", "fields", "rules", "authored", "access"]
             case .singleton: ["kind", "sync", "scope", "fields", "rules", "access"]
@@ -129,7 +129,9 @@ extension DataModel {
         case .child:
             guard try string("parent") != nil else { throw ModelError(collection: name, "a child collection needs \"parent\"") }
         case .list:
-            break
+            guard scope == nil || scope == "account" else {
+                throw ModelError(collection: name, "a list's \"scope\" is account (each account's own items) or absent (the space's)")
+            }
         }
         guard case .object(let declaredFields)? = members["fields"] ?? .object([]) else {
             throw ModelError(collection: name, "\"fields\" must be an object")

@@ -31,7 +31,7 @@ extension DataModel {
                 rules: collection.rules.map(Self.check), serverSetFields: serverSetFields),
             syncEndpoint: collection.kind == .list && changesFamily ? nil : collection.sync, sortKey: sortKey,
             childName: collection.children, filterField: collection.filter, authored: collection.authored, changesFamily: changesFamily,
-            access: CollectionAccess(collection.access ?? .defaults))
+            access: CollectionAccess(collection.access ?? .defaults), privateToAccount: collection.kind == .list && collection.scope == "account")
     }
 
     /// The names the server sets on some item of the model, ignored when any client sends them on any collection

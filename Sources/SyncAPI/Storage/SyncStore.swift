@@ -48,10 +48,13 @@ public protocol AccountStore: Sendable {
     /// family now.
     func accounts(familyID: String) async throws -> [AccountRecord]
     /// Deletes an account of the family in one transaction: its row (it can no longer log in), its tokens (revoked on
-    /// every instance), its memberships, and its items of `itemCollections`, its profile and singleton (tombstones, so
-    /// every replica drops them). False when none; 409 `last_owner` when it is the last owner of a space that has other
+    /// every instance), its memberships, its items of `itemCollections`, its profile and singleton (tombstones, so
+    /// every replica drops them), and its own items of the lists private to each account (`privateLists`) in every
+    /// space (deleted outright: no other account ever held them). False when none; 409 `last_owner` when it is the last owner of a space that has other
     /// members.
-    func deleteAccount(accountID: String, familyID: String, itemCollections: [String], nowMs: Int64) async throws -> Bool
+    func deleteAccount(
+        accountID: String, familyID: String, itemCollections: [String], privateLists: [String], nowMs: Int64
+    ) async throws -> Bool
     /// The credentials for a lower-cased username, if such an account exists.
     func credentials(usernameKey: String) async throws -> AccountCredentials?
     /// Stores a bearer token of an account by its hash; 401 `invalid_credentials` when the account is gone.

@@ -8,11 +8,12 @@ struct BundleLayout {
     /// The collections of the bundle's one delta, in answer order.
     let names: [String]
 
-    init?(_ endpoint: String, _ registry: CollectionRegistry) {
+    /// `accountID`: the caller, whose own items a list private to each account reads.
+    init?(_ endpoint: String, _ registry: CollectionRegistry, accountID: String) {
         guard let bundle = registry.bundles.first(where: { $0.endpoint == endpoint })?.collections else { return nil }
         familyScoped = bundle.filter { $0.kind == .singleton(perAccount: false) }
         accountScoped = bundle.filter { $0.kind == .singleton(perAccount: true) }
-        var listKeys = bundle.filter { $0.kind == .fullList }.map { ($0.name, $0.name) }
+        var listKeys = bundle.filter { $0.kind == .fullList }.map { ($0.name, $0.storageName(for: accountID)) }
         if !familyScoped.isEmpty { listKeys.append(("accounts", Collections.accountsKey)) }
         self.listKeys = listKeys
         names = familyScoped.map(\.name) + listKeys.map(\.1) + accountScoped.map(\.name)
@@ -29,8 +30,8 @@ extension SyncEngine {
             let names: [String]
             let isList: Bool
             if let list = collections.lists.first(where: { $0.syncEndpoint == endpoint }) {
-                (names, isList) = ([list.name], true)
-            } else if let layout = BundleLayout(endpoint, collections) {
+                (names, isList) = ([list.storageName(for: session.accountID)], true)
+            } else if let layout = BundleLayout(endpoint, collections, accountID: session.accountID) {
                 (names, isList) = (layout.names, false)
             } else {
                 continue
@@ -58,8 +59,10 @@ extension SyncEngine {
     /// the account-scoped singleton (the caller's own), changed since the date, from one snapshot. A singleton is
     /// `null` when unchanged since the date.
     public func bundleSync(_ session: Session, endpoint: String, date: String?, ifNoneMatch: String?) async throws -> SyncAnswer {
-        guard let layout = BundleLayout(endpoint, collections) else { throw SyncError.notFound() }
-        for name in layout.names { if let spec = collections.named(name) { try Self.requireRead(session, spec) } }
+        guard let layout = BundleLayout(endpoint, collections, accountID: session.accountID) else { throw SyncError.notFound() }
+        for name in layout.names {
+            if let spec = collections.named(String(CollectionSpec.publicName(name))) { try Self.requireRead(session, spec) }
+        }
         let (familyScoped, listKeys, accountScoped, names) = (layout.familyScoped, layout.listKeys, layout.accountScoped, layout.names)
         let (delta, since) = try await answerableDelta(session, collections: names, since: try await position(date, session, for: names))
         let date = try await token(delta.version, session)
@@ -101,7 +104,8 @@ extension SyncEngine {
         // A date at position 0 names the state before the family's first write: the whole list answers it exactly,
         // streamed, where a delta would hold every change and tombstone ever made.
         if let since = try await position(date, session, for: [collection.name]), since > 0 {
-            let delta = try await reads.delta(familyID: session.familyID, collections: [collection.name], since: since)
+            let delta = try await reads.delta(
+                familyID: session.familyID, collections: [collection.storageName(for: session.accountID)], since: since)
             if since <= delta.version, since >= delta.horizon, !delta.overflowed {
                 return try await deltaAnswer(session, collection, delta, ifNoneMatch: ifNoneMatch)
             }
@@ -115,7 +119,7 @@ extension SyncEngine {
 
     /// The changes of a full list after an answerable date.
     func deltaAnswer(_ session: Session, _ collection: CollectionSpec, _ delta: Delta, ifNoneMatch: String?) async throws -> SyncAnswer {
-        let rows = delta.rows[collection.name] ?? []
+        let rows = delta.rows[collection.storageName(for: session.accountID)] ?? []
         let date = try await token(delta.version, session)
         if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
         var writer = JSONWriter(capacity: 64 + rows.reduce(0) { $0 + ($1.body?.utf8.count ?? $1.id.utf8.count + 3) })

@@ -11,7 +11,19 @@ public struct ItemAddress: Sendable {
         self.id = id
     }
 
-    var key: ItemKey { ItemKey(collection: collection.name, parentID: parentID ?? "", id: id) }
+    /// For a list private to each account: the account whose items the address names (set by the engine from the
+    /// caller's session).
+    var owner: String?
+
+    var key: ItemKey { ItemKey(collection: owner.map(collection.storageName) ?? collection.name, parentID: parentID ?? "", id: id) }
+
+    /// The address in the caller's own items when the collection is private to each account.
+    func owned(by session: Session) -> ItemAddress {
+        guard collection.privateToAccount else { return self }
+        var address = self
+        address.owner = session.accountID
+        return address
+    }
 
     /// The parent's row key, for a child collection.
     var parentKey: ItemKey? {
@@ -44,6 +56,7 @@ extension SyncEngine {
         -> ItemAnswer
     {
         try Self.requireWrite(session, address)
+        let address = address.owned(by: session)
         try address.validate()
         let content = try address.collection.schema.canonicalContent(of: body, pathID: address.id)
         return try await store(session, address, preconditions: preconditions) { _ in content }
@@ -60,6 +73,7 @@ extension SyncEngine {
         -> ItemAnswer
     {
         try Self.requireWrite(session, address)
+        let address = address.owned(by: session)
         try address.validate()
         // Checked and keyed before the write: the work under the family's lock is linear in the declared fields,
         // whatever the patch's size.
@@ -151,6 +165,7 @@ extension SyncEngine {
     /// deletes its children; deleting a child changes its parent.
     public func delete(_ session: Session, _ address: ItemAddress, preconditions: WritePreconditions) async throws {
         try Self.requireWrite(session, address)
+        let address = address.owned(by: session)
         try address.validate()
         let nowMs = now()
         _ = try await write(session, address, nowMs: nowMs) { context in
@@ -215,6 +230,7 @@ extension SyncEngine {
     /// `GET`: the live item, or 404 (also under a missing or deleted parent).
     public func get(_ session: Session, _ address: ItemAddress, ifNoneMatch: String?) async throws -> ItemAnswer {
         try Self.requireRead(session, address.collection)
+        let address = address.owned(by: session)
         try address.validate()
         if let parentKey = address.parentKey {
             guard try await reads.item(familyID: session.familyID, key: parentKey)?.live != nil else {

@@ -23,7 +23,7 @@ extension SyncEngine {
             defer { lease.release() }
             do {
                 try await store.streamLiveRows(
-                    familyID: familyID, collection: collection.name,
+                    familyID: familyID, collection: collection.storageName(for: session.accountID),
                     start: { version in
                         let date = identity.token(familyID: familyID, version: version)
                         encoder.start(date: date)
@@ -120,7 +120,7 @@ extension SyncEngine {
         let date = try await token(version, session)
         if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
         let familyID = session.familyID
-        let name = collection.name
+        let name = collection.storageName(for: session.accountID)
         return SyncAnswer(
             date: date,
             .cursor { emit in

@@ -16,8 +16,8 @@ extension SyncEngine {
     /// `{"date", "lists": {name: {"count", "digest"}}}`. 404 for a `lastId` the server never knew. Rows are digested
     /// as the database hands them over, id and `modified` only: memory stays flat whatever the lists hold.
     public func verify(_ session: Session, _ parameters: VerifyParameters) async throws -> [UInt8] {
-        // Only the lists the caller's role reads: it holds no other.
-        let full = collections.lists.filter { session.role >= $0.access.read }.map(\.name)
+        // Only the lists the caller's role reads, and of a list private to each account its own items: it holds no other.
+        let full = collections.lists.filter { session.role >= $0.access.read }.map { $0.storageName(for: session.accountID) }
         let paged = collections.paginated.filter { session.role >= $0.access.read }.compactMap { spec in
             parameters.lastIds[spec.name].map { (spec.name, $0, parameters.filters[spec.name] ?? nil) }
         }
@@ -37,7 +37,7 @@ extension SyncEngine {
         let version: Int64
         if let snapshot { version = try await read(snapshot) } else { version = try await store.withReadSnapshot(read) }
         var lists: [(key: String, value: JSONValue)] = []
-        for name in full + paged.map(\.0) { lists.append((name, digests.summary(name))) }
+        for name in full + paged.map(\.0) { lists.append((String(CollectionSpec.publicName(name)), digests.summary(name))) }
         var writer = JSONWriter(capacity: 512)
         writer.raw("{\"date\":")
         writer.string(try await token(version, session))

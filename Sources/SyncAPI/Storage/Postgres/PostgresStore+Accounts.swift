@@ -55,7 +55,9 @@ extension PostgresStore {
         }
     }
 
-    public func deleteAccount(accountID: String, familyID: String, itemCollections: [String], nowMs: Int64) async throws -> Bool {
+    public func deleteAccount(
+        accountID: String, familyID: String, itemCollections: [String], privateLists: [String], nowMs: Int64
+    ) async throws -> Bool {
         try await guarded {
             try await transaction { conn in
                 let statements = PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements)
@@ -75,6 +77,11 @@ extension PostgresStore {
                 try await notifyRevocation(accountID: accountID, also: [familyID], on: conn)
                 // Its tokens and memberships first: they reference the account.
                 try await conn.query("DELETE FROM tokens WHERE account_id = \(accountID)", logger: logger)
+                try await conn.query(
+                    """
+                    DELETE FROM items WHERE family_id IN (SELECT space_id FROM memberships WHERE account_id = \(accountID))
+                      AND collection = ANY(\(privateLists.map { "\($0)~\(accountID)" })::text[])
+                    """, logger: logger)
                 try await conn.query("DELETE FROM memberships WHERE account_id = \(accountID)", logger: logger)
                 var deleted = false
                 for try await _ in try await conn.query(

@@ -40,7 +40,9 @@ extension SQLiteStore {
         }
     }
 
-    public func deleteAccount(accountID: String, familyID: String, itemCollections: [String], nowMs: Int64) async throws -> Bool {
+    public func deleteAccount(
+        accountID: String, familyID: String, itemCollections: [String], privateLists: [String], nowMs: Int64
+    ) async throws -> Bool {
         let revoked = try await write { db -> [String]? in
             guard
                 try Int64.fetchOne(cached: db, sql: "SELECT 1 FROM accounts WHERE id = ? AND family_id = ?", arguments: [accountID, familyID])
@@ -48,6 +50,12 @@ extension SQLiteStore {
             else { return nil }
             try Self.checkNotLastOwnerAnywhere(accountID: accountID, db: db)
             let spaces = try Self.spaceIDs(accountID: accountID, db: db)
+            for space in spaces {
+                for list in privateLists {
+                    try db.executeCached(
+                        sql: "DELETE FROM items WHERE family_id = ? AND collection = ?", arguments: [space, "\(list)~\(accountID)"])
+                }
+            }
             // Its tokens and memberships first: they reference the account.
             try db.executeCached(sql: "DELETE FROM tokens WHERE account_id = ?", arguments: [accountID])
             try db.executeCached(sql: "DELETE FROM memberships WHERE account_id = ?", arguments: [accountID])
