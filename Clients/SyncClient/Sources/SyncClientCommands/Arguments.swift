@@ -77,6 +77,7 @@ struct Arguments {
         var configuration = SyncClientConfiguration(serverURL: server, replicaPath: try option("replica"))
         // `--insecure`: http:// to another host (a test deployment on a private network).
         configuration.allowsInsecureHTTP = flags.contains("insecure")
+        configuration.space = options["space"]
         return configuration
     }
 }

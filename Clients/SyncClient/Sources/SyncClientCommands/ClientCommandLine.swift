@@ -19,6 +19,11 @@ public enum ClientCommandLine {
           watch                       sync on every change notice, push writes other processes queue, until Ctrl-C
           status | pending | verify | reset | help
           model                       the server's data model: its collections, kinds and sync endpoints
+          spaces                      the account's spaces: id, name, role, home
+          space-create --name N       a new space the account owns
+          invite --role R [--uses N]  an invitation code to this replica's space (owners)
+          accept <code>               join the space of an invitation
+        --space ID: the replica holds that space (one replica per space); without it, the home space.
         collections: any of the server's data model, by name (`model` lists them)
         --server takes https://, or http:// to this machine; --insecure allows http:// to another host.
         """
@@ -119,6 +124,26 @@ public enum ClientCommandLine {
                     print("  \(c.name): \(c.kind)" + (c.sync.map { ", synced by \($0)" } ?? "") + (c.parent.map { ", child of \($0)" } ?? ""))
                 }
             }
+        case "spaces":
+            let spaces = try await client.spaces()
+            if json {
+                print(Output.json(spaces))
+            } else {
+                for space in spaces { print("\(space.id)  \(space.role)\(space.home == true ? " (home)" : "")  \(space.name)") }
+            }
+        case "space-create":
+            let space = try await client.createSpace(name: try arguments.option("name"))
+            print(json ? Output.json(space) : "\(space.id)  \(space.role)  \(space.name)")
+        case "invite":
+            let uses = try arguments.options["uses"].map { value in
+                guard let n = Int(value), n > 0 else { throw SyncClientError.invalid("--uses takes a positive number") }
+                return n
+            }
+            let invitation = try await client.invite(role: try arguments.option("role"), uses: uses ?? 1)
+            print(json ? Output.json(invitation) : invitation.code)
+        case "accept":
+            let space = try await client.acceptInvitation(code: try arguments.positional(0))
+            print(json ? Output.json(space) : "joined \(space.id) as \(space.role): \(space.name)")
         case "status":
             print(describeStatus(client, json: json))
         case "pending":

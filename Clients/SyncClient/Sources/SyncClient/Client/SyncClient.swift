@@ -62,14 +62,17 @@ public final class SyncClient: Sendable {
     /// Erases the replica's data (items, queue, failed writes, date), keeping the session: the next sync downloads
     /// everything again.
     public func reset() async throws {
-        try await flight.exclusive {
-            try await self.replica.pool.write { db in
-                let account = try Replica.meta(db, MetaKey.account)
-                try Replica.eraseData(db)
-                try Self.eraseMedia(db, self.mediaStore)
-                try Replica.setMeta(db, MetaKey.account, account)
-            }
-        }
+        try await flight.exclusive { try await self.eraseData() }
         try refreshCounts()
+    }
+
+    /// What `reset` erases, for a caller that already runs alone (inside the sync's flight).
+    func eraseData() async throws {
+        try await replica.pool.write { db in
+            let account = try Replica.meta(db, MetaKey.account)
+            try Replica.eraseData(db)
+            try Self.eraseMedia(db, self.mediaStore)
+            try Replica.setMeta(db, MetaKey.account, account)
+        }
     }
 }

@@ -42,6 +42,9 @@ public struct SyncClientConfiguration: Sendable {
     /// How often a sync reads the server's model again (a server can add collections live); it is also read at sign-in
     /// and at the first sync of each launch.
     public var modelCheckInterval: Duration = .seconds(3600)
+    /// The space this client's replica holds (protocol §15): nil for the account's home space (the unprefixed paths),
+    /// else a space id from `spaces()`. One replica holds one space: `client(forSpace:replicaPath:)` opens another.
+    public var space: String?
 
     public init(serverURL: URL, replicaPath: String) {
         self.serverURL = serverURL

@@ -19,6 +19,9 @@ public enum SyncClientError: Error, Sendable, Equatable, CustomStringConvertible
     case unpushedWrites([PendingOperation])
     /// A call the SDK refuses before any request (a missing parent, a read-only collection, bad JSON).
     case invalid(String)
+    /// The client's space (`configuration.space`) is no longer the account's: it was removed from it, or the space is
+    /// gone. The replica's data of the space was erased; open the client of another space.
+    case spaceRemoved(String)
 
     public var description: String {
         switch self {
@@ -31,6 +34,7 @@ public enum SyncClientError: Error, Sendable, Equatable, CustomStringConvertible
         case .throttled(let code, let retryAfter): return "429 \(code): too many attempts" + (retryAfter.map { ", retry after \($0) s" } ?? "")
         case .unpushedWrites(let writes): return "\(writes.count) writes could not be pushed; log out discarding them, or retry"
         case .invalid(let why): return why
+        case .spaceRemoved(let space): return "no longer a member of space \(space): its local data was erased"
         }
     }
 

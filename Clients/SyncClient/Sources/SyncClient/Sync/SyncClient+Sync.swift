@@ -24,6 +24,7 @@ extension SyncClient {
             }
             return report
         } catch {
+            let error = await spaceRemoval(error)
             try? refreshCounts()
             let sdkError = error as? SyncClientError
             statusCenter.update {
@@ -55,7 +56,7 @@ extension SyncClient {
         }
         // The group's answer is applied while it downloads (issue 18): read piece by piece inside the one write
         // transaction, each item stored as it arrives, so a first sync of 100,000 contacts never holds its answer.
-        let pipe = try await download("POST", "/group", body: try JSONValue(encoding: GroupRequest(requests: requests)))
+        let pipe = try await download("POST", "/group", body: try JSONValue(encoding: GroupRequest(requests: requests.map(inSpace))))
         defer { pipe.cancel() }
         let applied: StreamedSync
         do {

@@ -2,11 +2,30 @@ import Foundation
 import GRDB
 
 extension SyncClient {
-    /// The URL of a path under `/api/v1`.
+    /// The URL of a path under `/api/v1` (in the client's space, for a path of a space).
     func url(_ path: String) -> URL {
         var base = configuration.serverURL.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
-        return URL(string: base + "/api/v1" + path)!
+        return URL(string: base + "/api/v1" + Self.inSpace(path, configuration.space))!
+    }
+
+    /// The account-level paths: everything else addresses a space (protocol §15).
+    static let accountPaths: Set<Substring> = ["", "signup", "login", "logout", "password", "accounts", "spaces", "invitations", "model", "group"]
+
+    /// `path` (under `/api/v1`) in `space`: `/spaces/{space}` before a path of a space; account-level paths as they are.
+    static func inSpace(_ path: String, _ space: String?) -> String {
+        guard let space else { return path }
+        let first = path.dropFirst().prefix { $0 != "/" && $0 != "?" }
+        guard !accountPaths.contains(first) else { return path }
+        return "/spaces/\(space.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? space)" + path
+    }
+
+    /// A sub-request's URL (`/api/v1/...`) in the client's space.
+    func inSpace(_ request: SubRequest) -> SubRequest {
+        guard configuration.space != nil, request.url.hasPrefix("/api/v1/") else { return request }
+        var request = request
+        request.url = "/api/v1" + Self.inSpace(String(request.url.dropFirst("/api/v1".count)), configuration.space)
+        return request
     }
 
     /// One call to the server; a transport failure is `offline`.
@@ -74,7 +93,7 @@ extension SyncClient {
 
     /// One `POST /group`; its sub-responses by id. A 401 anywhere means the session is gone.
     func group(_ requests: [SubRequest]) async throws -> [String: SubResponse] {
-        let body = try JSONValue(encoding: GroupRequest(requests: requests))
+        let body = try JSONValue(encoding: GroupRequest(requests: requests.map(inSpace)))
         let answer = try await call("POST", "/group", body: body)
         guard answer.status == 200 else { throw SyncClientError.from(answer) }
         let group: GroupAnswer
