@@ -8,7 +8,7 @@ import Testing
 @Suite("Golden answers decode")
 struct GoldenDecodingTests {
     /// What a body was decoded as, for the counts.
-    enum Kind: String { case problem, grant, profile, sync, paged, family, page, item, group, description, media }
+    enum Kind: String { case problem, grant, profile, sync, paged, family, page, item, group, description, media, space }
 
     /// Decodes an answer of `method path` (with status) into its type; returns what it was, nil for no JSON body.
     static func decode(method: String, path: String, status: Int, body: JSONValue?, requestBody: JSONValue?) throws -> [Kind] {
@@ -19,7 +19,28 @@ struct GoldenDecodingTests {
         }
         let route = path.split(separator: "?").first.map(String.init) ?? path
         let segments = route.split(separator: "/").dropFirst(2).map(String.init)
+        if segments.first == "spaces" {
+            // The space calls (protocol §15); any other path under `/spaces/{id}/` is a path of that space.
+            switch (segments.count, segments.count > 2 ? segments[2] : "") {
+            case (1, _), (2, _):
+                _ = try body.decode(SpaceInfo.self)
+                return [.space]
+            case (3, "invitations"):
+                _ = try body.decode(SpaceInvitation.self)
+                return [.space]
+            case (4, "members") where method == "PUT" && body["role"]?.stringValue.map(["owner", "member", "reader"].contains) == true:
+                _ = try body.decode(SpaceMember.self)
+                return [.space]
+            default:
+                let rest = segments.dropFirst(2).joined(separator: "/")
+                let query = path.contains("?") ? "?" + path.split(separator: "?", maxSplits: 1)[1] : ""
+                return try decode(method: method, path: "/api/v1/" + rest + query, status: status, body: body, requestBody: requestBody)
+            }
+        }
         switch (method, segments.first ?? "") {
+        case ("POST", "invitations"):
+            _ = try body.decode(SpaceInfo.self)
+            return [.space]
         case ("GET", ""):
             _ = try body.decode(ServerDescription.self)
             return [.description]
@@ -118,7 +139,7 @@ struct GoldenDecodingTests {
                     try Self.decode(method: step.method, path: step.path, status: step.status, body: step.body, requestBody: step.requestBody))
             }
         }
-        #expect(kinds == Set([.problem, .grant, .profile, .sync, .paged, .family, .page, .item, .group, .description, .media]))
+        #expect(kinds == Set([.problem, .grant, .profile, .sync, .paged, .family, .page, .item, .group, .description, .media, .space]))
     }
 
     @Test("the verify answer (protocol §11)")
