@@ -120,6 +120,34 @@ struct SpacesHTTPTests {
         }
     }
 
+    @Test("forged space ids, in paths and in a group's URLs, reach nothing of another space", arguments: Backend.allCases)
+    func forged(backend: Backend) async throws {
+        try await TestApp.run(backend) { client in
+            let alice = try await APIClient.signedUp(client)
+            let bob = try await APIClient.signedUp(client, username: "bob", family: "Jones")
+            let space = try #require(Self.array(try await alice.call(.get, "/api/v1/spaces")).first?["id"]?.stringValue)
+            #expect(try await alice.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"Ann"}"#).status == .ok)
+            for path in ["/api/v1/spaces/\(space)/contacts/c1", "/api/v1/spaces/%2E%2E/contacts/c1", "/api/v1/spaces/a%2Fb/contacts/c1"] {
+                let write = try await bob.call(.put, path, body: #"{"firstName":"Mallory"}"#)
+                #expect(write.status == .notFound, "\(path): \(write.status) \(write.body)")
+            }
+            let group = try await bob.call(
+                .post, "/api/v1/group",
+                body: """
+                    {"requests": [
+                     {"id":"w","method":"PUT","url":"/api/v1/spaces/\(space)/contacts/c1","body":{"firstName":"Mallory"}},
+                     {"id":"r","method":"GET","url":"/api/v1/spaces/\(space)/ctcsync"},
+                     {"id":"d","method":"GET","url":"/api/v1/spaces/\(space)/../\(space)/ctcsync"},
+                     {"id":"c","method":"GET","url":"/api/v1/spaces/\(space)/changes"},
+                     {"id":"m","method":"GET","url":"/api/v1/spaces/\(space)/media/\(String(repeating: "a", count: 64))"}]}
+                    """)
+            let statuses: [JSONValue?] = if case .array(let answers)? = group.json?["responses"] { answers.map { $0["status"] } } else { [] }
+            #expect(statuses.prefix(3).allSatisfy { $0 == .number(404) || $0 == .number(400) }, "\(group.body)")
+            #expect(statuses.suffix(2) == [.number(400), .number(400)], "a group never reaches a space's stream or media: \(group.body)")
+            #expect(try await alice.call(.get, "/api/v1/contacts/c1").json?["firstName"] == .string("Ann"))
+        }
+    }
+
     @Test("invitation codes cannot be guessed: failures are counted per address and answer 429 past the limit", arguments: Backend.allCases)
     func guessing(backend: Backend) async throws {
         try await TestApp.run(backend, configure: { $0.loginRate = .init(burst: 1000, perMinute: 1000) }) { client in
