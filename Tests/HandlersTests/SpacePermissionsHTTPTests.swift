@@ -76,7 +76,7 @@ struct SpacePermissionsHTTPTests {
                     {"requests": [{"id":"n","method":"GET","url":"\(at)/ntsync"},{"id":"s","method":"GET","url":"\(at)/scsync"},
                      {"id":"w","method":"PUT","url":"\(at)/notes/n2","body":{"text":"x"}}]}
                     """)
-            let statuses: [JSONValue?] = if case .array(let answers)? = group.json?["responses"] { answers.map { $0["status"] } } else { [] }
+            let statuses = SpacesHTTPTests.statuses(group)
             #expect(statuses == [.number(200), .number(403), .number(403)], "\(group.body)")
         }
     }

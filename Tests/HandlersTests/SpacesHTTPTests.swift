@@ -111,7 +111,7 @@ struct SpacesHTTPTests {
                      {"id":"write","method":"PUT","url":"/api/v1/spaces/\(space)/contacts/c4","body":{"firstName":"Di"}},
                      {"id":"other","method":"GET","url":"/api/v1/spaces/\(try #require(home["id"]?.stringValue))/ctcsync"}]}
                     """)
-            let statuses: [JSONValue?] = if case .array(let answers)? = group.json?["responses"] { answers.map { $0["status"] } } else { [] }
+            let statuses = SpacesHTTPTests.statuses(group)
             #expect(statuses == [.number(200), .number(200), .number(200), .number(404)], "\(group.body)")
 
             // Leaving: a member removes itself.
@@ -141,7 +141,7 @@ struct SpacesHTTPTests {
                      {"id":"c","method":"GET","url":"/api/v1/spaces/\(space)/changes"},
                      {"id":"m","method":"GET","url":"/api/v1/spaces/\(space)/media/\(String(repeating: "a", count: 64))"}]}
                     """)
-            let statuses: [JSONValue?] = if case .array(let answers)? = group.json?["responses"] { answers.map { $0["status"] } } else { [] }
+            let statuses = SpacesHTTPTests.statuses(group)
             #expect(statuses.prefix(3).allSatisfy { $0 == .number(404) || $0 == .number(400) }, "\(group.body)")
             #expect(statuses.suffix(2) == [.number(400), .number(400)], "a group never reaches a space's stream or media: \(group.body)")
             #expect(try await alice.call(.get, "/api/v1/contacts/c1").json?["firstName"] == .string("Ann"))
@@ -231,6 +231,12 @@ struct SpacesHTTPTests {
                 #expect(ContinuousClock.now - removed < .seconds(25), "the stream ended with the membership, not at its maximum duration")
             }
         }
+    }
+
+    /// The statuses of a group's answers, in order.
+    static func statuses(_ group: APIClient.Answer) -> [JSONValue?] {
+        guard case .array(let answers)? = group.json?["responses"] else { return [] }
+        return answers.map { $0["status"] }
     }
 
     static func ids(_ value: JSONValue?) -> [String] {

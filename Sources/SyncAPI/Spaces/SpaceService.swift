@@ -161,8 +161,9 @@ public struct SpaceService: Sendable {
 }
 
 extension Session {
-    /// 403 `forbidden` unless the caller's role in the space is at least `role`.
-    public func require(_ role: SpaceRole, to action: String) throws {
-        guard self.role >= role else { throw SyncError.forbidden("A \(self.role.rawValue) of this space may not \(action).") }
+    /// 403 `forbidden` unless the caller's role in the space is at least `role` (`action` is worded only for a refusal:
+    /// the check runs on every read and write).
+    public func require(_ role: SpaceRole, to action: @autoclosure () -> String) throws {
+        guard self.role >= role else { throw SyncError.forbidden("A \(self.role.rawValue) of this space may not \(action()).") }
     }
 }
