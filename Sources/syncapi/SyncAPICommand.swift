@@ -234,7 +234,7 @@ struct Serve: AsyncParsableCommand {
         guard maxOwnedSpacesPerAccount >= 1, maxSpacesPerAccount >= 1 else {
             throw ValidationError("--max-owned-spaces-per-account and --max-spaces-per-account are at least 1")
         }
-        configuration.spaces = SpaceLimits(owned: maxOwnedSpacesPerAccount, memberships: maxSpacesPerAccount)
+        configuration.spaces = SpaceLimits(owned: maxOwnedSpacesPerAccount, memberships: maxSpacesPerAccount, members: maxAccountsPerFamily)
         let connections =
             databaseConnections ?? ProcessInfo.processInfo.environment["SYNCAPI_DATABASE_CONNECTIONS"].flatMap { Int($0) }
             ?? PoolSize.defaultConnections

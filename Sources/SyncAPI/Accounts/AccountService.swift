@@ -124,18 +124,19 @@ public struct AccountService: Sendable {
         let familyID = DatabaseIdentity.uuid()
         let account = try await newAccount(username: v["username"]!, password: v["password"]!, displayName: nil)
         let nowMs = now()
-        // The family-scoped singleton, if the model has one, named as the family (when it has a `name`).
-        var familyItem: RowWrite?
-        if let singleton = collections.familySingleton {
-            let named = singleton.schema.fields.contains { $0.name == "name" }
-            let content = try singleton.schema.canonicalContent(
-                of: .object(named ? [("name", .string(v["family"]!))] : []), pathID: familyID)
-            familyItem = RowWrite(
-                key: ItemKey(collection: singleton.name, id: familyID),
-                body: ItemBody.make(id: familyID, content: content, serverFields: [], modifiedMs: nowMs))
-        }
+        let familyItem = try Self.familyItem(collections, id: familyID, name: v["family"]!, nowMs: nowMs)
         try await store.createFamily(id: familyID, name: v["family"]!, familyItem: familyItem, account: account, nowMs: nowMs)
         return try await grant(accountID: account.id)
+    }
+
+    /// The item of a new family's (space's) family-scoped singleton, if the model has one, named as the family when it
+    /// has a `name` field.
+    static func familyItem(_ collections: CollectionRegistry, id: String, name: String, nowMs: Int64) throws -> RowWrite? {
+        guard let singleton = collections.familySingleton else { return nil }
+        let named = singleton.schema.fields.contains { $0.name == "name" }
+        let content = try singleton.schema.canonicalContent(of: .object(named ? [("name", .string(name))] : []), pathID: id)
+        return RowWrite(
+            key: ItemKey(collection: singleton.name, id: id), body: ItemBody.make(id: id, content: content, serverFields: [], modifiedMs: nowMs))
     }
 
     /// `POST /accounts`: adds a login to the caller's family, as a member; answers the new account's public profile. A

@@ -106,14 +106,20 @@ public struct NewInvitation: Sendable {
     }
 }
 
-/// How many spaces one account may own and belong to (protocol §15: 10 and 50 by default).
+/// How many spaces one account may own and belong to (protocol §15: 10 and 50 by default), how many members a space
+/// holds (a family's accounts, §1: 20), and how many unused, unexpired invitations a space keeps at once (so that an
+/// owner cannot fill the database with codes).
 public struct SpaceLimits: Sendable, Equatable {
     public var owned: Int
     public var memberships: Int
+    public var members: Int
+    public var invitations: Int
 
-    public init(owned: Int = 10, memberships: Int = 50) {
+    public init(owned: Int = 10, memberships: Int = 50, members: Int = 20, invitations: Int = 100) {
         self.owned = owned
         self.memberships = memberships
+        self.members = members
+        self.invitations = invitations
     }
 }
 
@@ -130,5 +136,17 @@ extension SpaceLimits {
             throw SyncError.quotaExceeded("An account belongs to at most \(limits.memberships) spaces.")
         }
         if let owned, owned >= limits.owned { throw SyncError.quotaExceeded("An account owns at most \(limits.owned) spaces.") }
+    }
+
+    /// 403 `quota_exceeded` when a space of `count` members cannot take one more.
+    static func checkMembers(_ count: Int, limits: SpaceLimits) throws {
+        guard count < limits.members else { throw SyncError.quotaExceeded("A space holds at most \(limits.members) members.") }
+    }
+
+    /// 403 `quota_exceeded` when a space keeping `live` unused invitations cannot keep one more.
+    static func checkInvitations(live: Int, limits: SpaceLimits) throws {
+        guard live < limits.invitations else {
+            throw SyncError.quotaExceeded("A space keeps at most \(limits.invitations) unused invitations: wait for some to be used or expire.")
+        }
     }
 }

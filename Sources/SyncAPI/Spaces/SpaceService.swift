@@ -40,13 +40,7 @@ public struct SpaceService: Sendable {
         let name = try Self.string("name", of: body, Self.nameSchema)
         let id = DatabaseIdentity.uuid()
         let nowMs = accounts.now()
-        var familyItem: RowWrite?
-        if let singleton = collections.familySingleton {
-            let named = singleton.schema.fields.contains { $0.name == "name" }
-            let content = try singleton.schema.canonicalContent(of: .object(named ? [("name", .string(name))] : []), pathID: id)
-            familyItem = RowWrite(
-                key: ItemKey(collection: singleton.name, id: id), body: ItemBody.make(id: id, content: content, serverFields: [], modifiedMs: nowMs))
-        }
+        let familyItem = try AccountService.familyItem(collections, id: id, name: name, nowMs: nowMs)
         try await store.createSpace(id: id, name: name, familyItem: familyItem, ownerID: principal.accountID, nowMs: nowMs, limits: limits)
         accounts.revokeLocally(accountID: principal.accountID)
         return JSONWriter.encode(Self.json(SpaceRecord(id: id, name: name, role: .owner), home: nil))
@@ -73,7 +67,8 @@ public struct SpaceService: Sendable {
         let code = BearerToken.generate()
         let expiresMs = accounts.now() + expiresIn * 1000
         try await store.insertInvitation(
-            NewInvitation(hash: BearerToken.storageHash(code), spaceID: session.familyID, role: role, uses: uses, expiresMs: expiresMs))
+            NewInvitation(hash: BearerToken.storageHash(code), spaceID: session.familyID, role: role, uses: uses, expiresMs: expiresMs),
+            nowMs: accounts.now(), limits: limits)
         return JSONWriter.encode(
             .object([
                 ("code", .string(code)), ("role", .string(role.rawValue)),
@@ -109,7 +104,7 @@ public struct SpaceService: Sendable {
             throw SyncError.notFound("No member \(accountID) in this space.")
         }
         accounts.revokeLocally(accountID: accountID, session.familyID)
-        guard let member = try await store.members(spaceID: session.familyID).first(where: { $0.accountID == accountID }) else {
+        guard let member = try await store.member(spaceID: session.familyID, accountID: accountID) else {
             throw SyncError.notFound("No member \(accountID) in this space.")
         }
         return JSONWriter.encode(Self.json(member))
@@ -128,7 +123,7 @@ public struct SpaceService: Sendable {
     /// Whether `accountID` is a member of the caller's space (the path `/spaces/{id}/members/{x}` then names the
     /// member, else an item of a model collection named `members`).
     public func isMember(_ session: Session, accountID: String) async throws -> Bool {
-        try await store.members(spaceID: session.familyID).contains { $0.accountID == accountID }
+        try await store.member(spaceID: session.familyID, accountID: accountID) != nil
     }
 
     static func json(_ space: SpaceRecord, home: Bool?) -> JSONValue {

@@ -92,16 +92,20 @@ public protocol SpaceStore: Sendable {
     func spaces(accountID: String) async throws -> [SpaceRecord]
     /// The members of a space, in the order they joined.
     func members(spaceID: String) async throws -> [MemberRecord]
+    /// One member of a space, nil when the account is not one.
+    func member(spaceID: String, accountID: String) async throws -> MemberRecord?
     /// Gives a member another role; false when the account is not a member, 409 `last_owner` when it would leave the
     /// space without an owner.
     func setRole(spaceID: String, accountID: String, role: SpaceRole) async throws -> Bool
     /// Removes a member; false when the account is not a member, 409 `last_owner` when it is the space's last owner.
     func removeMember(spaceID: String, accountID: String) async throws -> Bool
-    /// Stores an invitation by the hash of its code.
-    func insertInvitation(_ invitation: NewInvitation) async throws
+    /// Stores an invitation by the hash of its code; 403 `quota_exceeded` when the space keeps `limits.invitations`
+    /// unused, unexpired ones already.
+    func insertInvitation(_ invitation: NewInvitation, nowMs: Int64, limits: SpaceLimits) async throws
     /// Spends one use of an unexpired invitation to make `accountID` a member of its space, as of a new version of the
     /// space's counter (its `sinceVersion`); an account already a member keeps its role and spends nothing. Nil for an
-    /// unknown, used-up or expired code; 403 `quota_exceeded` when the account belongs to `limits.memberships` spaces.
+    /// unknown, used-up or expired code; 403 `quota_exceeded` when the account belongs to `limits.memberships` spaces or
+    /// the space holds `limits.members`.
     func acceptInvitation(hash: String, accountID: String, nowMs: Int64, limits: SpaceLimits) async throws -> SpaceRecord?
 }
 

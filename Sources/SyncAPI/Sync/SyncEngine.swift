@@ -82,7 +82,7 @@ public struct SyncEngine: Sendable {
     func position(_ date: String?, _ session: Session, for collections: [String] = []) async throws -> Int64? {
         let identity = try await databaseIdentity()
         // Generations are the model's: a private list's storage key (`notes~<account>`) counts as its collection.
-        let names = collections.map { String(CollectionSpec.publicName($0)) }
+        let names = collections.contains { $0.contains("~") } ? collections.map { String(CollectionSpec.publicName($0)) } : collections
         guard case .position(let version, let generation) = try SyncToken.parse(date, databaseID: identity.id, familyID: session.familyID),
             generation >= identity.generations.floor(names), generation <= identity.generations.current,
             // Issued before the caller last joined the space: it may have missed deletes while it was out.

@@ -59,6 +59,20 @@ extension PostgresStore {
         }
     }
 
+    public func member(spaceID: String, accountID: String) async throws -> MemberRecord? {
+        try await guarded {
+            for try await (id, name, role) in try await client.query(
+                """
+                SELECT m.account_id, a.display_name, m.role FROM memberships m JOIN accounts a ON a.id = m.account_id
+                WHERE m.space_id = \(spaceID) AND m.account_id = \(accountID)
+                """, logger: logger
+            ).decode((String, String, String).self) {
+                return MemberRecord(accountID: id, displayName: name, role: SpaceRole(stored: role))
+            }
+            return nil
+        }
+    }
+
     public func setRole(spaceID: String, accountID: String, role: SpaceRole) async throws -> Bool {
         try await guarded {
             try await transaction { conn in
@@ -86,14 +100,25 @@ extension PostgresStore {
         }
     }
 
-    public func insertInvitation(_ invitation: NewInvitation) async throws {
+    public func insertInvitation(_ invitation: NewInvitation, nowMs: Int64, limits: SpaceLimits) async throws {
         try await guarded {
-            try await client.query(
-                """
-                INSERT INTO invitations (hash, space_id, role, uses_left, expires_ms)
-                VALUES (\(invitation.hash), \(invitation.spaceID), \(invitation.role.rawValue), \(Int32(invitation.uses)),
-                        \(invitation.expiresMs))
-                """, logger: logger)
+            try await transaction { conn in
+                // Counted under the space's lock: concurrent invitations cannot pass the limit together.
+                try await conn.query("SELECT 1 FROM families WHERE id = \(invitation.spaceID) FOR UPDATE", logger: logger)
+                for try await live in try await conn.query(
+                    """
+                    SELECT count(*) FROM invitations WHERE space_id = \(invitation.spaceID) AND expires_ms > \(nowMs) AND uses_left > 0
+                    """, logger: logger
+                ).decode(Int64.self) {
+                    try SpaceLimits.checkInvitations(live: Int(live), limits: limits)
+                }
+                try await conn.query(
+                    """
+                    INSERT INTO invitations (hash, space_id, role, uses_left, expires_ms)
+                    VALUES (\(invitation.hash), \(invitation.spaceID), \(invitation.role.rawValue), \(Int32(invitation.uses)),
+                            \(invitation.expiresMs))
+                    """, logger: logger)
+            }
         }
     }
 
@@ -116,6 +141,11 @@ extension PostgresStore {
                     return SpaceRecord(id: invitation.space, name: invitation.name, role: current)
                 }
                 try await checkMembershipLimits(accountID: accountID, limits: limits, owning: false, on: conn)
+                for try await members in try await conn.query(
+                    "SELECT count(*) FROM memberships WHERE space_id = \(invitation.space)", logger: logger
+                ).decode(Int64.self) {
+                    try SpaceLimits.checkMembers(Int(members), limits: limits)
+                }
                 let role = SpaceRole(stored: invitation.role)
                 var version: Int64 = 0
                 for try await bumped in try await conn.query(

@@ -47,6 +47,18 @@ extension SQLiteStore {
         }
     }
 
+    public func member(spaceID: String, accountID: String) async throws -> MemberRecord? {
+        try await read { db in
+            try Row.fetchOne(
+                cached: db,
+                sql: """
+                    SELECT m.account_id, a.display_name, m.role FROM memberships m JOIN accounts a ON a.id = m.account_id
+                    WHERE m.space_id = ? AND m.account_id = ?
+                    """, arguments: [spaceID, accountID]
+            ).map { MemberRecord(accountID: $0[0], displayName: $0[1], role: SpaceRole(stored: $0[2])) }
+        }
+    }
+
     public func setRole(spaceID: String, accountID: String, role: SpaceRole) async throws -> Bool {
         let changed = try await write { db -> Bool in
             guard let current = try Self.role(spaceID: spaceID, accountID: accountID, db: db) else { return false }
@@ -70,8 +82,13 @@ extension SQLiteStore {
         return removed
     }
 
-    public func insertInvitation(_ invitation: NewInvitation) async throws {
+    public func insertInvitation(_ invitation: NewInvitation, nowMs: Int64, limits: SpaceLimits) async throws {
         try await write { db in
+            let live =
+                try Int64.fetchOne(
+                    cached: db, sql: "SELECT count(*) FROM invitations WHERE space_id = ? AND expires_ms > ? AND uses_left > 0",
+                    arguments: [invitation.spaceID, nowMs]) ?? 0
+            try SpaceLimits.checkInvitations(live: Int(live), limits: limits)
             try db.executeCached(
                 sql: "INSERT INTO invitations (hash, space_id, role, uses_left, expires_ms) VALUES (?, ?, ?, ?, ?)",
                 arguments: [invitation.hash, invitation.spaceID, invitation.role.rawValue, invitation.uses, invitation.expiresMs])
@@ -94,6 +111,9 @@ extension SQLiteStore {
                 return (SpaceRecord(id: spaceID, name: name, role: current), false)
             }
             try Self.checkMembershipLimits(accountID: accountID, limits: limits, owning: false, db: db)
+            let members =
+                try Int64.fetchOne(cached: db, sql: "SELECT count(*) FROM memberships WHERE space_id = ?", arguments: [spaceID]) ?? 0
+            try SpaceLimits.checkMembers(Int(members), limits: limits)
             let role = SpaceRole(stored: invitation[1])
             let version = try SQLiteItemStatements(db: db).bump(familyID: spaceID)
             try Self.insertMembership(spaceID: spaceID, accountID: accountID, role: role, sinceVersion: version, db: db)
