@@ -875,6 +875,9 @@ extension DataModel {
              "204": {
               "description": "Removed."
              },
+             "400": {
+              "$ref": "#/components/responses/BadRequest"
+             },
              "401": {
               "$ref": "#/components/responses/Unauthorized"
              },
