@@ -65,6 +65,12 @@ extension DataModel {
                 guard method != "parameters", case .object = operation else { return (method, operation) }
                 var operation = operation
                 if let id = operation["operationId"]?.stringValue { operation.set("operationId", .string(id + "InSpace")) }
+                // `spaces=all` follows every space: a parameter of the unprefixed `/changes` only.
+                operation.update("parameters") { parameters in
+                    if case .array(let list) = parameters {
+                        parameters = .array(list.filter { $0["$ref"] != .string("#/components/parameters/AllSpaces") })
+                    }
+                }
                 operation.update("responses") { responses in
                     if responses["404"] == nil { responses.set("404", ["$ref": "#/components/responses/NoSuchSpace"]) }
                 }

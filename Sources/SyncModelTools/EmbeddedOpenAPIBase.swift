@@ -1231,10 +1231,13 @@ extension DataModel {
               "$ref": "#/components/parameters/Date"
              },
              {
+              "$ref": "#/components/parameters/AllSpaces"
+             },
+             {
               "name": "Last-Event-ID",
               "in": "header",
               "required": false,
-              "description": "Sent by EventSource clients when they reconnect: the `id` of the last event they received, a date of sync. Used as the date when no `date` query parameter is given (a `date` wins).",
+              "description": "Sent by EventSource clients when they reconnect: the `id` of the last event they received, a date of sync. Used as the date when no `date` query parameter is given (a `date` wins; ignored with `spaces=all`).",
               "schema": {
                "$ref": "#/components/schemas/SyncDate"
               }
@@ -2113,6 +2116,18 @@ extension DataModel {
            }
           },
           "parameters": {
+           "AllSpaces": {
+            "name": "spaces",
+            "in": "query",
+            "required": false,
+            "description": "`all`: one stream for every space of the caller (protocol §15), on `/api/v1/changes` only (400 `invalid_parameter` under `/spaces/{spaceId}/`, with `date`, or with another value). It opens with `event: spaces` / `data: {\"spaces\": [{\"id\", \"role\"}…]}` (the caller's spaces, in the order it joined them) and one `event: change` / `data: {\"space\": \"<id>\", \"date\": \"<date>\"}` per space (its current date: an app that synced before opening the stream compares and misses nothing in between); then a `change` whenever one of the spaces moves, and a `spaces` whenever the caller's memberships or roles change (a space joined comes with its `change`; a space left is no longer listed and sends nothing more). No `id:` lines: a reconnecting app syncs its spaces as at start. An account that belongs to no space may open it (it learns when it joins one).",
+            "schema": {
+             "type": "string",
+             "enum": [
+              "all"
+             ]
+            }
+           },
            "SpaceIdPath": {
             "name": "spaceId",
             "in": "path",

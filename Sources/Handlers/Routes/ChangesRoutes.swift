@@ -30,85 +30,107 @@ struct ChangesRoutes {
     }
 
     func add(to group: RouterGroup<AppRequestContext>) {
-        let poll = configuration.changesPollInterval
-        let ping = configuration.changesPingInterval
-        let maxDuration = configuration.changesMaxDuration
-        let recheck = configuration.changesRecheckInterval
-        let requestLimit = configuration.requestTimeLimit
-        let writeLimit = Duration.seconds(10)
         group.resource(
             "changes", headFromGet: false,
             [
                 .get: { request, context in
-                    let session = try context.requireSession()
                     guard let token = AuthMiddleware.bearerToken(request) else { throw SyncError.unauthorized }
-                    let query = try SyncQuery(request, allowed: ["date"])
-                    let date = query.values["date"] ?? request.headers[.lastEventID]
-                    // The lease and the hub subscription are given back at the end of the body, when the answer is
-                    // dropped unwritten, or when the body has not started 5 s after the handler answered: a client
-                    // reset before the head was written can leave the head's write suspended in the HTTP server for
-                    // good, with the answer and its slot. Nothing a client does keeps them.
-                    let family = session.familyID
-                    let slot = StreamSlot(lease: try streams.open(account: session.accountID), hub: hub, family: family)
-                    // Subscribed before the token is checked again and the start is read: a write or a revocation
-                    // from then on always wakes the stream (one in between would wait for the recheck).
-                    let generation = slot.generation
-                    let start: (since: Int64?, now: (date: String, version: Int64))
-                    do {
-                        // Checked before answering, so that an unreachable database is a 503, not a dead stream; bounded
-                        // like any request (the stream itself is exempt from the request time limit, its start is not).
-                        start = try await Deadline.run(within: requestLimit, timers: timers) {
-                            guard try await Self.stillMember(accounts, token: token, session) else { throw SyncError.unauthorized }
-                            return try await engine.changesSince(date, session)
+                    if request.uri.queryParameters["spaces"] != nil {
+                        // Only the unprefixed path follows every space (protocol §15).
+                        guard context.parameters.get("spaceId") == nil else {
+                            throw SyncError.invalidParameter("spaces", "spaces=all is a parameter of /api/v1/changes only.")
                         }
-                    } catch {
-                        slot.release()
-                        throw error
+                        return try await allSpaces(request, context, token: token)
                     }
-                    // The body's 5 s to start count from here, once the start is read (counted from before the start's
-                    // reads, a start slower than that would leave a 200 whose body sends nothing).
-                    if context.socketEventLoop != nil { slot.armStartLimit(.seconds(5)) }
-                    // A client that goes away gives its slot back at once, and its stream wakes to end.
-                    context.closeFuture?.whenComplete { _ in
-                        slot.release()
-                        hub?.notify(family: family)
-                    }
-                    // A write that does not complete within `writeLimit` (a peer that vanished while the connection looks
-                    // open, so the write waits for room that never comes) gives the slot back and closes the connection.
-                    let eventLoop = context.socketEventLoop
-                    let closeConnection = context.closeConnection
-                    let watch: @Sendable () -> @Sendable () -> Void = {
-                        guard let eventLoop else { return {} }
-                        let timer = eventLoop.scheduleTask(in: .nanoseconds(writeLimit.wholeNanoseconds)) {
-                            slot.release()
-                            closeConnection?()
-                        }
-                        return { timer.cancel() }
-                    }
-                    let body = ResponseBody { writer in
-                        defer { slot.release() }
-                        // Too late: the slot was given back already (the stream would be uncounted).
-                        guard slot.start() else { return }
-                        let opened = watch()
-                        try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
-                        opened()
-                        let wakeup = Wakeup(hub: hub, family: family, generation: generation, poll: poll, recheck: recheck)
-                        try await Self.stream(
-                            to: &writer, from: start, wakeup: wakeup, ping: ping, for: maxDuration, watch: watch,
-                            position: { try await engine.currentPosition(session) },
-                            date: { version in try await engine.date(atVersion: version, session) },
-                            stillValid: {
-                                guard !slot.isReleased else { return false }
-                                return try await Self.stillMember(accounts, token: token, session)
-                            })
-                        try await writer.finish(nil)
-                    }
-                    return Response(
-                        status: .ok,
-                        headers: [.contentType: "text/event-stream", .cacheControl: "no-cache", .xAccelBuffering: "no"],
-                        body: body)
+                    return try await oneSpace(request, context, token: token)
                 }
             ])
+    }
+
+    /// The stream of one space (protocol §9): the home space, or the space of the path.
+    func oneSpace(_ request: Request, _ context: AppRequestContext, token: String) async throws -> Response {
+        let session = try context.requireSession()
+        let query = try SyncQuery(request, allowed: ["date"])
+        let date = query.values["date"] ?? request.headers[.lastEventID]
+        // The lease and the hub subscription are given back at the end of the body, when the answer is dropped
+        // unwritten, or when the body has not started 5 s after the handler answered: a client reset before the head
+        // was written can leave the head's write suspended in the HTTP server for good, with the answer and its slot.
+        // Nothing a client does keeps them.
+        let family = session.familyID
+        let slot = StreamSlot(lease: try streams.open(account: session.accountID), hub: hub, family: family)
+        // Subscribed before the token is checked again and the start is read: a write or a revocation from then on
+        // always wakes the stream (one in between would wait for the recheck).
+        let generation = slot.generation
+        let start: (since: Int64?, now: (date: String, version: Int64))
+        do {
+            // Checked before answering, so that an unreachable database is a 503, not a dead stream; bounded like any
+            // request (the stream itself is exempt from the request time limit, its start is not).
+            let (engine, accounts) = (engine, accounts)
+            start = try await Deadline.run(within: configuration.requestTimeLimit, timers: timers) {
+                guard try await Self.stillMember(accounts, token: token, session) else { throw SyncError.unauthorized }
+                return try await engine.changesSince(date, session)
+            }
+        } catch {
+            slot.release()
+            throw error
+        }
+        let wakeup = Wakeup(
+            hub: hub, family: family, generation: generation, poll: configuration.changesPollInterval,
+            recheck: configuration.changesRecheckInterval)
+        let (engine, accounts, ping, maxDuration) = (engine, accounts, configuration.changesPingInterval, configuration.changesMaxDuration)
+        return eventStream(context, slot: slot, wakes: family) { writer, watch in
+            try await Self.stream(
+                to: &writer, from: start, wakeup: wakeup, ping: ping, for: maxDuration, watch: watch,
+                position: { try await engine.currentPosition(session) },
+                date: { version in try await engine.date(atVersion: version, session) },
+                stillValid: {
+                    guard !slot.isReleased else { return false }
+                    return try await Self.stillMember(accounts, token: token, session)
+                })
+        }
+    }
+
+    /// The `200 text/event-stream` answer of a stream whose slot is reserved and whose start is read: `events` writes
+    /// after the `retry:` hint, with `watch` around each write. `wakes`: the hub key whose streams wake when the client
+    /// goes away (so that this one ends at once).
+    func eventStream(
+        _ context: AppRequestContext, slot: StreamSlot, wakes key: String,
+        events: @escaping @Sendable (inout any ResponseBodyWriter, _ watch: @escaping @Sendable () -> @Sendable () -> Void) async throws -> Void
+    ) -> Response {
+        // The body's 5 s to start count from here, once the start is read (counted from before the start's reads, a
+        // start slower than that would leave a 200 whose body sends nothing).
+        if context.socketEventLoop != nil { slot.armStartLimit(.seconds(5)) }
+        // A client that goes away gives its slot back at once, and its stream wakes to end.
+        let hub = self.hub
+        context.closeFuture?.whenComplete { _ in
+            slot.release()
+            hub?.notify(family: key)
+        }
+        // A write that does not complete within 10 s (a peer that vanished while the connection looks open, so the
+        // write waits for room that never comes) gives the slot back and closes the connection.
+        let eventLoop = context.socketEventLoop
+        let closeConnection = context.closeConnection
+        let watch: @Sendable () -> @Sendable () -> Void = {
+            guard let eventLoop else { return {} }
+            let timer = eventLoop.scheduleTask(in: .seconds(10)) {
+                slot.release()
+                closeConnection?()
+            }
+            return { timer.cancel() }
+        }
+        let body = ResponseBody { writer in
+            defer { slot.release() }
+            // Too late: the slot was given back already (the stream would be uncounted).
+            guard slot.start() else { return }
+            let opened = watch()
+            try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
+            opened()
+            try await events(&writer, watch)
+            try await writer.finish(nil)
+        }
+        return Response(
+            status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache", .xAccelBuffering: "no"],
+            body: body)
     }
 
     /// How a stream learns that its family moved: woken by the instance's `ChangeHub`, or, without one, by polling.
@@ -196,22 +218,46 @@ struct ChangesRoutes {
     }
 }
 
-/// One open stream's reservations: its lease of the caps and its subscription to the hub. `release()` gives both
-/// back once; so does the slot's end, whatever path dropped it.
+/// One open stream's reservations: its lease of the caps and its subscriptions to the hub (one family, or, for a stream
+/// of all the caller's spaces, each space and the account). `release()` gives them back once; so does the slot's end,
+/// whatever path dropped it.
 final class StreamSlot: Sendable {
     let lease: LiveStreams.Lease
     let hub: ChangeHub?
+    /// The first family followed (a one-space stream's only one).
     let family: String
     /// The family's generation when the slot subscribed.
     let generation: UInt64
     /// 0: reserved, 1: the body started, 2: released.
     private let state = Atomic<Int>(0)
+    /// Every key followed now; nil once given back (nothing is subscribed after that).
+    private let followed: Mutex<Set<String>?>
 
     init(lease: LiveStreams.Lease, hub: ChangeHub?, family: String) {
         self.lease = lease
         self.hub = hub
         self.family = family
         generation = hub?.subscribe(family: family) ?? 0
+        followed = Mutex([family])
+    }
+
+    /// Follows exactly `keys` from now on (subscribing the new ones, giving back the others) and returns each key's
+    /// generation; nil once the slot was given back.
+    func follow(_ keys: Set<String>) -> [String: UInt64]? {
+        followed.withLock { followed -> [String: UInt64]? in
+            guard let current = followed else { return nil }
+            guard let hub else {
+                followed = keys
+                return Dictionary(uniqueKeysWithValues: keys.map { ($0, 0) })
+            }
+            for key in current.subtracting(keys) { hub.unsubscribe(family: key) }
+            var generations: [String: UInt64] = [:]
+            for key in keys {
+                generations[key] = current.contains(key) ? hub.generation(family: key) : hub.subscribe(family: key)
+            }
+            followed = keys
+            return generations
+        }
     }
 
     /// Gives the slot back if the answer's body has not started `limit` from now (over a socket: a client reset as the
@@ -236,7 +282,11 @@ final class StreamSlot: Sendable {
     }
 
     private func giveBack() {
-        hub?.unsubscribe(family: family)
+        let keys = followed.withLock { followed -> Set<String> in
+            defer { followed = nil }
+            return followed ?? []
+        }
+        for key in keys { hub?.unsubscribe(family: key) }
         lease.close()
     }
 

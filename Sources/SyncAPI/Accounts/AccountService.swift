@@ -53,6 +53,9 @@ public struct AccountService: Sendable {
     let onUsernameLocked: @Sendable (String) -> Void
     /// Sessions of recent tokens (nil: every request looks its token up).
     let sessions: SessionCache?
+    /// Wakes this instance's live streams of a revocation key (a space, `@account`), so that a stream whose token or
+    /// membership just went ends at once rather than at its next recheck.
+    let wakeStreams: @Sendable (String) -> Void
     /// The model's collections: its family-scoped singleton (created at signup from the family's name) and its
     /// account-scoped singleton (created with its defaults for each account).
     let collections: CollectionRegistry
@@ -60,8 +63,9 @@ public struct AccountService: Sendable {
     public init(
         store: any SyncStore, hasher: any PasswordHasher, settings: Settings = Settings(), sessions: SessionCache? = nil,
         now: @escaping @Sendable () -> Int64 = WallClock.nowMs, onUsernameLocked: @escaping @Sendable (String) -> Void = { _ in },
-        collections: CollectionRegistry
+        collections: CollectionRegistry, wakeStreams: @escaping @Sendable (String) -> Void = { _ in }
     ) {
+        self.wakeStreams = wakeStreams
         self.collections = collections
         self.store = store
         self.hasher = hasher
@@ -198,8 +202,10 @@ public struct AccountService: Sendable {
     /// Drops the cached sessions of an account (and of `spaces`) on this instance, before an answer: the revocation
     /// notice reaches the other instances.
     func revokeLocally(accountID: String, _ spaces: String...) {
-        guard let sessions else { return }
-        for key in spaces + [AccountSession.accountKey(accountID)] { sessions.revoke(family: key) }
+        for key in spaces + [AccountSession.accountKey(accountID)] {
+            sessions?.revoke(family: key)
+            wakeStreams(key)
+        }
     }
 
     private func newAccount(username: String, password: String, displayName: String?) async throws -> NewAccount {

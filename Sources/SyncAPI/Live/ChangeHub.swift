@@ -120,6 +120,27 @@ public final class ChangeHub: Sendable {
         }
     }
 
+    /// The family's generation now (0 before any notice while followed).
+    public func generation(family: String) -> UInt64 {
+        state.withLock { $0.families[family]?.generation ?? 0 }
+    }
+
+    /// Returns as soon as one of the families' generations differs from the one `seen` names, or after `timeout`, or
+    /// when the task is cancelled (a stream of several spaces, `GET /changes?spaces=all`).
+    public func wait(any seen: [String: UInt64], timeout: Duration) async {
+        if seen.count == 1, let (family, generation) = seen.first {
+            _ = await wait(family: family, seen: generation, timeout: timeout)
+            return
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for (family, generation) in seen {
+                group.addTask { _ = await self.wait(family: family, seen: generation, timeout: timeout) }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
     /// Resumes one waiter with the current generation, if it is still waiting.
     private func release(family: String, waiter id: Int) {
         let woken: (Waiter, UInt64)? = state.withLock { state in
