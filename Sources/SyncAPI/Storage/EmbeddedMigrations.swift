@@ -233,6 +233,16 @@ public enum EmbeddedMigrations {
             CREATE INDEX invitations_expiry ON invitations (expires_ms);
             """#
         ),
+        (
+            "009_emptied_spaces.sql",
+            #"""
+            -- A space whose last member left (protocol §15: its last account was deleted) is deleted with its data after the
+            -- tombstone retention. `emptied_ms`: when it emptied; NULL while it has members. Its invitations go at once (an empty
+            -- space accepts nobody).
+            ALTER TABLE families ADD COLUMN emptied_ms BIGINT;
+            CREATE INDEX families_emptied ON families (emptied_ms) WHERE emptied_ms IS NOT NULL;
+            """#
+        ),
     ]
     /// Migrations for sqlite: (name, SQL) in order.
     public static let sqlite: [(name: String, sql: String)] = [
@@ -401,6 +411,14 @@ public enum EmbeddedMigrations {
                 expires_ms INTEGER NOT NULL
             );
             CREATE INDEX invitations_expiry ON invitations (expires_ms);
+            """#
+        ),
+        (
+            "007_emptied_spaces.sql",
+            #"""
+            -- A space whose last member left is deleted with its data after the tombstone retention; see the PostgreSQL migration.
+            ALTER TABLE families ADD COLUMN emptied_ms INTEGER;
+            CREATE INDEX families_emptied ON families (emptied_ms) WHERE emptied_ms IS NOT NULL;
             """#
         ),
     ]

@@ -155,6 +155,9 @@ public protocol MaintenanceStore: Sendable {
     /// Deletes tokens and invitations expired at `nowMs` and throttle windows begun before `throttleBeforeMs`; returns
     /// how many rows went.
     func purgeExpired(nowMs: Int64, throttleBeforeMs: Int64) async throws -> Int
+    /// Deletes the data of every space that emptied (its last member's account was deleted) before `cutoffMs`, and the
+    /// space itself unless an account still names it as the space it was made in; returns how many spaces went.
+    func purgeEmptiedSpaces(cutoffMs: Int64) async throws -> Int
 }
 
 /// One pinned snapshot of the database (`ItemStore.withReadSnapshot`): a group's run of reads answers from it. Only a

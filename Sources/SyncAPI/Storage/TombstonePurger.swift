@@ -24,10 +24,12 @@ public struct TombstonePurger: Service {
         self.logger = logger
     }
 
-    /// One purge: tombstones last changed more than the retention ago; also expired tokens and login-throttle
-    /// windows older than a day (they can no longer block anyone). Returns how many tombstones went.
+    /// One purge: tombstones last changed more than the retention ago, spaces emptied as long ago; also expired tokens
+    /// and login-throttle windows older than a day (they can no longer block anyone). Returns how many tombstones went.
     public func purgeOnce(nowMs: Int64 = WallClock.nowMs()) async throws -> Int {
         let purged = try await store.purgeTombstones(cutoffMs: nowMs - Int64(retentionSeconds) * 1000)
+        // Spaces left empty for the retention, before the media purge: their media are then named by no live item.
+        _ = try await store.purgeEmptiedSpaces(cutoffMs: nowMs - Int64(retentionSeconds) * 1000)
         _ = try await store.purgeExpired(nowMs: nowMs, throttleBeforeMs: nowMs - 86_400_000)
         // Media no live item has named for the retention: a client that still shows a deleted post can fetch its
         // photo as long as it could learn of the deletion.

@@ -82,6 +82,7 @@ extension PostgresStore {
                     DELETE FROM items WHERE family_id IN (SELECT space_id FROM memberships WHERE account_id = \(accountID))
                       AND collection = ANY(\(privateLists.map { "\($0)~\(accountID)" })::text[])
                     """, logger: logger)
+                try await markEmptied(leaving: accountID, nowMs: nowMs, on: conn)
                 try await conn.query("DELETE FROM memberships WHERE account_id = \(accountID)", logger: logger)
                 var deleted = false
                 for try await _ in try await conn.query(
