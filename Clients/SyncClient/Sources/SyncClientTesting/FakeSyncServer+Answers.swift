@@ -70,7 +70,10 @@ extension FakeSyncServer {
     func answer(_ state: inout State, _ call: HTTPCall) -> HTTPAnswer {
         let path = Self.apiPath(call.url)
         let body = call.body.flatMap { try? JSONValue.parse($0) }
+        if let answer = spaceAnswer(&state, call, path: path) { return answer }
         switch (call.method, path.split(separator: "?").first.map(String.init) ?? path) {
+        case ("GET", "/spaces"):
+            return Self.spacesAnswer(state)
         case ("GET", "/"):
             return Self.json(
                 200,

@@ -6,9 +6,13 @@ import Synchronization
 /// (`configuration.transport = server`) and script it. It takes sign-up and login, `POST /group`, the item calls
 /// (PUT, PATCH, GET, DELETE, with ETags and `If-Match`), `GET /model` and the sync endpoints of its model (the
 /// default model's unless given another, e.g. an app's generated `ServerModel`), and media. Every
-/// sync is answered whole (`sync: false`), which the protocol allows and keeps the fake exact. Scripting:
-/// `failNext(_:status:)` (a 503 or any status), `isOffline` (no answer at all), `edit(_:id:json:)` and
-/// `remove(_:id:)` (another device's write: the next push of the same item gets a 412), `items(_:)` and `calls`.
+/// sync is answered whole (`sync: false`), which the protocol allows and keeps the fake exact. Spaces (protocol §15):
+/// the account is the owner of its home space, `familyID`; `join(space:role:)` and `leave(space:)` change its
+/// memberships; each space has its own items and date of sync, served under `/spaces/{id}` (404 outside the account's
+/// spaces), listed by `GET /spaces` and followed by `GET /changes?spaces=all`. Scripting: `failNext(_:status:)` (a 503
+/// or any status), `isOffline` (no answer at all), `edit(_:id:json:)` and `remove(_:id:)` (another device's write: the
+/// next push of the same item gets a 412; `space:` for another space than the home one), `revokeSessions()` (every
+/// token stops working), `items(_:)` and `calls`.
 public final class FakeSyncServer: HTTPTransport, Sendable {
     /// Thrown instead of an answer while `isOffline` (the SDK reads it as a network failure).
     public struct Offline: Error {}
@@ -19,8 +23,20 @@ public final class FakeSyncServer: HTTPTransport, Sendable {
     }
 
     struct State {
+        /// The space whose data `version` and `items` are: the one the call being answered addresses, else the home
+        /// space (`enter(_:)` switches).
+        var space = FakeSyncServer.home
         var version = 1
         var items: [String: [String: Item]] = [:]  // "collection/parent" → id → item
+        /// The other spaces' counters and items.
+        var otherSpaces: [String: (version: Int, items: [String: [String: Item]])] = [:]
+        /// The account's spaces, in join order.
+        var memberships = [SpaceRoleInfo(id: FakeSyncServer.home, role: "owner")]
+        /// The open `GET /changes?spaces=all` streams, and what they were last told (listing, date per space).
+        var listeners: [UUID: AsyncThrowingStream<Data, any Error>.Continuation] = [:]
+        var announced: (spaces: [SpaceRoleInfo], dates: [String: String]) = ([], [:])
+        /// `revokeSessions()` was called: authenticated calls answer 401 until the next sign-in.
+        var revoked = false
         var media: [String: Data] = [:]
         var failures: [Int] = []
         var offline = false
@@ -29,7 +45,9 @@ public final class FakeSyncServer: HTTPTransport, Sendable {
     }
 
     let state = Mutex(State())
-    public let familyID = "fake-family"
+    static let home = "fake-family"
+    /// The account's home space.
+    public let familyID = FakeSyncServer.home
     public let accountID = "fake-account"
     /// The data model it serves.
     public let model: ServerModel
@@ -51,24 +69,25 @@ public final class FakeSyncServer: HTTPTransport, Sendable {
         set { state.withLock { $0.offline = newValue } }
     }
 
-    /// Another device writes an item (its version moves: a push of the same item based on the old one gets a 412).
-    public func edit(_ collection: SyncCollection, id: String, parent: String? = nil, json: JSONObject) {
-        state.withLock { state in
+    /// Another device writes an item (its version moves: a push of the same item based on the old one gets a 412), in
+    /// the home space unless `space` says another.
+    public func edit(_ collection: SyncCollection, id: String, parent: String? = nil, json: JSONObject, space: String? = nil) {
+        inSpace(space) { state in
             _ = Self.store(&state, model[collection], parent ?? "", id, json, author: "other-device")
         }
     }
 
     /// Another device deletes an item.
-    public func remove(_ collection: SyncCollection, id: String, parent: String? = nil) {
-        state.withLock { state in
+    public func remove(_ collection: SyncCollection, id: String, parent: String? = nil, space: String? = nil) {
+        inSpace(space) { state in
             state.version += 1
             state.items[collection.rawValue + "/" + (parent ?? ""), default: [:]][id] = nil
         }
     }
 
     /// The live items of a collection, by id (of one parent for children).
-    public func items(_ collection: SyncCollection, parent: String? = nil) -> [String: JSONObject] {
-        state.withLock { $0.items[collection.rawValue + "/" + (parent ?? ""), default: [:]].mapValues(\.json) }
+    public func items(_ collection: SyncCollection, parent: String? = nil, space: String? = nil) -> [String: JSONObject] {
+        inSpace(space) { $0.items[collection.rawValue + "/" + (parent ?? ""), default: [:]].mapValues(\.json) }
     }
 
     /// The calls received, as `METHOD path` (sub-requests of a group included, after the group).
@@ -81,17 +100,31 @@ public final class FakeSyncServer: HTTPTransport, Sendable {
 
     public func send(_ call: HTTPCall) async throws -> HTTPAnswer {
         try state.withLock { state in
-            if state.offline { throw Offline() }
-            state.calls.append("\(call.method) \(Self.apiPath(call.url))")
-            if !state.failures.isEmpty {
-                let status = state.failures.removeFirst()
-                return Self.problem(status, code: status == 503 ? "unavailable" : "scripted", retryAfter: status == 503 || status == 429)
-            }
+            if let refusal = try Self.refusal(&state, call) { return refusal }
+            defer { Self.announce(&state) }
             return answer(&state, call)
         }
     }
 
+    /// What a call gets before it is answered: nothing while offline (thrown), a scripted failure, or a 401 once the
+    /// sessions were revoked (until a sign-in); it is recorded in `calls`.
+    static func refusal(_ state: inout State, _ call: HTTPCall) throws -> HTTPAnswer? {
+        if state.offline { throw Offline() }
+        state.calls.append("\(call.method) \(apiPath(call.url))")
+        if !state.failures.isEmpty {
+            let status = state.failures.removeFirst()
+            return problem(status, code: status == 503 ? "unavailable" : "scripted", retryAfter: status == 503 || status == 429)
+        }
+        if ["/signup", "/login"].contains(apiPath(call.url)) {
+            state.revoked = false
+        } else if state.revoked, call.headers["Authorization"] != nil {
+            return problem(401, code: "unauthorized")
+        }
+        return nil
+    }
+
     public func stream(_ call: HTTPCall) async throws -> (status: Int, bytes: AsyncThrowingStream<Data, any Error>) {
+        if Self.queryValue(Self.apiPath(call.url), "spaces") != nil { return try allSpaces(call) }
         if Self.apiPath(call.url).hasPrefix("/changes") {
             // No live notices: the stream stays open, silent, until cancelled.
             return (200, AsyncThrowingStream { _ in })

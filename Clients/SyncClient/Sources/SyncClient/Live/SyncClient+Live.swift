@@ -49,51 +49,48 @@ extension SyncClient {
     }
 
     private func runLive() async {
-        var failures = 0
         var lastEventID: String?
-        var serverRetry: Duration?
         // Writes made before live mode started (offline, or by another process) go now.
         if (try? pendingOperations().isEmpty) == false { schedulePush(after: .zero) }
-        while !Task.isCancelled, isSignedIn {
+        // A space-bound client's stream refused for good (404: the account left the space, or the space is gone) is
+        // answered by a sync: it erases the replica when the account no longer lists the space (`spaceRemoval`), and
+        // live mode ends; any other refusal is retried after a sync and a backoff.
+        var refusals = 0
+        while case .refused = await followLiveStream(lastEventID: &lastEventID) {
             do {
-                guard let token = session.withLock({ $0?.token }) else { return }
-                var headers = ["Authorization": "Bearer \(token)", "Accept": "text/event-stream", "Cache-Control": "no-cache"]
-                if let lastEventID { headers["Last-Event-ID"] = lastEventID }
+                _ = try await sync()
+            } catch SyncClientError.spaceRemoved(_) {
+                return
+            } catch {}
+            refusals += 1
+            try? await Task.sleep(
+                for: min(configuration.retryPolicy.delay(after: min(refusals, 8), retryAfter: nil), configuration.liveMaximumBackoff))
+        }
+    }
+
+    /// One run of live mode's stream loop, until it is cancelled, signed out or (for a space-bound client) refused.
+    private func followLiveStream(lastEventID: inout String?) async -> EventStreamEnd {
+        await followEventStream(
+            refusalEnds: configuration.space != nil,
+            request: {
                 let date = lastEventID == nil ? dateOfSync : nil
                 let path = "/changes" + (date.map { "?date=\(Self.queryEscape($0))" } ?? "")
-                let (status, bytes) = try await configuration.transport.stream(HTTPCall(method: "GET", url: url(path), headers: headers))
-                if status == 401 {
-                    sessionEnded()
-                    return
-                }
-                guard status == 200 else { throw SyncClientError.unavailable(status: status, code: .http(status), retryAfter: nil) }
-                failures = 0
-                statusCenter.update { $0.liveConnected = true }
-                defer { statusCenter.update { $0.liveConnected = false } }
-                var parser = ServerEventParser()
-                for try await chunk in bytes {
-                    let events = parser.feed(chunk)
-                    if let retry = parser.retry { serverRetry = .milliseconds(retry) }
-                    guard let last = events.last(where: { $0.event == "change" }) else { continue }
-                    // Notices in a burst make one sync; a sync already running is joined.
-                    try await Task.sleep(for: configuration.liveDebounce)
-                    do {
-                        try await sync()
-                        lastEventID = last.id ?? lastEventID
-                    } catch {
-                        // Reconnect (after a backoff) from the replica's own date: the server notifies again at once,
-                        // so the failed sync is retried.
-                        lastEventID = nil
-                        throw error
-                    }
-                }
+                return (url(path), lastEventID.map { ["Last-Event-ID": $0] } ?? [:])
+            },
+            connected: { connected in statusCenter.update { $0.liveConnected = connected } }
+        ) { events in
+            guard let last = events.last(where: { $0.event == "change" }) else { return }
+            // Notices in a burst make one sync; a sync already running is joined.
+            try await Task.sleep(for: configuration.liveDebounce)
+            do {
+                try await sync()
+                lastEventID = last.id ?? lastEventID
             } catch {
-                if Task.isCancelled { return }
-                failures += 1
+                // Reconnect (after a backoff) from the replica's own date: the server notifies again at once, so the
+                // failed sync is retried.
+                lastEventID = nil
+                throw error
             }
-            let backoff = configuration.retryPolicy.delay(after: min(failures, 8), retryAfter: nil)
-            let delay = failures == 0 ? (serverRetry ?? backoff) : max(backoff, serverRetry ?? .zero)
-            try? await Task.sleep(for: min(delay, configuration.liveMaximumBackoff))
         }
     }
 }

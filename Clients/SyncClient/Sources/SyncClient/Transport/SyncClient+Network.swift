@@ -2,11 +2,11 @@ import Foundation
 import GRDB
 
 extension SyncClient {
-    /// The URL of a path under `/api/v1` (in the client's space, for a path of a space).
-    func url(_ path: String) -> URL {
+    /// The URL of a path under `/api/v1` (in the client's space, for a path of a space, unless not `prefixed`).
+    func url(_ path: String, prefixed: Bool = true) -> URL {
         var base = configuration.serverURL.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
-        return URL(string: base + "/api/v1" + Self.inSpace(path, configuration.space))!
+        return URL(string: base + "/api/v1" + Self.inSpace(path, prefixed ? configuration.space : nil))!
     }
 
     /// The account-level paths: everything else addresses a space (protocol §15).
