@@ -33,11 +33,8 @@ extension ChangesRoutes {
         return eventStream(context, slot: slot, wakes: accountKey) { writer, watch in
             let clock = ContinuousClock()
             let end = clock.now + maxDuration
-            var lastWrite = clock.now
             var lastCheck = clock.now
-            var pings = 0
-            // Sooner pings first, as a one-space stream sends them (a reset client is seen within seconds).
-            var pingDue: Duration { min(ping, .seconds(1 << min(pings, 4))) }
+            var pacer = StreamPacer(ping: ping)
             var sent: [SpaceMembership]? = nil
             var current = start
             while true {
@@ -47,20 +44,9 @@ extension ChangesRoutes {
                     sent = current.memberships
                 }
                 for (space, date) in current.moved { events += Self.changeEvent(space: space, date: date) }
-                if !events.isEmpty {
-                    let written = watch()
-                    try await writer.write(ByteBuffer(string: events))
-                    written()
-                    lastWrite = clock.now
-                } else if clock.now - lastWrite >= pingDue {
-                    let written = watch()
-                    try await writer.write(ByteBuffer(string: ": ping\n\n"))
-                    written()
-                    pings += 1
-                    lastWrite = clock.now
-                }
+                try await pacer.send(events, to: &writer, watch: watch)
                 current.moved = []
-                let timeout = max(.milliseconds(10), min(recheck - (clock.now - lastCheck), pingDue - (clock.now - lastWrite), end - clock.now))
+                let timeout = max(.milliseconds(10), min(recheck - (clock.now - lastCheck), pacer.untilPing, end - clock.now))
                 let seen = current.generations
                 if let hub {
                     await cancelWhenGracefulShutdown { await hub.wait(any: seen, timeout: timeout) }

@@ -156,33 +156,20 @@ struct ChangesRoutes {
     ) async throws {
         let clock = ContinuousClock()
         let end = clock.now + maxDuration
-        // The first pings come sooner than every `ping`: 1 s in, then 2, 4, 8 and 16 s apart. A client that reset
-        // its connection as the stream opened is not always seen by the read side, and a write may still be taken
-        // (buffered) after the reset; a later one fails, and the stream, its lease and its subscription end within
-        // seconds, not a ping interval.
-        var lastWrite = clock.now
-        var pings = 0
-        var pingDue: Duration { min(ping, .seconds(1 << min(pings, 4))) }
+        var pacer = StreamPacer(ping: ping)
         var lastCheck = clock.now
         var since = start.since
         var current = start.now
         var generation = wakeup.generation
         while true {
+            var events = ""
             if since.map({ current.version > $0 }) ?? true {
-                let written = watch()
-                try await writer.write(ByteBuffer(string: "id: \(current.date)\nevent: change\ndata: {\"date\":\"\(current.date)\"}\n\n"))
-                written()
+                events = "id: \(current.date)\nevent: change\ndata: {\"date\":\"\(current.date)\"}\n\n"
                 since = current.version
-                lastWrite = clock.now
-            } else if clock.now - lastWrite >= pingDue {
-                let written = watch()
-                try await writer.write(ByteBuffer(string: ": ping\n\n"))
-                written()
-                pings += 1
-                lastWrite = clock.now
             }
+            try await pacer.send(events, to: &writer, watch: watch)
             let interval = wakeup.hub == nil ? wakeup.poll : wakeup.recheck - (clock.now - lastCheck)
-            let timeout = max(.milliseconds(10), min(interval, pingDue - (clock.now - lastWrite), end - clock.now))
+            let timeout = max(.milliseconds(10), min(interval, pacer.untilPing, end - clock.now))
             var notified = true
             if let hub = wakeup.hub {
                 let seen = generation
@@ -215,6 +202,39 @@ struct ChangesRoutes {
             let read = try await position()
             current = (read.date, read.version)
         }
+    }
+}
+
+/// The writes of a change stream: its events, or a `: ping` once it has been quiet for the ping interval. The first
+/// pings come sooner: 1 s in, then 2, 4, 8 and 16 s apart. A client that reset its connection as the stream opened is
+/// not always seen by the read side, and a write may still be taken (buffered) after the reset; a later one fails, and
+/// the stream, its lease and its subscription end within seconds, not a ping interval.
+struct StreamPacer {
+    let ping: Duration
+    private let clock = ContinuousClock()
+    private var lastWrite: ContinuousClock.Instant
+    private var pings = 0
+
+    init(ping: Duration) {
+        self.ping = ping
+        lastWrite = clock.now
+    }
+
+    private var pingDue: Duration { min(ping, .seconds(1 << min(pings, 4))) }
+
+    /// How long until the next ping is due.
+    var untilPing: Duration { pingDue - (clock.now - lastWrite) }
+
+    /// Writes `events`, or a ping when there are none and one is due; `watch` bounds the write (see `eventStream`).
+    mutating func send(
+        _ events: String, to writer: inout any ResponseBodyWriter, watch: () -> @Sendable () -> Void
+    ) async throws {
+        guard !events.isEmpty || clock.now - lastWrite >= pingDue else { return }
+        let written = watch()
+        try await writer.write(ByteBuffer(string: events.isEmpty ? ": ping\n\n" : events))
+        written()
+        if events.isEmpty { pings += 1 }
+        lastWrite = clock.now
     }
 }
 
