@@ -29,6 +29,19 @@ struct LiveHubTests {
         return try await buildApplication(configuration, logger: logger)
     }
 
+    /// Two instances on one new PostgreSQL database, streams lasting an hour (one that ends within a test ended for a
+    /// reason of the test's): `body` gets the first over the router and the second over a socket (`two.port`).
+    static func twoInstances(
+        _ body: @escaping @Sendable (_ one: any TestClientProtocol, _ two: any TestClientProtocol) async throws -> Void
+    ) async throws {
+        let url = try DatabaseURL(parsing: try await TestPostgres.shared.newDatabaseURL())
+        let first = try await app(url, maxDuration: .seconds(3600))
+        let second = try await app(url, maxDuration: .seconds(3600))
+        try await HangWatch.watched(first, "first", mode: .router) { one in
+            try await HangWatch.watched(second, "second", mode: .live) { two in try await body(one, two) }
+        }
+    }
+
     @Test("a write on one instance reaches a stream on another while it is open")
     func acrossInstances() async throws {
         let url = try DatabaseURL(parsing: try await TestPostgres.shared.newDatabaseURL())

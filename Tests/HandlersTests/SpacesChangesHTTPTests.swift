@@ -105,30 +105,25 @@ struct SpacesChangesHTTPTests {
 
     @Test("membership changes made on one instance reach a stream of all spaces on another")
     func acrossInstances() async throws {
-        let url = try DatabaseURL(parsing: try await TestPostgres.shared.newDatabaseURL())
-        let first = try await LiveHubTests.app(url, maxDuration: .seconds(3600))
-        let second = try await LiveHubTests.app(url, maxDuration: .seconds(3600))
-        try await HangWatch.watched(first, "first", mode: .router) { one in
-            try await HangWatch.watched(second, "second", mode: .live) { two in
-                let alice = try await APIClient.signedUp(one)
-                let bob = try await APIClient.signedUp(one, username: "bob", family: "Jones")
-                let home = try #require(SpacesHTTPTests.array(try await alice.call(.get, "/api/v1/spaces")).first?["id"]?.stringValue)
-                let jones = try #require(SpacesHTTPTests.array(try await bob.call(.get, "/api/v1/spaces")).first?["id"]?.stringValue)
-                let stream = try EventStreamReader(port: try #require(two.port), path: "/api/v1/changes?spaces=all", token: alice.token)
-                defer { stream.disconnect() }
-                _ = try await stream.next(where: Self.isChange(of: home))
-                #expect(try await SpacesHTTPTests.accept(alice, try await SpacesHTTPTests.invite(bob, jones, role: "reader")).status == .ok)
-                #expect(
-                    try await stream.next(where: Self.isChange(of: jones)) == [
-                        Self.spaces([(home, "owner"), (jones, "reader")]), Self.change(jones, try await Self.date(bob, jones)),
-                    ])
-                #expect(try await bob.call(.put, "/api/v1/contacts/b1", body: #"{"firstName":"Bo"}"#).status == .ok)
-                #expect(try await stream.next(where: Self.isChange(of: jones)) == [Self.change(jones, try await Self.date(bob, jones))])
-                let aliceID = try #require(
-                    SpacesHTTPTests.array(try await bob.call(.get, "/api/v1/spaces/\(jones)/members")).last?["accountId"]?.stringValue)
-                #expect(try await bob.call(.delete, "/api/v1/spaces/\(jones)/members/\(aliceID)").status == .noContent)
-                #expect(try await stream.next(where: Self.isSpaces) == [Self.spaces([(home, "owner")])])
-            }
+        try await LiveHubTests.twoInstances { one, two in
+            let alice = try await APIClient.signedUp(one)
+            let bob = try await APIClient.signedUp(one, username: "bob", family: "Jones")
+            let home = try #require(SpacesHTTPTests.array(try await alice.call(.get, "/api/v1/spaces")).first?["id"]?.stringValue)
+            let jones = try #require(SpacesHTTPTests.array(try await bob.call(.get, "/api/v1/spaces")).first?["id"]?.stringValue)
+            let stream = try EventStreamReader(port: try #require(two.port), path: "/api/v1/changes?spaces=all", token: alice.token)
+            defer { stream.disconnect() }
+            _ = try await stream.next(where: Self.isChange(of: home))
+            #expect(try await SpacesHTTPTests.accept(alice, try await SpacesHTTPTests.invite(bob, jones, role: "reader")).status == .ok)
+            #expect(
+                try await stream.next(where: Self.isChange(of: jones)) == [
+                    Self.spaces([(home, "owner"), (jones, "reader")]), Self.change(jones, try await Self.date(bob, jones)),
+                ])
+            #expect(try await bob.call(.put, "/api/v1/contacts/b1", body: #"{"firstName":"Bo"}"#).status == .ok)
+            #expect(try await stream.next(where: Self.isChange(of: jones)) == [Self.change(jones, try await Self.date(bob, jones))])
+            let aliceID = try #require(
+                SpacesHTTPTests.array(try await bob.call(.get, "/api/v1/spaces/\(jones)/members")).last?["accountId"]?.stringValue)
+            #expect(try await bob.call(.delete, "/api/v1/spaces/\(jones)/members/\(aliceID)").status == .noContent)
+            #expect(try await stream.next(where: Self.isSpaces) == [Self.spaces([(home, "owner")])])
         }
     }
 }

@@ -203,39 +203,33 @@ struct SpacesHTTPTests {
 
     @Test("a removed member's cached session stops working on another instance, and its stream of the space ends")
     func removedEverywhere() async throws {
-        let url = try DatabaseURL(parsing: try await TestPostgres.shared.newDatabaseURL())
-        // Streams last an hour at most: one that ends within this test ended because of the removal.
-        let first = try await LiveHubTests.app(url, maxDuration: .seconds(3600))
-        let second = try await LiveHubTests.app(url, maxDuration: .seconds(3600))
-        try await HangWatch.watched(first, "first", mode: .router) { one in
-            try await HangWatch.watched(second, "second", mode: .live) { two in
-                let alice = try await APIClient.signedUp(one)
-                let bobHere = try await APIClient.signedUp(one, username: "bob", family: "Jones")
-                let space = try #require(Self.array(try await alice.call(.get, "/api/v1/spaces")).first?["id"]?.stringValue)
-                #expect(try await Self.accept(bobHere, try await Self.invite(alice, space, role: "member")).status == .ok)
-                let bob = APIClient(client: two, token: bobHere.token)
-                // Cached on the second instance.
-                #expect(try await bob.call(.get, "/api/v1/spaces/\(space)/ctcsync").status == .ok)
-                let bobID = try #require(
-                    Self.array(try await alice.call(.get, "/api/v1/spaces/\(space)/members")).last?["accountId"]?.stringValue)
-                // His stream of the space, on the second instance (a connection of its own: the test client's one
-                // connection answers in order), runs until he is removed; curl gives up after 10 minutes (and fails the
-                // test: a generous ceiling, not a measure).
-                let port = try #require(two.port)
-                async let stream = TestPostgres.run([
-                    "curl", "-s", "-N", "-m", "600", "-H", "Authorization: Bearer \(bobHere.token ?? "")",
-                    "http://127.0.0.1:\(port)/api/v1/spaces/\(space)/changes",
-                ])
-                try await HardeningHTTPTests.waitForStreams(two, count: 1)
-                #expect(try await alice.call(.delete, "/api/v1/spaces/\(space)/members/\(bobID)").status == .noContent)
-                // The stream ends with the membership (its maximum duration is an hour).
-                let streamed = try await stream
-                #expect(streamed.hasPrefix("retry: 2000"), "\(streamed.prefix(200))")
-                // The second instance answers 404 once the revocation notice arrives (its cached session would last 60 s).
-                // The stream above ended on that same notice, so the next call already sees it.
-                let status = try await bob.call(.get, "/api/v1/spaces/\(space)/ctcsync").status
-                #expect(status == .notFound)
-            }
+        try await LiveHubTests.twoInstances { one, two in
+            let alice = try await APIClient.signedUp(one)
+            let bobHere = try await APIClient.signedUp(one, username: "bob", family: "Jones")
+            let space = try #require(Self.array(try await alice.call(.get, "/api/v1/spaces")).first?["id"]?.stringValue)
+            #expect(try await Self.accept(bobHere, try await Self.invite(alice, space, role: "member")).status == .ok)
+            let bob = APIClient(client: two, token: bobHere.token)
+            // Cached on the second instance.
+            #expect(try await bob.call(.get, "/api/v1/spaces/\(space)/ctcsync").status == .ok)
+            let bobID = try #require(
+                Self.array(try await alice.call(.get, "/api/v1/spaces/\(space)/members")).last?["accountId"]?.stringValue)
+            // His stream of the space, on the second instance (a connection of its own: the test client's one
+            // connection answers in order), runs until he is removed; curl gives up after 10 minutes (and fails the
+            // test: a generous ceiling, not a measure).
+            let port = try #require(two.port)
+            async let stream = TestPostgres.run([
+                "curl", "-s", "-N", "-m", "600", "-H", "Authorization: Bearer \(bobHere.token ?? "")",
+                "http://127.0.0.1:\(port)/api/v1/spaces/\(space)/changes",
+            ])
+            try await HardeningHTTPTests.waitForStreams(two, count: 1)
+            #expect(try await alice.call(.delete, "/api/v1/spaces/\(space)/members/\(bobID)").status == .noContent)
+            // The stream ends with the membership (its maximum duration is an hour).
+            let streamed = try await stream
+            #expect(streamed.hasPrefix("retry: 2000"), "\(streamed.prefix(200))")
+            // The second instance answers 404 once the revocation notice arrives (its cached session would last 60 s).
+            // The stream above ended on that same notice, so the next call already sees it.
+            let status = try await bob.call(.get, "/api/v1/spaces/\(space)/ctcsync").status
+            #expect(status == .notFound)
         }
     }
 
