@@ -40,7 +40,11 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        // Sign-in with identity providers (protocol §14): ID tokens verified by a maintained JWT library, key sets
+        // fetched over HTTPS.
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
@@ -76,6 +80,9 @@ let package = Package(
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth", condition: server),
                 .product(name: "NIOCore", package: "swift-nio", condition: server),
                 .product(name: "NIOPosix", package: "swift-nio", condition: server),
+                .product(name: "JWTKit", package: "jwt-kit", condition: server),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -149,6 +156,9 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "NIOCore", package: "swift-nio", condition: server),
+                // The identity tests mint their own keys and ID tokens.
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "CryptoExtras", package: "swift-crypto", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
