@@ -41,6 +41,10 @@ public struct AppConfiguration: Sendable {
     public var quotas = FamilyQuotas()
     /// How many spaces one account may own and belong to (protocol §15).
     public var spaces = SpaceLimits()
+    /// The identity providers `POST /token` trusts (`--identity FILE`, protocol §14); nil: none.
+    public var identity: IdentityProviders?
+    /// How a provider's key set is read (tests serve their own).
+    public var keySetFetcher = KeySetFetcher.standard
     /// `GET /changes` without a change hub (a bare router): how often a stream reads the family's counter.
     public var changesPollInterval = Duration.seconds(1)
     /// `GET /changes` with a hub: how often an idle stream re-checks its token anyway (token expiry), and its counter

@@ -135,7 +135,8 @@ public func buildRouter(
         onUsernameLocked: { name in
             logger.warning("login throttled for every address: many failures for one username", metadata: ["username_sha256": "\(name)"])
             lockedUsernames.increment()
-        }, collections: collections, wakeStreams: { hub?.notify(family: $0) })
+        }, collections: collections, wakeStreams: { hub?.notify(family: $0) },
+        identity: configuration.identity.map { IdentityVerifier(providers: $0, fetcher: configuration.keySetFetcher) })
     let router = Router(context: AppRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(registry: metrics))
     router.add(middleware: CompressionMiddleware())

@@ -288,6 +288,66 @@ extension DataModel {
             "security": []
            }
           },
+          "/api/v1/token": {
+           "post": {
+            "operationId": "exchangeIdToken",
+            "tags": [
+             "accounts"
+            ],
+            "summary": "Sign in with an identity provider's ID token",
+            "description": "No authentication (protocol §14). Exchanges an OpenID Connect ID token of a provider named in the server's `--identity` file for a SyncAPI token. The account is the identity (`iss`, `sub`): the first exchange makes it (`created`: true), with a home space named `space` when the body gives one (its owner, as signup makes a family), else with no space (it joins one by invitation); later exchanges sign the same account in, and `space` is ignored. The token must carry a `kid` of the provider's key set, use one of its algorithms (never `none` nor an HMAC), verify, name the provider's issuer and one of its audiences, not be expired nor not yet valid (60 s of leeway), and have a `sub`; otherwise 401 `invalid_credentials` whose detail names the failed check (`malformed`, `issuer`, `algorithm`, `unknown key`, `signature`, `audience`, `expired`, `not yet valid`, `subject`). Exchanges are admitted per client address like logins, and refused ones count against the address like failed logins (429 past the limit). A server with no `--identity` refuses every exchange (401, `issuer`).",
+            "requestBody": {
+             "required": true,
+             "content": {
+              "application/json": {
+               "schema": {
+                "$ref": "#/components/schemas/TokenRequest"
+               }
+              }
+             }
+            },
+            "responses": {
+             "200": {
+              "description": "Signed in.",
+              "content": {
+               "application/json": {
+                "schema": {
+                 "$ref": "#/components/schemas/IdentityGrant"
+                }
+               }
+              }
+             },
+             "400": {
+              "$ref": "#/components/responses/BadRequest"
+             },
+             "401": {
+              "description": "401 `invalid_credentials`: the ID token was refused; the detail names the check.",
+              "content": {
+               "application/problem+json": {
+                "schema": {
+                 "$ref": "#/components/schemas/Problem"
+                }
+               }
+              },
+              "headers": {
+               "WWW-Authenticate": {
+                "$ref": "#/components/headers/WWWAuthenticate"
+               }
+              }
+             },
+             "413": {
+              "$ref": "#/components/responses/PayloadTooLarge"
+             },
+             "429": {
+              "$ref": "#/components/responses/TooManyRequests"
+             },
+             "503": {
+              "$ref": "#/components/responses/Unavailable"
+             }
+            },
+            "security": []
+           }
+          },
           "/api/v1/logout": {
            "post": {
             "operationId": "logout",
@@ -1669,6 +1729,65 @@ extension DataModel {
             },
             "additionalProperties": false,
             "description": "Unknown members answer 400 `unknown_field`; invalid ones 400 `invalid_field`."
+           },
+           "TokenRequest": {
+            "type": "object",
+            "required": [
+             "idToken"
+            ],
+            "properties": {
+             "idToken": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 16384,
+              "description": "The provider's ID token (a signed JWT)."
+             },
+             "space": {
+              "allOf": [
+               {
+                "$ref": "#/components/schemas/Name"
+               }
+              ],
+              "description": "On a first exchange, the name of the account's new home space; ignored afterwards."
+             }
+            },
+            "additionalProperties": false
+           },
+           "IdentityGrant": {
+            "type": "object",
+            "description": "What an exchange hands the client, members in this order.",
+            "required": [
+             "token",
+             "accountId",
+             "expiresAt",
+             "spaces",
+             "created"
+            ],
+            "properties": {
+             "token": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 512,
+              "description": "Bearer token, as a login's. Send as `Authorization: Bearer <token>`."
+             },
+             "accountId": {
+              "$ref": "#/components/schemas/AccountId"
+             },
+             "expiresAt": {
+              "$ref": "#/components/schemas/Timestamp"
+             },
+             "spaces": {
+              "type": "array",
+              "items": {
+               "$ref": "#/components/schemas/Space"
+              }
+             },
+             "created": {
+              "type": "boolean",
+              "description": "True when this exchange made the account."
+             }
+            },
+            "additionalProperties": false
            },
            "LoginRequest": {
             "type": "object",

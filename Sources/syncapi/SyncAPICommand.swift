@@ -168,6 +168,11 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Most accounts of one family.") var maxAccountsPerFamily = 20
     @Option(help: "Most spaces one account owns.") var maxOwnedSpacesPerAccount = SpaceLimits().owned
     @Option(help: "Most spaces one account belongs to.") var maxSpacesPerAccount = SpaceLimits().memberships
+    @Option(
+        help:
+            "A JSON file of the OpenID Connect providers whose ID tokens POST /api/v1/token exchanges (protocol §14; docs/operations.md)."
+    )
+    var identity: String?
     @Option(help: "Most live items of one family.") var maxItemsPerFamily: Int64 = FamilyQuotas().items
     @Option(help: "Most bytes of item content one family stores.") var maxStoredBytesPerFamily: Int64 = FamilyQuotas().storedBytes
     @Option(help: "Most bytes of media one family stores.") var maxMediaBytesPerFamily: Int64 = FamilyQuotas().mediaBytes
@@ -235,6 +240,13 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--max-owned-spaces-per-account and --max-spaces-per-account are at least 1")
         }
         configuration.spaces = SpaceLimits(owned: maxOwnedSpacesPerAccount, memberships: maxSpacesPerAccount, members: maxAccountsPerFamily)
+        if let identity {
+            do {
+                configuration.identity = try IdentityProviders.load(path: identity)
+            } catch {
+                throw ValidationError("--identity: \(error)")
+            }
+        }
         let connections =
             databaseConnections ?? ProcessInfo.processInfo.environment["SYNCAPI_DATABASE_CONNECTIONS"].flatMap { Int($0) }
             ?? PoolSize.defaultConnections

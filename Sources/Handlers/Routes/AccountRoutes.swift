@@ -1,7 +1,7 @@
 import Hummingbird
 import SyncAPI
 
-/// `POST /signup`, `/login`, `/logout`, `/password`, `/accounts` (protocol §1).
+/// `POST /signup`, `/login`, `/logout`, `/password`, `/accounts` (protocol §1), and `/token` (§14).
 struct AccountRoutes {
     /// The most an account call's body takes (signup, login, password, a new account: a few hundred bytes): a body
     /// declared larger is 413 before a byte of it is read, and one sent larger stops being read there, so bodies
@@ -16,8 +16,12 @@ struct AccountRoutes {
     static func bodyLimit(_ path: String, itemLimit: Int) -> Int {
         var trimmed = Substring(path)
         while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        if trimmed == "/api/v1/token" { return min(itemLimit, tokenBodyMaxBytes) }
         return paths.contains(trimmed) ? min(itemLimit, bodyMaxBytes) : itemLimit
     }
+
+    /// `POST /token`'s body: an ID token of at most 16 KiB, and a space's name.
+    static let tokenBodyMaxBytes = 20 << 10
 
     let accounts: AccountService
     let bodyMaxBytes: Int
@@ -46,6 +50,17 @@ struct AccountRoutes {
                     try logins.admit(client)
                     let grant = try await accounts.login(try await HTTPBodies.json(request, limit: bodyMaxBytes), client: client)
                     return HTTPBodies.response(.ok, json: grant.json)
+                }
+            ])
+        // Protocol §14: an identity provider's ID token for a SyncAPI token, admitted per address like a login.
+        group.resource(
+            "token",
+            [
+                .post: { request, context in
+                    let client = clientAddress.address(request, context)
+                    try logins.admit(client)
+                    let body = try await HTTPBodies.json(request, limit: Self.tokenBodyMaxBytes)
+                    return HTTPBodies.response(.ok, json: try await accounts.exchange(body, client: client).json)
                 }
             ])
     }

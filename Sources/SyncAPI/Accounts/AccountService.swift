@@ -59,12 +59,16 @@ public struct AccountService: Sendable {
     /// The model's collections: its family-scoped singleton (created at signup from the family's name) and its
     /// account-scoped singleton (created with its defaults for each account).
     let collections: CollectionRegistry
+    /// The identity providers `POST /token` trusts (nil: none, and every exchange is refused).
+    let identity: IdentityVerifier?
 
     public init(
         store: any SyncStore, hasher: any PasswordHasher, settings: Settings = Settings(), sessions: SessionCache? = nil,
         now: @escaping @Sendable () -> Int64 = WallClock.nowMs, onUsernameLocked: @escaping @Sendable (String) -> Void = { _ in },
-        collections: CollectionRegistry, wakeStreams: @escaping @Sendable (String) -> Void = { _ in }
+        collections: CollectionRegistry, wakeStreams: @escaping @Sendable (String) -> Void = { _ in },
+        identity: IdentityVerifier? = nil
     ) {
+        self.identity = identity
         self.wakeStreams = wakeStreams
         self.collections = collections
         self.store = store
@@ -208,8 +212,11 @@ public struct AccountService: Sendable {
         }
     }
 
-    private func newAccount(username: String, password: String, displayName: String?) async throws -> NewAccount {
+    /// A new account's rows. An identity account (protocol §14) has neither: its username is `~` and its id (which no
+    /// one can type: usernames are A-Z a-z 0-9 . _ -) and its password hash `!` (which no password matches).
+    func newAccount(username: String?, password: String?, displayName: String?) async throws -> NewAccount {
         let id = DatabaseIdentity.uuid()
+        let username = username ?? "~" + id
         let profile = ItemBody.make(
             id: id, content: [("username", .string(username)), ("displayName", .string(displayName ?? username))],
             serverFields: [], modifiedMs: now())
@@ -217,8 +224,10 @@ public struct AccountService: Sendable {
         let settings = try singleton.map { spec in
             ItemBody.make(id: id, content: try spec.schema.canonicalContent(of: .object([]), pathID: id), serverFields: [], modifiedMs: now())
         }
+        var hash = "!"
+        if let password { hash = try await hasher.hash(password) }
         return NewAccount(
-            id: id, username: username, displayName: displayName ?? username, passwordHash: try await hasher.hash(password),
+            id: id, username: username, displayName: displayName ?? username, passwordHash: hash,
             profileBody: profile, settingsBody: settings ?? "", settingsCollection: singleton?.name)
     }
 
@@ -333,7 +342,7 @@ public struct AccountService: Sendable {
     }
 
     /// A new token for the account; its `familyId` names the account's home space.
-    private func grant(accountID: String) async throws -> Grant {
+    func grant(accountID: String) async throws -> Grant {
         let token = BearerToken.generate()
         let hash = BearerToken.storageHash(token)
         let expiresMs = now() + settings.tokenLifetimeSeconds * 1000

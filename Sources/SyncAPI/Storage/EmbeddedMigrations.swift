@@ -243,6 +243,21 @@ public enum EmbeddedMigrations {
             CREATE INDEX families_emptied ON families (emptied_ms) WHERE emptied_ms IS NOT NULL;
             """#
         ),
+        (
+            "010_identities.sql",
+            #"""
+            -- Accounts of identity providers (protocol §14): the same (issuer, subject) is always the same account, and the same
+            -- subject from two issuers two accounts. An identity account has no password (its hash is "!", which no password
+            -- matches) and a username no one can type ("~" and its id).
+            CREATE TABLE identities (
+                issuer     TEXT COLLATE "C" NOT NULL,
+                subject    TEXT COLLATE "C" NOT NULL,
+                account_id TEXT COLLATE "C" NOT NULL UNIQUE REFERENCES accounts (id),
+                created_ms BIGINT NOT NULL,
+                PRIMARY KEY (issuer, subject)
+            );
+            """#
+        ),
     ]
     /// Migrations for sqlite: (name, SQL) in order.
     public static let sqlite: [(name: String, sql: String)] = [
@@ -419,6 +434,19 @@ public enum EmbeddedMigrations {
             -- A space whose last member left is deleted with its data after the tombstone retention; see the PostgreSQL migration.
             ALTER TABLE families ADD COLUMN emptied_ms INTEGER;
             CREATE INDEX families_emptied ON families (emptied_ms) WHERE emptied_ms IS NOT NULL;
+            """#
+        ),
+        (
+            "008_identities.sql",
+            #"""
+            -- Accounts of identity providers (protocol §14); see the PostgreSQL migration.
+            CREATE TABLE identities (
+                issuer     TEXT NOT NULL,
+                subject    TEXT NOT NULL,
+                account_id TEXT NOT NULL UNIQUE REFERENCES accounts (id),
+                created_ms INTEGER NOT NULL,
+                PRIMARY KEY (issuer, subject)
+            ) WITHOUT ROWID;
             """#
         ),
     ]

@@ -299,3 +299,20 @@ public struct RecordedModel: Sendable, Equatable {
         self.generations = generations
     }
 }
+
+/// The space an identity account is made in (`AccountStore.createIdentityAccount`).
+public struct NewSpace: Sendable {
+    public let id: String
+    public let name: String
+    /// Its family-scoped singleton's item, when the model has one.
+    public let familyItem: RowWrite?
+    /// Whether the account becomes its owner (a `"space"` named on the exchange) or only is made in it (none named).
+    public let member: Bool
+
+    public init(id: String, name: String, familyItem: RowWrite?, member: Bool) {
+        self.id = id
+        self.name = name
+        self.familyItem = familyItem
+        self.member = member
+    }
+}

@@ -40,6 +40,15 @@ public protocol AccountStore: Sendable {
     /// Creates a family (its change counter, its family-scoped singleton's item when the model has one) and its first
     /// account, its owner; throws `username_taken`.
     func createFamily(id: String, name: String, familyItem: RowWrite?, account: NewAccount, nowMs: Int64) async throws
+    /// The account an identity (`issuer`, `subject`) signed in as, if any (protocol §14).
+    func identityAccount(issuer: String, subject: String) async throws -> String?
+    /// Creates the account of an identity's first exchange in a new space `space`: with `member`, as `/signup` does (its
+    /// home, the account its owner); without, a space the account is only made in (it belongs to no space, and the
+    /// space goes when the account does). Returns the identity's account, `created` false when another exchange made it
+    /// first (nothing of this one is kept).
+    func createIdentityAccount(
+        _ account: NewAccount, issuer: String, subject: String, space: NewSpace, nowMs: Int64
+    ) async throws -> (accountID: String, created: Bool)
     /// Adds an account to a family, as a member, and publishes its profile as a change of the family; throws
     /// `username_taken`, and 403 `quota_exceeded` when the family holds `maxAccounts` already (counted under the
     /// family's lock).

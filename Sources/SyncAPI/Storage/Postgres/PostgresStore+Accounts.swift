@@ -77,6 +77,7 @@ extension PostgresStore {
                 try await notifyRevocation(accountID: accountID, also: [familyID], on: conn)
                 // Its tokens and memberships first: they reference the account.
                 try await conn.query("DELETE FROM tokens WHERE account_id = \(accountID)", logger: logger)
+                try await conn.query("DELETE FROM identities WHERE account_id = \(accountID)", logger: logger)
                 try await conn.query(
                     """
                     DELETE FROM items WHERE family_id IN (SELECT space_id FROM memberships WHERE account_id = \(accountID))

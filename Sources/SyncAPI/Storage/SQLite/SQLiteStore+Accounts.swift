@@ -58,6 +58,7 @@ extension SQLiteStore {
             }
             // Its tokens and memberships first: they reference the account.
             try db.executeCached(sql: "DELETE FROM tokens WHERE account_id = ?", arguments: [accountID])
+            try db.executeCached(sql: "DELETE FROM identities WHERE account_id = ?", arguments: [accountID])
             try Self.markEmptied(leaving: accountID, nowMs: nowMs, db: db)
             try db.executeCached(sql: "DELETE FROM memberships WHERE account_id = ?", arguments: [accountID])
             try db.executeCached(sql: "DELETE FROM accounts WHERE id = ? AND family_id = ?", arguments: [accountID, familyID])

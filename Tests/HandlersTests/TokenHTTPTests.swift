@@ -1,0 +1,113 @@
+import Foundation
+import HTTPTypes
+import Handlers
+import Hummingbird
+import HummingbirdTesting
+import SyncAPI
+import TestSupport
+import Testing
+
+/// Protocol §14 over HTTP: `POST /api/v1/token` exchanges a provider's ID token for a SyncAPI token, the account being
+/// the identity (`iss`, `sub`), on both backends.
+@Suite("Sign-in with an identity provider", .sharingTheMachine)
+struct TokenHTTPTests {
+    /// An app trusting `providers` (each with its key set in a file of the test's).
+    static func run(
+        _ backend: Backend, _ providers: [TestIdentityProvider], _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void
+    ) async throws {
+        var configured: [IdentityProvider] = []
+        for (index, idp) in providers.enumerated() {
+            let path = TestScratch.path("jwks-", suffix: ".json")
+            try idp.jwks().write(toFile: path, atomically: true, encoding: .utf8)
+            configured.append(idp.provider(name: "idp\(index)", keySet: .file(path)))
+        }
+        let identity = try IdentityProviders(configured)
+        try await TestApp.run(backend, configure: { $0.identity = identity }, body)
+    }
+
+    static func exchange(_ client: any TestClientProtocol, _ token: String, space: String? = nil) async throws -> APIClient.Answer {
+        let body = space.map { #"{"idToken":"\#(token)","space":"\#($0)"}"# } ?? #"{"idToken":"\#(token)"}"#
+        return try await APIClient(client: client).call(.post, "/api/v1/token", body: body)
+    }
+
+    @Test(
+        "a first exchange makes the account (with a home space when named), later ones sign it in; two issuers, two accounts",
+        arguments: Backend.allCases)
+    func exchanges(backend: Backend) async throws {
+        let apple = try TestIdentityProvider(issuer: "https://appleid.example")
+        let google = try TestIdentityProvider(issuer: "https://accounts.google.example")
+        try await Self.run(backend, [apple, google]) { client in
+            let first = try await Self.exchange(client, try apple.token(apple.claims(subject: "001")), space: "Smith")
+            #expect(first.status == .ok && first.json?["created"] == .bool(true), "\(first.body)")
+            let accountID = try #require(first.json?["accountId"]?.stringValue)
+            guard case .array(let spaces)? = first.json?["spaces"] else { throw TestFailure("no spaces: \(first.body)") }
+            #expect(spaces.count == 1 && spaces.first?["name"] == .string("Smith") && spaces.first?["role"] == .string("owner"))
+            let ann = APIClient(client: client, token: try #require(first.json?["token"]?.stringValue))
+            #expect(try await ann.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"Ann"}"#).status == .ok)
+            let space = try #require(spaces.first?["id"]?.stringValue)
+            let members = SpacesHTTPTests.array(try await ann.call(.get, "/api/v1/spaces/\(space)/members"))
+            #expect(members.first?["displayName"] == .string("Ann Example"), "the provider's name claim")
+
+            // The same identity again: the same account, nothing made.
+            let again = try await Self.exchange(client, try apple.token(apple.claims(subject: "001"), signedWith: .ec), space: "Ignored")
+            #expect(again.json?["created"] == .bool(false) && again.json?["accountId"] == .string(accountID), "\(again.body)")
+            #expect(SpacesHTTPTests.array(try await ann.call(.get, "/api/v1/spaces")).count == 1)
+            // The same subject from another issuer: another account.
+            let other = try await Self.exchange(client, try google.token(google.claims(subject: "001")))
+            #expect(other.json?["created"] == .bool(true) && other.json?["accountId"] != .string(accountID), "\(other.body)")
+            // Without a space it belongs to none: its unprefixed paths answer 404 until it joins one by invitation.
+            guard case .array(let none)? = other.json?["spaces"] else { throw TestFailure("no spaces: \(other.body)") }
+            #expect(none.isEmpty)
+            let ben = APIClient(client: client, token: try #require(other.json?["token"]?.stringValue))
+            #expect(try await ben.call(.get, "/api/v1/ctcsync").status == .notFound)
+            #expect(try await SpacesHTTPTests.accept(ben, try await SpacesHTTPTests.invite(ann, space, role: "reader")).status == .ok)
+            let read = try await ben.call(.get, "/api/v1/ctcsync")
+            #expect(read.status == .ok && SpacesHTTPTests.ids(read.json?["updated"]) == ["c1"], "\(read.body)")
+            // Its token behaves like a login's: logout ends it at once.
+            #expect(try await ben.call(.post, "/api/v1/logout").status == .noContent)
+            #expect(try await ben.call(.get, "/api/v1/ctcsync").status == .unauthorized)
+            // Identity accounts have no password: their username cannot be typed, and login refuses it.
+            let login = try await APIClient(client: client).call(
+                .post, "/api/v1/login", body: #"{"username":"~\#(accountID)","password":"anything!"}"#)
+            #expect(login.status == .badRequest || login.status == .unauthorized)
+        }
+    }
+
+    @Test("refused tokens answer 401 invalid_credentials naming the check, count against the address, and never 5xx", arguments: Backend.allCases)
+    func refusals(backend: Backend) async throws {
+        let idp = try TestIdentityProvider()
+        try await Self.run(backend, [idp]) { client in
+            let expired = try await Self.exchange(client, try idp.token(idp.claims(now: Date().timeIntervalSince1970 - 3600)))
+            #expect(expired.status == .unauthorized && expired.json?["code"] == .string("invalid_credentials"))
+            #expect(expired.json?["detail"]?.stringValue?.contains("(expired)") == true, "\(expired.body)")
+            #expect(expired.headers[.contentType] == "application/problem+json")
+            for body in [#"{}"#, #"{"idToken": 5}"#, #"{"idToken": "x", "space": ""}"#, "[]", "not json"] {
+                let answer = try await APIClient(client: client).call(.post, "/api/v1/token", body: body)
+                #expect(answer.status == .badRequest, "\(body): \(answer.status) \(answer.body)")
+            }
+            // A group never exchanges (POST is not a sub-request's method).
+            let api = try await APIClient.signedUp(client)
+            let group = try await api.call(
+                .post, "/api/v1/group", body: #"{"requests":[{"id":"t","method":"POST","url":"/api/v1/token","body":{"idToken":"x"}}]}"#)
+            #expect(SpacesHTTPTests.statuses(group) == [.number(400)], "\(group.body)")
+            // Exchanges are admitted per address like logins, and failed ones count against it like failed logins (the
+            // ones above included): within 30, 429, even for a good token.
+            var statuses: [HTTPResponse.Status] = []
+            while statuses.last != .tooManyRequests, statuses.count < 40 {
+                statuses.append(try await Self.exchange(client, "garbage.token.here").status)
+            }
+            #expect(statuses.dropLast().allSatisfy { $0 == .unauthorized } && statuses.last == .tooManyRequests, "\(statuses)")
+            #expect(statuses.count <= 30)
+            #expect(try await Self.exchange(client, try idp.token(idp.claims())).status == .tooManyRequests)
+        }
+    }
+
+    @Test("a server that trusts no provider refuses every exchange with 401")
+    func noProviders() async throws {
+        let idp = try TestIdentityProvider()
+        try await TestApp.run(.sqlite) { client in
+            let answer = try await Self.exchange(client, try idp.token(idp.claims()))
+            #expect(answer.status == .unauthorized && answer.json?["detail"]?.stringValue?.contains("(issuer)") == true, "\(answer.body)")
+        }
+    }
+}
