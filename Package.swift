@@ -16,7 +16,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v16)],
     products: [
         .executable(name: "syncapi", targets: ["syncapi"]),
-        // The Swift SDK, for apps: `.package(url: "https://github.com/…/syncapi.git", from: "0.2.0")` and
+        // The Swift SDK, for apps: `.package(url: "https://github.com/…/syncapi.git", branch: "main", traits: [])` and
         // `.product(name: "SyncClient", package: "syncapi", condition: server)`. It builds from GRDB and Foundation alone: SwiftPM resolves
         // only the packages of the products an app uses (the server's are never fetched for it).
         .library(name: "SyncClient", targets: ["SyncClient"]),

@@ -6,7 +6,7 @@ struct Arguments {
     var positional: [String] = []
     var options: [String: String] = [:]
     var flags: Set<String> = []
-    static let flagNames: Set<String> = ["json", "discard", "help", "insecure"]
+    static let flagNames: Set<String> = ["json", "discard", "erase-failed", "help", "insecure"]
 
     init(_ arguments: [String]) throws {
         var index = 0

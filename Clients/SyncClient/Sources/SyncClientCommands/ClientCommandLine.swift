@@ -7,9 +7,11 @@ import SyncClient
 public enum ClientCommandLine {
     public static let usage = """
         usage: syncapi client <command> --server URL --replica FILE [--json] [--page-size N] [--insecure]
-          signup --family F --username U      the password: SYNCAPI_PASSWORD, or one line on standard input
-          login --username U                  (never an argument: ps and shell history would show it)
-          logout [--discard]          push unsent writes (or discard them), revoke the token, empty the replica
+          signup --family F --username U [--discard]   the password: SYNCAPI_PASSWORD, or one line on standard
+          login --username U [--discard]               input (never an argument: ps and shell history would show it);
+                                      another account than the replica's is refused while writes wait, unless --discard
+          logout [--discard] [--erase-failed]   push unsent writes (or discard them), revoke the token, empty the
+                                      replica; the failed writes stay (for `pending`) unless --erase-failed
           sync                        push, then one group of every sync, applied in one transaction
           ls <collection> [--parent ID]
           get <collection> <id> [--parent ID]
@@ -76,13 +78,17 @@ public enum ClientCommandLine {
         switch command {
         case "signup":
             try await client.signUp(
-                family: try arguments.option("family"), username: try arguments.option("username"), password: try arguments.password())
+                family: try arguments.option("family"), username: try arguments.option("username"), password: try arguments.password(),
+                discardingPendingWrites: arguments.flags.contains("discard"))
             print(json ? Output.json(Output.Signed(signedIn: true)) : "signed up and signed in")
         case "login":
-            try await client.logIn(username: try arguments.option("username"), password: try arguments.password())
+            try await client.logIn(
+                username: try arguments.option("username"), password: try arguments.password(),
+                discardingPendingWrites: arguments.flags.contains("discard"))
             print(json ? Output.json(Output.Signed(signedIn: true)) : "signed in")
         case "logout":
-            try await client.logOut(discardingPendingWrites: arguments.flags.contains("discard"))
+            try await client.logOut(
+                discardingPendingWrites: arguments.flags.contains("discard"), erasingFailedWrites: arguments.flags.contains("erase-failed"))
             print(json ? Output.json(Output.Signed(signedIn: false)) : "signed out; the replica is empty")
         case "sync":
             let report = try await client.sync()

@@ -80,7 +80,11 @@ extension FakeSyncServer {
                 [
                     "version": "fake", "tombstoneRetentionSeconds": 2_592_000, "signup": true, "mediaMaxBytes": 20_971_520,
                     "mediaTypes": ["image/jpeg", "image/png"],
-                    "limits": ["groupMaxRequests": 20, "nbMax": 500, "maxChildren": 100, "bodyMaxBytes": 1_048_576],
+                    "limits": [
+                        "groupMaxRequests": .number(JSONNumber(state.limits.groupMaxRequests)), "nbMax": .number(JSONNumber(state.limits.nbMax)),
+                        "maxChildren": .number(JSONNumber(state.limits.maxChildren)),
+                        "bodyMaxBytes": .number(JSONNumber(state.limits.bodyMaxBytes)),
+                    ],
                 ])
         case ("GET", "/model"):
             return Self.json(200, modelAnswer)
@@ -98,8 +102,12 @@ extension FakeSyncServer {
         case ("POST", "/logout"):
             return HTTPAnswer(status: 204, headers: [:], body: Data())
         case ("POST", "/group"):
+            let requests = body?["requests"]?.arrayValue ?? []
+            guard (1...max(1, state.limits.groupMaxRequests)).contains(requests.count) else {
+                return Self.problem(400, code: "invalid_group")
+            }
             var responses: [JSONValue] = []
-            for request in body?["requests"]?.arrayValue ?? [] {
+            for request in requests {
                 let sub = HTTPCall(
                     method: request["method"]?.stringValue ?? "GET",
                     url: URL(string: "http://fake" + (request["url"]?.stringValue ?? "/"))!,

@@ -6,13 +6,14 @@ import Synchronization
 /// (`configuration.transport = server`) and script it. It takes sign-up and login, `POST /group`, the item calls
 /// (PUT, PATCH, GET, DELETE, with ETags and `If-Match`), `GET /model` and the sync endpoints of its model (the
 /// default model's unless given another, e.g. an app's generated `ServerModel`), and media. Every
-/// sync is answered whole (`sync: false`), which the protocol allows and keeps the fake exact. Spaces (protocol §15):
+/// sync is answered whole (`sync: false`), which the protocol allows and keeps the fake exact. Its `limits` are served
+/// and enforced (400 `invalid_group`, 413), and may be lowered mid-test. Spaces (protocol §15):
 /// the account is the owner of its home space, `familyID`; `join(space:role:)` and `leave(space:)` change its
 /// memberships; each space has its own items and date of sync, served under `/spaces/{id}` (404 outside the account's
 /// spaces), listed by `GET /spaces` and followed by `GET /changes?spaces=all`. Scripting: `failNext(_:status:)` (a 503
-/// or any status), `isOffline` (no answer at all), `edit(_:id:json:)` and `remove(_:id:)` (another device's write: the
-/// next push of the same item gets a 412; `space:` for another space than the home one), `revokeSessions()` (every
-/// token stops working), `items(_:)` and `calls`.
+/// or any status), `answerNext(_:)` (any answer, as given), `isOffline` (no answer at all), `edit(_:id:json:)` and
+/// `remove(_:id:)` (another device's write: the next push of the same item gets a 412; `space:` for another space than
+/// the home one), `revokeSessions()` (every token stops working), `limits`, `items(_:)` and `calls`.
 public final class FakeSyncServer: HTTPTransport, Sendable {
     /// Thrown instead of an answer while `isOffline` (the SDK reads it as a network failure).
     public struct Offline: Error {}
@@ -39,6 +40,10 @@ public final class FakeSyncServer: HTTPTransport, Sendable {
         var revoked = false
         var media: [String: Data] = [:]
         var failures: [Int] = []
+        /// Answers given as they are to the next calls (`answerNext`).
+        var scripted: [HTTPAnswer] = []
+        /// What `GET /api/v1/` says and what the groups and bodies are held to.
+        var limits = ServerDescription.Limits()
         var offline = false
         var calls: [String] = []
         var accounts: [String: String] = [:]  // username → password
@@ -61,6 +66,21 @@ public final class FakeSyncServer: HTTPTransport, Sendable {
     /// The next `count` calls answer `status` (503 by default: transient, retried by the SDK).
     public func failNext(_ count: Int = 1, status: Int = 503) {
         state.withLock { $0.failures += Array(repeating: status, count: count) }
+    }
+
+    /// The next call gets `answer` as it is (any status, headers and body: a proxy's error page, an answer far larger
+    /// than the client reads), after the scripted failures; several calls queue their answers in order.
+    public func answerNext(_ answer: HTTPAnswer) {
+        state.withLock { $0.scripted.append(answer) }
+    }
+
+    /// The server's limits (protocol §8), as `GET /api/v1/` says them and as it holds calls to them: a group of more
+    /// than `groupMaxRequests` calls answers 400 `invalid_group`, a body over `bodyMaxBytes` 413 `payload_too_large`
+    /// (media aside). Lower them mid-test to play an operator who changed `--group-max-requests` or
+    /// `--body-max-bytes`.
+    public var limits: ServerDescription.Limits {
+        get { state.withLock { $0.limits } }
+        set { state.withLock { $0.limits = newValue } }
     }
 
     /// While true, no call gets an answer (offline).
@@ -114,6 +134,10 @@ public final class FakeSyncServer: HTTPTransport, Sendable {
         if !state.failures.isEmpty {
             let status = state.failures.removeFirst()
             return problem(status, code: status == 503 ? "unavailable" : "scripted", retryAfter: status == 503 || status == 429)
+        }
+        if !state.scripted.isEmpty { return state.scripted.removeFirst() }
+        if let body = call.body, body.count > state.limits.bodyMaxBytes, apiPath(call.url) != "/media" {
+            return problem(413, code: "payload_too_large")
         }
         if ["/signup", "/login"].contains(apiPath(call.url)) {
             state.revoked = false

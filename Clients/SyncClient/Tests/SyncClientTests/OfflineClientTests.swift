@@ -89,8 +89,9 @@ struct OfflineClientTests {
         // GRDB may notify a value equal to the last one first; the write's value follows.
         while value?.isEmpty == true { value = try await iterator.next() }
         #expect(value?.map(\.id) == ["c1"])
-        // Unsent writes block a plain logout while offline; discarding them signs out and erases the replica.
-        await #expect(throws: SyncClientError.self) { try await client.logOut() }
+        // Unsent writes block a plain logout while offline (the documented error, not `.offline`); discarding them signs
+        // out and erases the replica.
+        await #expect(throws: SyncClientError.unpushedWrites(try client.pendingOperations())) { try await client.logOut() }
         #expect(client.isSignedIn)
         try await client.logOut(discardingPendingWrites: true)
         #expect(!client.isSignedIn)

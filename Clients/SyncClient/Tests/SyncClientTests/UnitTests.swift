@@ -25,13 +25,13 @@ struct UnitTests {
     }
 
     @Test("server-sent events split anywhere, with CRLF, comments, id, retry, multi-line data")
-    func serverEvents() {
+    func serverEvents() throws {
         var parser = ServerEventParser()
         let text =
             "\u{FEFF}retry: 2000\r\n\r\n: ping\n\nid: d1\nevent: change\ndata: {\"date\":\"d1\"}\n\nevent: change\r\nid: d2\r\ndata: a\r\ndata: b\r\n\r\n"
             + "data: no-id\rdata\r\r"
         var events: [ServerEvent] = []
-        for byte in Array(text.utf8) { events += parser.feed([byte]) }
+        for byte in Array(text.utf8) { events += try parser.feed([byte]) }
         #expect(events.map(\.event) == ["change", "change", "message"])
         #expect(events.map(\.id) == ["d1", "d2", "d2"], "the last event id carries over")
         #expect(events.map(\.data) == [#"{"date":"d1"}"#, "a\nb", "no-id\n"])
@@ -39,12 +39,12 @@ struct UnitTests {
     }
 
     @Test("an event without data is not dispatched; a UTF-8 sequence split across chunks survives")
-    func serverEventsEdges() {
+    func serverEventsEdges() throws {
         var parser = ServerEventParser()
-        #expect(parser.feed(Array("event: change\n\n".utf8)).isEmpty)
+        #expect(try parser.feed(Array("event: change\n\n".utf8)).isEmpty)
         let bytes = Array("data: é\n\n".utf8)
-        var events = parser.feed(bytes[..<7])
-        events += parser.feed(bytes[7...])
+        var events = try parser.feed(bytes[..<7])
+        events += try parser.feed(bytes[7...])
         #expect(events.map(\.data) == ["é"])
     }
 

@@ -8,7 +8,8 @@ extension SyncClient {
 
     /// The server's model (`GET /api/v1/model`, protocol §12), read again when none is stored, at the first call of a
     /// launch, once `configuration.modelCheckInterval` has passed, or when `refresh` says so; the stored one otherwise.
-    /// A server that adds a collection is followed at the next check: the new collection is downloaded whole.
+    /// A server that adds a collection is followed at the next check: the new collection is downloaded whole. A model
+    /// that changed also has the server's limits read again.
     @discardableResult
     public func serverModel(refresh: Bool = false) async throws -> ServerModel {
         let (stored, checked) = modelState.withLock { $0 }
@@ -22,8 +23,12 @@ extension SyncClient {
             throw SyncClientError.invalidAnswer("the model does not decode: \(error)")
         }
         if model != stored {
+            // A changed model (a redeploy) may come with changed limits: the kept ones are dropped, read at next use.
             let text = String(decoding: answer.body, as: UTF8.self)
-            try await replica.pool.write { db in try Replica.setMeta(db, MetaKey.model, text) }
+            try await replica.pool.write { db in
+                try Replica.setMeta(db, MetaKey.model, text)
+                try Replica.setMeta(db, MetaKey.limits, nil)
+            }
         }
         modelState.withLock { $0 = (model, .now) }
         return model

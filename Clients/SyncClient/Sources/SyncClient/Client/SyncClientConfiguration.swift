@@ -35,6 +35,11 @@ public struct SyncClientConfiguration: Sendable {
     /// Largest medium uploaded or downloaded (the server's default `mediaMaxBytes`, 20 MiB): a download that goes past
     /// it is stopped and its bytes deleted, so an answer that never ends cannot fill the device.
     public var mediaMaxBytes = 20 * 1024 * 1024
+    /// Most bytes of one answer the SDK holds in memory: a whole answer (every call but a sync's full lists, which are
+    /// stored item by item as they arrive, however long), and any one value inside a sync's answer (an item, a page of
+    /// a paginated list, a bundle). A larger one is not read further and fails with `answer_too_large`, so a broken or
+    /// hostile server cannot fill the device's memory. Media have their own limit (`mediaMaxBytes`).
+    public var answerMaxBytes = 64 * 1024 * 1024
     /// The data model the app was built with (its generated `ServerModel`, e.g. `.family`): used for local writes
     /// only until the SDK has read the server's (`GET /api/v1/model`, at sign-in and at sync). Optional: an app that
     /// handles collections by name leaves it nil.

@@ -15,7 +15,9 @@ public enum SyncClientError: Error, Sendable, Equatable, CustomStringConvertible
     /// The server asks this client to slow down (429: failed logins, too many open downloads or streams); retry
     /// after `retryAfter` seconds. Sign-in never retries it by itself.
     case throttled(code: ServerErrorCode, retryAfter: Int?)
-    /// Writes that could not be pushed (a logout that would lose them): export or retry, or log out discarding them.
+    /// Writes that have not reached the server and that the call would lose: a `logOut()` that could not push them
+    /// (offline, refused, the session lost), or a sign-in as another account while they wait. Retry when online (or
+    /// sign in as the account that made them), or pass `discardingPendingWrites: true` to drop them.
     case unpushedWrites([PendingOperation])
     /// A call the SDK refuses before any request (a missing parent, a read-only collection, bad JSON).
     case invalid(String)
@@ -32,7 +34,8 @@ public enum SyncClientError: Error, Sendable, Equatable, CustomStringConvertible
         case .notSignedIn: return "not signed in"
         case .invalidCredentials: return "wrong username or password"
         case .throttled(let code, let retryAfter): return "429 \(code): too many attempts" + (retryAfter.map { ", retry after \($0) s" } ?? "")
-        case .unpushedWrites(let writes): return "\(writes.count) writes could not be pushed; log out discarding them, or retry"
+        case .unpushedWrites(let writes):
+            return "\(writes.count) writes have not reached the server: retry when online, or discard them (discardingPendingWrites)"
         case .invalid(let why): return why
         case .spaceRemoved(let space): return "no longer a member of space \(space): its local data was erased"
         }
@@ -97,4 +100,27 @@ extension ServerErrorCode {
     public static let invalidAnswer = ServerErrorCode(rawValue: "invalid_answer")
     /// Downloaded media whose bytes do not match their URL's digest.
     public static let mediaCorrupt = ServerErrorCode(rawValue: "media_corrupt")
+    /// An answer larger than the SDK reads (`SyncClientConfiguration.answerMaxBytes`, or a server event over the event
+    /// parser's limit): it was not read further, so that a broken or hostile server cannot fill the device's memory.
+    public static let answerTooLarge = ServerErrorCode(rawValue: "answer_too_large")
+}
+
+extension SyncClientError {
+    /// An answer (or one value of a streamed answer) over `limit` bytes: `answer_too_large`, never retried by itself.
+    static func answerTooLarge(status: Int, limit: Int, what: String = "the answer") -> SyncClientError {
+        .server(status: status, code: .answerTooLarge, detail: "\(what) is larger than \(limit) bytes")
+    }
+
+    /// An answer over the SDK's limit (`answerTooLarge`).
+    var isAnswerTooLarge: Bool {
+        guard case .server(_, let code, _) = self else { return false }
+        return code == .answerTooLarge
+    }
+
+    /// The server refused a group for its size: 413 (the body is over `bodyMaxBytes`, whatever the code: a proxy's
+    /// answer may have none) or 400 `invalid_group` (more calls than `groupMaxRequests`). Its limits are read again.
+    var refusesGroupSize: Bool {
+        guard case .server(let status, let code, _) = self else { return false }
+        return status == 413 || (status == 400 && code == .invalidGroup)
+    }
 }

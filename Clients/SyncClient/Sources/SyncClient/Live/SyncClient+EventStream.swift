@@ -46,7 +46,8 @@ extension SyncClient {
                 defer { connected(false) }
                 var parser = ServerEventParser()
                 for try await chunk in bytes {
-                    let events = parser.feed(chunk)
+                    // A line or an event over the parser's limit throws: the connection is dropped and opened again.
+                    let events = try parser.feed(chunk)
                     if let retry = parser.retry { serverRetry = .milliseconds(retry) }
                     if !events.isEmpty { try await handle(events) }
                 }

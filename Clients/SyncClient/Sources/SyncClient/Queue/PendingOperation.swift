@@ -25,3 +25,14 @@ public struct FailedOperation: Sendable, Equatable {
     public let code: ServerErrorCode
     public let detail: String
 }
+
+extension PendingOperation {
+    /// What identifies a queue entry: one per item.
+    struct Key: Hashable {
+        let collection: SyncCollection
+        let parent: String
+        let id: String
+    }
+
+    var key: Key { Key(collection: collection, parent: parent ?? "", id: id) }
+}

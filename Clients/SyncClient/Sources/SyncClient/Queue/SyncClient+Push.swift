@@ -10,53 +10,111 @@ extension SyncClient {
     }
 
     /// One pass over the queue, in order, in groups within the server's limits. A transient error stops the pass
-    /// (what is left stays queued, in order); a permanent refusal moves the write to the failed list and goes on.
+    /// (what is left stays queued, in order); a permanent refusal moves the write to the failed list and goes on. A
+    /// group refused for its size has the limits read again and is split to fit them (`pushFitting`).
     func pushQueue() async throws -> SyncReport {
         guard isSignedIn else { throw SyncClientError.notSignedIn }
         var report = SyncReport()
         let model = try await serverModel()
         // Media first: an item that names one must never reach the server before it.
         report.pushed += try await pushUploads()
+        var fitting = Fitting(limits: try await limits())
         // A conflict settled as "keep local" goes round again with the server's new ETag; three rounds at most.
         for _ in 0..<3 {
             // Read and marked `sent` in one transaction: a delete after this point is sent, never folded away.
             let operations = try await replica.pool.write { db in try Replica.takeForPush(db) }
             guard !operations.isEmpty else { break }
-            let limits = try await limits()
-            for batch in Self.batches(operations, limits: limits) {
-                let outcome = try await pushBatch(batch, model)
-                report.pushed += outcome.pushed
-                report.failed += outcome.failed
-                report.conflicts += outcome.conflicts
-                try refreshCounts()
+            // Batch after batch, each cut with the limits as known then (read again after a refusal).
+            var rest = operations[...]
+            while !rest.isEmpty {
+                let count = Self.firstBatchCount(rest, limits: fitting.limits)
+                try await pushFitting(Array(rest.prefix(count)), model, &fitting, into: &report)
+                rest = rest.dropFirst(count)
             }
         }
         if report.pushed + report.failed > 0 { replica.checkpointSoon() }
         return report
     }
 
+    /// The server's limits as one push knows them, and whether it has read them again already (once per push).
+    struct Fitting {
+        var limits: ServerDescription.Limits
+        var refreshed = false
+    }
+
+    /// Pushes `batch`; when the server refuses the group for its size (413, `invalid_group`: its limits went down), reads
+    /// the limits again (once per push) and pushes what is still queued of the batch in groups that fit them, halving
+    /// a group refused again. A single write refused for its size alone can never fit: it moves to the failed list
+    /// with the server's answer (413 `payload_too_large`) instead of failing every push.
+    private func pushFitting(
+        _ batch: [PendingOperation], _ model: ServerModel, _ fitting: inout Fitting, into report: inout SyncReport
+    ) async throws {
+        do {
+            try await pushBatch(batch, model, into: &report)
+            try refreshCounts()
+            return
+        } catch let error as SyncClientError where error.refusesGroupSize {
+            // What the batch still holds (the reads before its writes may have settled some): never sent twice.
+            let keys = Set(batch.map(\.key))
+            let left = try await replica.pool.read { db in try Replica.pending(db).filter { keys.contains($0.key) } }
+            guard !left.isEmpty else { return }
+            var parts: [[PendingOperation]]
+            if !fitting.refreshed {
+                fitting.refreshed = true
+                fitting.limits = try await limits(refresh: true)
+                parts = Self.batches(left, limits: fitting.limits)
+                // The same split again would meet the same refusal: halve it.
+                if parts.count == 1, left.count > 1 { parts = Self.halves(left) }
+            } else if left.count > 1 {
+                parts = Self.halves(left)
+            } else {
+                // Alone and still refused: only a body over the limit is refused for good.
+                guard case .server(let status, let code, let detail) = error, status == 413 else { throw error }
+                try await replica.pool.write { db in try Replica.refused(db, left[0], status: status, code: code.rawValue, detail: detail) }
+                report.failed += 1
+                try refreshCounts()
+                return
+            }
+            for part in parts { try await pushFitting(part, model, &fitting, into: &report) }
+        }
+    }
+
+    /// A batch in two, in order.
+    static func halves(_ batch: [PendingOperation]) -> [[PendingOperation]] {
+        let middle = (batch.count + 1) / 2
+        return [Array(batch[..<middle]), Array(batch[middle...])]
+    }
+
     /// Splits the queue into groups of at most `groupMaxRequests` writes and about `bodyMaxBytes` of JSON.
     static func batches(_ operations: [PendingOperation], limits: ServerDescription.Limits) -> [[PendingOperation]] {
         var batches: [[PendingOperation]] = []
-        var current: [PendingOperation] = []
+        var rest = operations[...]
+        while !rest.isEmpty {
+            let count = firstBatchCount(rest, limits: limits)
+            batches.append(Array(rest.prefix(count)))
+            rest = rest.dropFirst(count)
+        }
+        return batches
+    }
+
+    /// How many of `operations` the next group takes (one at least): at most `groupMaxRequests`, and about
+    /// `bodyMaxBytes` of JSON.
+    static func firstBatchCount(_ operations: ArraySlice<PendingOperation>, limits: ServerDescription.Limits) -> Int {
+        var count = 0
         var size = 0
         let budget = max(1024, limits.bodyMaxBytes - 1024)
         for op in operations {
             let cost = (op.body?.jsonText.utf8.count ?? 0) + 200
-            if !current.isEmpty, current.count >= max(1, limits.groupMaxRequests) || size + cost > budget {
-                batches.append(current)
-                current = []
-                size = 0
-            }
-            current.append(op)
+            if count > 0, count >= max(1, limits.groupMaxRequests) || size + cost > budget { break }
+            count += 1
             size += cost
         }
-        if !current.isEmpty { batches.append(current) }
-        return batches
+        return count
     }
 
-    private func pushBatch(_ batch: [PendingOperation], _ model: ServerModel) async throws -> SyncReport {
-        var report = SyncReport()
+    /// Pushes one group of writes (after a group of reads for the ETags it lacks), adding what happened to `report`
+    /// as it happens: a group that fails midway keeps the count of what the reads settled.
+    private func pushBatch(_ batch: [PendingOperation], _ model: ServerModel, into report: inout SyncReport) async throws {
         // A collection the model no longer has is written as a list: the server refuses it, and the write fails.
         let layouts = batch.map { model[$0.collection] ?? ServerModel.Collection(name: $0.collection, kind: .list) }
         var bases = try await replica.pool.read { db in try batch.map { try Replica.base(db, $0) } }
@@ -91,7 +149,7 @@ extension SyncClient {
             }
         }
         let writes = batch.indices.filter { !settled.contains($0) }
-        guard !writes.isEmpty else { return report }
+        guard !writes.isEmpty else { return }
         let requests = writes.map { index -> SubRequest in
             let op = batch[index]
             var headers: [String: String] = [:]
@@ -145,7 +203,6 @@ extension SyncClient {
                 report.failed += 1
             }
         }
-        return report
     }
 
     /// What the app holds locally for a write: the PUT's state, the patch applied to the base, nothing for a delete.

@@ -84,10 +84,18 @@ extension Replica {
         try db.execute(sql: "UPDATE items SET server = NULL, etag = NULL WHERE collection = ?\(scope)", arguments: arguments)
     }
 
-    /// Erases every item, the queue, the failed list and the sync state (logout, reset). The file stays, so open
-    /// observations keep working and see empty results.
-    static func eraseData(_ db: Database) throws {
-        try db.execute(sql: "DELETE FROM items; DELETE FROM queue; DELETE FROM failed")
-        try db.execute(sql: "DELETE FROM meta WHERE key NOT IN (?, ?)", arguments: [MetaKey.limits, MetaKey.model])
+    /// Erases every item, the queue, the failed list (unless `keepingFailed`), the sync state and the server's limits
+    /// (logout, reset, another account); the model stays. The file stays, so open observations keep working and see
+    /// empty results.
+    static func eraseData(_ db: Database, keepingFailed: Bool = false) throws {
+        try db.execute(sql: "DELETE FROM items; DELETE FROM queue")
+        if keepingFailed {
+            // The account stays with its failed writes: the same account signing in again finds them; another
+            // account's sign-in erases them.
+            try db.execute(sql: "DELETE FROM meta WHERE key NOT IN (?, ?)", arguments: [MetaKey.model, MetaKey.account])
+        } else {
+            try db.execute(sql: "DELETE FROM failed")
+            try db.execute(sql: "DELETE FROM meta WHERE key != ?", arguments: [MetaKey.model])
+        }
     }
 }

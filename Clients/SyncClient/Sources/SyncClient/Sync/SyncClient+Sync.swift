@@ -44,24 +44,42 @@ extension SyncClient {
         var report = try await pushQueue()
         let model = try await serverModel()
         let endpoints = model.endpoints
-        let limits = try await limits()
-        let pageSize = max(1, min(configuration.pageSize, limits.nbMax))
-        let children = max(0, min(configuration.maxChildren, limits.maxChildren))
-        var requests = try await replica.pool.read { db in
-            try Self.syncRequests(db, endpoints, pageSize: pageSize, maxChildren: children, fresh: fresh)
+        // The kept limits first; read again (once) when they say the group does not fit, or when the server refuses
+        // it for its size (an operator changed them since).
+        var limits = try await limits()
+        var refreshed = false
+        let pipe: BodyPipe
+        while true {
+            let pageSize = max(1, min(configuration.pageSize, limits.nbMax))
+            let children = max(0, min(configuration.maxChildren, limits.maxChildren))
+            var requests = try await replica.pool.read { db in
+                try Self.syncRequests(db, endpoints, pageSize: pageSize, maxChildren: children, fresh: fresh)
+            }
+            if verifying { requests.append(try await verifyRequest(endpoints)) }
+            if requests.count > limits.groupMaxRequests, !refreshed {
+                refreshed = true
+                limits = try await self.limits(refresh: true)
+                continue
+            }
+            guard requests.count <= limits.groupMaxRequests else {
+                throw SyncClientError.invalid("the server takes \(limits.groupMaxRequests) calls per group; a sync needs \(requests.count)")
+            }
+            // The group's answer is applied while it downloads (issue 18): read piece by piece inside the one write
+            // transaction, each item stored as it arrives, so a first sync of 100,000 contacts never holds its answer.
+            do {
+                pipe = try await download("POST", "/group", body: try JSONValue(encoding: GroupRequest(requests: requests.map(inSpace))))
+                break
+            } catch let error as SyncClientError where error.refusesGroupSize && !refreshed {
+                refreshed = true
+                limits = try await self.limits(refresh: true)
+            }
         }
-        if verifying { requests.append(try await verifyRequest(endpoints)) }
-        guard requests.count <= limits.groupMaxRequests else {
-            throw SyncClientError.invalid("the server takes \(limits.groupMaxRequests) calls per group; a sync needs \(requests.count)")
-        }
-        // The group's answer is applied while it downloads (issue 18): read piece by piece inside the one write
-        // transaction, each item stored as it arrives, so a first sync of 100,000 contacts never holds its answer.
-        let pipe = try await download("POST", "/group", body: try JSONValue(encoding: GroupRequest(requests: requests.map(inSpace))))
         defer { pipe.cancel() }
         let applied: StreamedSync
+        let valueLimit = configuration.answerMaxBytes
         do {
             applied = try await replica.pool.write { db in
-                var reader = JSONByteReader {
+                var reader = JSONByteReader(valueLimit: valueLimit) {
                     do {
                         return try pipe.next()
                     } catch {
@@ -261,7 +279,7 @@ extension SyncClient {
                                 } else {
                                     whole[id] = try reader.readValue()
                                 }
-                            } catch let error as SyncClientError where error.isTransient {
+                            } catch let error as SyncClientError where error.isTransient || error.isAnswerTooLarge {
                                 throw error
                             } catch {
                                 throw SyncClientError.invalidAnswer("answer \(id) does not decode: \(error)")

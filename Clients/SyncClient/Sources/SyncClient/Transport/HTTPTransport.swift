@@ -10,12 +10,18 @@ public struct HTTPCall: Sendable {
     public var url: URL
     public var headers: [String: String]
     public var body: Data?
+    /// Most bytes of the answer's body the caller takes (nil: no limit), so that a server cannot fill the device's
+    /// memory: a transport should stop reading past it and throw (`URLSessionTransport` throws `answer_too_large`).
+    /// The SDK sets it on every whole answer (`SyncClientConfiguration.answerMaxBytes`) and checks what it gets anyway.
+    public var maximumAnswerBytes: Int?
 
-    public init(method: String, url: URL, headers: [String: String] = [:], body: Data? = nil) {
+    /// A call as a transport sends it (a custom transport or a test builds them too).
+    public init(method: String, url: URL, headers: [String: String] = [:], body: Data? = nil, maximumAnswerBytes: Int? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
+        self.maximumAnswerBytes = maximumAnswerBytes
     }
 }
 
@@ -63,10 +69,16 @@ public struct HTTPStreamedAnswer: Sendable {
             })
     }
 
-    /// The whole answer (for a short one: an error).
-    public func collected() async throws -> HTTPAnswer {
+    /// The whole answer (for a short one: an error), at most `limit` bytes of body: a longer one stops being read and
+    /// throws `answer_too_large`.
+    public func collected(limit: Int = .max) async throws -> HTTPAnswer {
         var data = Data()
-        for try await piece in body { data.append(piece) }
+        for try await piece in body {
+            guard piece.count <= limit - data.count else { throw SyncClientError.answerTooLarge(status: status, limit: limit) }
+            data.append(piece)
+        }
+        // A cancelled reading ends early without an error: the body is not whole.
+        try Task.checkCancellation()
         return HTTPAnswer(status: status, headers: headers, body: data)
     }
 }

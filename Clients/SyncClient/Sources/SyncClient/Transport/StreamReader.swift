@@ -4,7 +4,8 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Bridges a `URLSession` data task's delegate calls to an async stream of bytes.
+/// Bridges a `URLSession` data task's delegate calls to an async stream of bytes, at most `maximumBytes` of them: past
+/// it the task is cancelled and the stream fails with `answer_too_large`, whatever pace its consumer reads at.
 final class StreamReader: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     // Delegate calls arrive one at a time on the session's queue; the lock guards the hand-over to async callers.
     private let lock = NSLock()
@@ -15,8 +16,12 @@ final class StreamReader: NSObject, URLSessionDataDelegate, @unchecked Sendable 
     let stream: AsyncThrowingStream<Data, any Error>
     private let continuation: AsyncThrowingStream<Data, any Error>.Continuation
     var onEnd: (@Sendable () -> Void)?
+    private let maximumBytes: Int?
+    /// Bytes received so far (counted on the delegate queue).
+    private var received = 0
 
-    override init() {
+    init(maximumBytes: Int? = nil) {
+        self.maximumBytes = maximumBytes
         (stream, continuation) = AsyncThrowingStream.makeStream(of: Data.self)
         super.init()
     }
@@ -64,7 +69,17 @@ final class StreamReader: NSObject, URLSessionDataDelegate, @unchecked Sendable 
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        continuation.yield(data)
+        let over = lock.withLock { () -> Int? in
+            received += data.count
+            guard let maximumBytes, received > maximumBytes else { return nil }
+            return statusCode ?? 0
+        }
+        guard let status = over, let maximumBytes else {
+            continuation.yield(data)
+            return
+        }
+        continuation.finish(throwing: SyncClientError.answerTooLarge(status: status, limit: maximumBytes))
+        dataTask.cancel()
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {

@@ -38,8 +38,12 @@ extension SyncClient {
     }
 
     /// Sends a prepared call (JSON or raw bytes): a transport failure is `offline`, a 401 on an authenticated call
-    /// ends the session.
+    /// ends the session. The answer is read up to `answerMaxBytes` (the transport is asked to stop there; an answer
+    /// over it from a transport that read it anyway fails the same way: `answer_too_large`).
     func deliver(_ request: HTTPCall, auth: Bool = true) async throws -> HTTPAnswer {
+        var request = request
+        let limit = configuration.answerMaxBytes
+        request.maximumAnswerBytes = min(request.maximumAnswerBytes ?? limit, limit)
         let answer: HTTPAnswer
         do {
             answer = try await configuration.transport.send(request)
@@ -48,6 +52,7 @@ extension SyncClient {
         } catch {
             throw SyncClientError.offline("\(error.localizedDescription)")
         }
+        guard answer.body.count <= limit else { throw SyncClientError.answerTooLarge(status: answer.status, limit: limit) }
         if auth, answer.status == 401 {
             sessionEnded()
             throw SyncClientError.notSignedIn
@@ -72,14 +77,15 @@ extension SyncClient {
     }
 
     /// A call whose 200 answer is read as it arrives (`HTTPTransport.download`): its body in a `BodyPipe`, for the
-    /// caller to apply while it downloads. Any other answer is read whole and thrown as its error (401: the session
-    /// is gone). A transport failure is `offline`.
+    /// caller to apply while it downloads (and bound what it holds of it: `answerMaxBytes` per value). Any other
+    /// answer is read whole, up to `answerMaxBytes`, and thrown as its error (401: the session is gone). A transport
+    /// failure is `offline`.
     func download(_ method: String, _ path: String, body: JSONValue? = nil) async throws -> BodyPipe {
         let request = try httpCall(method, path, body: body, headers: [:], auth: true)
         do {
             let answer = try await configuration.transport.download(request)
             guard answer.status == 200 else {
-                let whole = try await answer.collected()
+                let whole = try await answer.collected(limit: configuration.answerMaxBytes)
                 if whole.status == 401 { sessionEnded() }
                 throw whole.status == 401 ? SyncClientError.notSignedIn : SyncClientError.from(whole)
             }
@@ -113,16 +119,24 @@ extension SyncClient {
         return out
     }
 
-    /// The server's limits (`GET /api/v1/`), read once and kept in the replica.
-    func limits() async throws -> ServerDescription.Limits {
-        if let stored = try await replica.pool.read({ db in try Replica.meta(db, MetaKey.limits) }),
+    /// The server's limits (`GET /api/v1/`), kept in the replica and read again when `refresh` says so: at sign-in,
+    /// when a group is refused for its size (413, `invalid_group`: an operator lowered `--group-max-requests` or
+    /// `--body-max-bytes`), and when the server's model changed (which drops the kept ones). A logout or `reset()`
+    /// forgets them.
+    func limits(refresh: Bool = false) async throws -> ServerDescription.Limits {
+        if !refresh, let stored = try await replica.pool.read({ db in try Replica.meta(db, MetaKey.limits) }),
             let limits = try? JSONDecoder().decode(ServerDescription.Limits.self, from: Data(stored.utf8))
         {
             return limits
         }
         let answer = try await call("GET", "/", auth: false)
         guard answer.status == 200 else { throw SyncClientError.from(answer) }
-        let description = try JSONDecoder().decode(ServerDescription.self, from: answer.body)
+        let description: ServerDescription
+        do {
+            description = try JSONDecoder().decode(ServerDescription.self, from: answer.body)
+        } catch {
+            throw SyncClientError.invalidAnswer("the server's description does not decode: \(error)")
+        }
         let text = try JSONValue(encoding: description.limits).text
         try await replica.pool.write { db in try Replica.setMeta(db, MetaKey.limits, text) }
         return description.limits

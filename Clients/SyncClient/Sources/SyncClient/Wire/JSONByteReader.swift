@@ -11,7 +11,8 @@ struct JSONByteReader {
     private var mark: Int?
     private var ended = false
     private let pull: () throws -> Data?
-    /// Most bytes one captured value may take (a protection against an answer that never closes a value).
+    /// Most bytes one captured value may take (a protection against an answer that never closes a value): past it,
+    /// reading throws `answer_too_large`. A skipped value is not held, whatever its size.
     let valueLimit: Int
 
     init(valueLimit: Int = 256 * 1024 * 1024, pull: @escaping () throws -> Data?) {
@@ -40,7 +41,9 @@ struct JSONByteReader {
             position -= keep
             if mark != nil { mark = 0 }
         }
-        if let mark, buffer.count - mark + piece.count > valueLimit { throw malformed("a value over \(valueLimit) bytes") }
+        if let mark, buffer.count - mark + piece.count > valueLimit {
+            throw SyncClientError.answerTooLarge(status: 200, limit: valueLimit, what: "a value of the answer")
+        }
         buffer.append(contentsOf: piece)
         return true
     }
@@ -149,9 +152,10 @@ struct JSONByteReader {
         try withValue { bytes in try JSONDecoder().decode(type, from: Data(bytes)) }
     }
 
-    /// Skips a value.
+    /// Skips a value, without holding it (its bytes are released as it is read).
     mutating func skipValue() throws {
-        try withValue { _ in }
+        guard let first = try peek() else { throw malformed("the answer ends early") }
+        try scanValue(first)
     }
 
     /// Reads one whole value and hands its bytes, exactly as sent, to `body` (valid during the call only).
@@ -159,6 +163,17 @@ struct JSONByteReader {
         guard let first = try peek() else { throw malformed("the answer ends early") }
         mark = position
         defer { mark = nil }
+        try scanValue(first)
+        // The mark is the value's start, whatever bytes were released meanwhile. A value that came whole in one piece
+        // is held to the limit too.
+        guard position - mark! <= valueLimit else {
+            throw SyncClientError.answerTooLarge(status: 200, limit: valueLimit, what: "a value of the answer")
+        }
+        return try body(buffer[mark!..<position])
+    }
+
+    /// Moves past the value starting at the position, whose first byte is `first`.
+    private mutating func scanValue(_ first: UInt8) throws {
         switch first {
         case UInt8(ascii: "{"), UInt8(ascii: "["): try scanContainer()
         case UInt8(ascii: "\""):
@@ -166,8 +181,6 @@ struct JSONByteReader {
             try scanStringRest()
         default: try scanScalar()
         }
-        // The mark is the value's start, whatever bytes were released meanwhile.
-        return try body(buffer[mark!..<position])
     }
 
     /// Moves past the end of the string whose opening quote is consumed.

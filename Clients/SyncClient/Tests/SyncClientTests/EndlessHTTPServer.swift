@@ -1,0 +1,117 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A hostile HTTP server on 127.0.0.1 for `URLSessionTransport`'s tests: every request is answered 200 with a body
+/// that never ends (no `Content-Length`, bytes until the client closes the connection, or `safetyBytes`), at the pace
+/// of a fast network (64 KiB a millisecond). Each connection's end is reported on `ended` with the bytes written to
+/// it, so a test waits for that event. The pace is the point: Linux's URLSession carries out a cancel only once its
+/// socket has nothing more to read, which over an unpaced loopback never happens (seen: 2 GiB read after the cancel).
+final class EndlessHTTPServer: Sendable {
+    let port: UInt16
+    private let listener: Int32
+    /// The bytes written to each connection, as each ends.
+    let ended: AsyncStream<Int>
+    private let report: AsyncStream<Int>.Continuation
+    /// A connection never gets more than this (the test failed if it comes near).
+    static let safetyBytes = 1024 * 1024 * 1024
+
+    /// `body`: the whole answer instead of an endless one (`Content-Length`, then the connection closes).
+    init(body: Data? = nil) throws {
+        (ended, report) = AsyncStream.makeStream(of: Int.self)
+        #if canImport(Glibc)
+        let listening = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let listening = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard listening >= 0 else { throw POSIXError(.EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listening, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(listening, 16) == 0 else { throw POSIXError(.EADDRINUSE) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listening, $0, &length) }
+        }
+        port = UInt16(bigEndian: address.sin_port)
+        listener = listening
+        let report = report
+        Thread.detachNewThread {
+            while true {
+                let connection = accept(listening, nil, nil)
+                guard connection >= 0 else { return }
+                Thread.detachNewThread { report.yield(Self.answer(connection, body: body)) }
+            }
+        }
+    }
+
+    /// Stops accepting connections.
+    func close() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        _ = closeDescriptor(listener)
+        report.finish()
+    }
+
+    /// Reads the request's head, then writes the endless answer: the bytes written when the client went away.
+    private static func answer(_ connection: Int32, body: Data?) -> Int {
+        defer { _ = closeDescriptor(connection) }
+        #if canImport(Darwin)
+        var on: Int32 = 1
+        setsockopt(connection, SOL_SOCKET, SO_NOSIGPIPE, &on, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+        var head: [UInt8] = []
+        var piece = [UInt8](repeating: 0, count: 4096)
+        while !head.suffix(4).elementsEqual([13, 10, 13, 10]) {
+            let count = read(connection, &piece, piece.count)
+            guard count > 0 else { return 0 }
+            head += piece[..<count]
+            // A request body after the head is not read: the answer does not depend on it.
+            if let end = head.firstRange(of: [13, 10, 13, 10]) { head = Array(head[..<end.upperBound]) }
+        }
+        if let body {
+            let whole = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Answer: whole\r\nContent-Length: \(body.count)\r\n"
+            return write(connection, Array("\(whole)Connection: close\r\n\r\n".utf8) + Array(body)) ? body.count : 0
+        }
+        let start = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n".utf8)
+        guard write(connection, start) else { return 0 }
+        let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
+        var written = 0
+        while written < safetyBytes, write(connection, chunk) {
+            written += chunk.count
+            usleep(1000)
+        }
+        return written
+    }
+
+    /// Writes all of `bytes`; false once the client has gone away.
+    private static func write(_ connection: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            #if canImport(Glibc)
+            let count = bytes[offset...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            #else
+            let count = bytes[offset...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, 0) }
+            #endif
+            guard count > 0 else { return false }
+            offset += count
+        }
+        return true
+    }
+}
+
+/// `close(2)`, which a method named `close` would otherwise shadow.
+private func closeDescriptor(_ descriptor: Int32) -> Int32 {
+    #if canImport(Glibc)
+    Glibc.close(descriptor)
+    #else
+    Darwin.close(descriptor)
+    #endif
+}
