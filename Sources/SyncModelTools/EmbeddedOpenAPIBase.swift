@@ -275,6 +275,16 @@ extension DataModel {
                }
               }
              },
+             "403": {
+              "description": "403 `signup_disabled`: passwords are turned off on this server (`--disable-passwords`).",
+              "content": {
+               "application/problem+json": {
+                "schema": {
+                 "$ref": "#/components/schemas/Problem"
+                }
+               }
+              }
+             },
              "413": {
               "$ref": "#/components/responses/PayloadTooLarge"
              },
@@ -413,6 +423,16 @@ extension DataModel {
               "headers": {
                "WWW-Authenticate": {
                 "$ref": "#/components/headers/WWWAuthenticate"
+               }
+              }
+             },
+             "403": {
+              "description": "403 `signup_disabled`: passwords are turned off on this server (`--disable-passwords`).",
+              "content": {
+               "application/problem+json": {
+                "schema": {
+                 "$ref": "#/components/schemas/Problem"
+                }
                }
               }
              },
@@ -2003,6 +2023,8 @@ extension DataModel {
              "limits",
              "tombstoneRetentionSeconds",
              "signup",
+             "usernameLogin",
+             "identityProviders",
              "mediaMaxBytes",
              "mediaTypes",
              "quotas",
@@ -2053,6 +2075,17 @@ extension DataModel {
              "signup": {
               "type": "boolean",
               "description": "Whether `POST /signup` is open."
+             },
+             "usernameLogin": {
+              "type": "boolean",
+              "description": "Whether accounts sign in with a username and password (`--disable-passwords` turns off signup, login, password changes and new password accounts, 403 `signup_disabled`; accounts then sign in only through identity providers)."
+             },
+             "identityProviders": {
+              "type": "array",
+              "items": {
+               "type": "string"
+              },
+              "description": "The names of the identity providers `POST /token` trusts (protocol §14)."
              },
              "mediaMaxBytes": {
               "type": "integer",

@@ -120,6 +120,8 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var modelOption: ModelOption
     @Flag(help: "Turn off POST /signup.") var disableSignup = false
+    @Flag(help: "Turn off passwords: signup, login, password changes and password accounts (sign-in only through --identity).")
+    var disablePasswords = false
     @Option(help: "bcrypt cost of password hashes (4–31).") var bcryptCost: UInt8 = 12
     @Option(help: "Largest request body, in bytes (a group's whole body).") var bodyMaxBytes = 1 << 20
     @Option(help: "MiB of request bodies read or held at once by this instance (media uploads aside); past it 503 at once.")
@@ -202,6 +204,7 @@ struct Serve: AsyncParsableCommand {
         guard maxLag > 0, maxLag.isFinite else { throw ValidationError("--read-max-lag must be more than 0 seconds") }
         configuration.readMaxLag = .milliseconds(Int64(maxLag * 1000))
         configuration.accounts.signupEnabled = !disableSignup && ProcessInfo.processInfo.environment["SYNCAPI_SIGNUP"] != "false"
+        configuration.accounts.passwordsEnabled = !disablePasswords
         configuration.bcryptCost = bcryptCost
         configuration.bodyMaxBytes = bodyMaxBytes
         guard (1...1_048_576).contains(maxBodyMemory) else { throw ValidationError("--max-body-memory is 1 to 1048576 (MiB)") }

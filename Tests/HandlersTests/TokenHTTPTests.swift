@@ -11,9 +11,17 @@ import Testing
 /// the identity (`iss`, `sub`), on both backends.
 @Suite("Sign-in with an identity provider", .sharingTheMachine)
 struct TokenHTTPTests {
-    /// An app trusting `providers` (each with its key set in a file of the test's).
+    /// An app trusting `providers` (each with its key set in a file of the test's, named `idp0`, `idp1`…).
     static func run(
         _ backend: Backend, _ providers: [TestIdentityProvider], _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void
+    ) async throws {
+        try await run(backend, providers, configure: { _ in }, body)
+    }
+
+    /// `run` with a configuration of the test's on top.
+    static func run(
+        _ backend: Backend, _ providers: [TestIdentityProvider], configure: @escaping (inout AppConfiguration) -> Void,
+        _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void
     ) async throws {
         var configured: [IdentityProvider] = []
         for (index, idp) in providers.enumerated() {
@@ -22,7 +30,12 @@ struct TokenHTTPTests {
             configured.append(idp.provider(name: "idp\(index)", keySet: .file(path)))
         }
         let identity = try IdentityProviders(configured)
-        try await TestApp.run(backend, configure: { $0.identity = identity }, body)
+        try await TestApp.run(
+            backend,
+            configure: {
+                $0.identity = identity
+                configure(&$0)
+            }, body)
     }
 
     static func exchange(_ client: any TestClientProtocol, _ token: String, space: String? = nil) async throws -> APIClient.Answer {
@@ -99,6 +112,29 @@ struct TokenHTTPTests {
             #expect(statuses.dropLast().allSatisfy { $0 == .unauthorized } && statuses.last == .tooManyRequests, "\(statuses)")
             #expect(statuses.count <= 30)
             #expect(try await Self.exchange(client, try idp.token(idp.claims())).status == .tooManyRequests)
+        }
+    }
+
+    @Test(
+        "--disable-passwords: signup, login, password changes and password accounts answer 403; the description says so", arguments: Backend.allCases)
+    func passwordsOff(backend: Backend) async throws {
+        let idp = try TestIdentityProvider()
+        try await Self.run(backend, [idp], configure: { $0.accounts.passwordsEnabled = false }) { client in
+            let anonymous = APIClient(client: client)
+            let signup = try await anonymous.call(
+                .post, "/api/v1/signup", body: #"{"family":"Smith","username":"alice","password":"password1"}"#)
+            #expect(signup.status == .forbidden && signup.json?["code"] == .string("signup_disabled"), "\(signup.body)")
+            let login = try await anonymous.call(.post, "/api/v1/login", body: #"{"username":"alice","password":"password1"}"#)
+            #expect(login.status == .forbidden && login.json?["code"] == .string("signup_disabled"), "\(login.body)")
+            let first = try await Self.exchange(client, try idp.token(idp.claims()), space: "Smith")
+            let ann = APIClient(client: client, token: try #require(first.json?["token"]?.stringValue))
+            let added = try await ann.call(.post, "/api/v1/accounts", body: #"{"username":"bob","password":"password1"}"#)
+            #expect(added.status == .forbidden && added.json?["code"] == .string("signup_disabled"), "\(added.body)")
+            let password = try await ann.call(.post, "/api/v1/password", body: #"{"oldPassword":"x","newPassword":"password2"}"#)
+            #expect(password.status == .forbidden, "\(password.body)")
+            let description = try await anonymous.call(.get, "/api/v1/")
+            #expect(description.json?["usernameLogin"] == .bool(false) && description.json?["signup"] == .bool(false))
+            #expect(description.json?["identityProviders"] == .array([.string("idp0")]))
         }
     }
 

@@ -71,7 +71,9 @@ struct OperationsRoutes {
                     ])
                 ),
                 ("tombstoneRetentionSeconds", .number(Double(configuration.tombstoneRetentionSeconds))),
-                ("signup", .bool(configuration.accounts.signupEnabled)),
+                ("signup", .bool(configuration.accounts.signupEnabled && configuration.accounts.passwordsEnabled)),
+                ("usernameLogin", .bool(configuration.accounts.passwordsEnabled)),
+                ("identityProviders", .array((configuration.identity?.providers ?? []).map { .string($0.name) })),
                 ("mediaMaxBytes", .number(Double(configuration.mediaMaxBytes))),
                 ("mediaTypes", .array(MediaType.allCases.map { .string($0.rawValue) })),
                 (

@@ -6,6 +6,9 @@ public struct AccountService: Sendable {
     /// Settings an operator may change.
     public struct Settings: Sendable {
         public var signupEnabled = true
+        /// False with `--disable-passwords` (protocol §14): accounts sign in only through identity providers; signup,
+        /// login, password changes and new password accounts answer 403 `signup_disabled`.
+        public var passwordsEnabled = true
         public var tokenLifetimeSeconds: Int64 = 30 * 86_400
         /// Failed logins for one username from one client address before 429 (protocol §1).
         public var maxFailuresPerPair = 10
@@ -126,6 +129,7 @@ public struct AccountService: Sendable {
     /// `POST /signup`: a new family with its first account, and a token for it.
     public func signup(_ body: JSONValue) async throws -> Grant {
         guard settings.signupEnabled else { throw SyncError.signupDisabled }
+        try requirePasswords()
         let v = Self.values(try Self.signupSchema.canonicalContent(of: body, pathID: nil))
         // A taken username costs a lookup, not a hash; the insert still checks it atomically.
         guard try await store.credentials(usernameKey: v["username"]!.lowercased()) == nil else { throw SyncError.usernameTaken }
@@ -151,6 +155,7 @@ public struct AccountService: Sendable {
     /// reader may not.
     public func addAccount(_ session: Session, _ body: JSONValue) async throws -> String {
         try session.require(.member, to: "add an account")
+        try requirePasswords()
         let v = Self.values(try Self.accountSchema.canonicalContent(of: body, pathID: nil))
         guard try await store.credentials(usernameKey: v["username"]!.lowercased()) == nil else { throw SyncError.usernameTaken }
         let account = try await newAccount(username: v["username"]!, password: v["password"]!, displayName: v["displayName"])
@@ -212,6 +217,13 @@ public struct AccountService: Sendable {
         }
     }
 
+    /// 403 `signup_disabled` when the server signs accounts in only through identity providers.
+    func requirePasswords() throws {
+        guard settings.passwordsEnabled else {
+            throw SyncError(.signupDisabled, detail: "Passwords are turned off on this server: sign in with an identity provider (POST /token).")
+        }
+    }
+
     /// A new account's rows. An identity account (protocol §14) has neither: its username is `~` and its id (which no
     /// one can type: usernames are A-Z a-z 0-9 . _ -) and its password hash `!` (which no password matches).
     func newAccount(username: String?, password: String?, displayName: String?) async throws -> NewAccount {
@@ -233,6 +245,7 @@ public struct AccountService: Sendable {
 
     /// `POST /login`, throttled per (username, address), per address and per username (protocol §1).
     public func login(_ body: JSONValue, client: String) async throws -> Grant {
+        try requirePasswords()
         let v = Self.values(try Self.loginSchema.canonicalContent(of: body, pathID: nil))
         let username = v["username"]!
         let credentials = try await throttledCheck(username: username, password: v["password"]!, client: client) {
@@ -244,6 +257,7 @@ public struct AccountService: Sendable {
     /// `POST /password`: checks the old password (throttled like login), stores the new one and revokes every other
     /// token of the account at once.
     public func changePassword(_ session: Session, currentTokenHash: String, client: String, _ body: JSONValue) async throws {
+        try requirePasswords()
         let v = Self.values(try Self.passwordSchema.canonicalContent(of: body, pathID: nil))
         guard let account = try await store.credentials(accountID: session.accountID) else { throw SyncError.unauthorized }
         _ = try await throttledCheck(username: account.username, password: v["oldPassword"]!, client: client) { account.credentials }
