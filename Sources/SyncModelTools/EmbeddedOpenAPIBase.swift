@@ -276,14 +276,7 @@ extension DataModel {
               }
              },
              "403": {
-              "description": "403 `signup_disabled`: passwords are turned off on this server (`--disable-passwords`).",
-              "content": {
-               "application/problem+json": {
-                "schema": {
-                 "$ref": "#/components/schemas/Problem"
-                }
-               }
-              }
+              "$ref": "#/components/responses/PasswordsOff"
              },
              "413": {
               "$ref": "#/components/responses/PayloadTooLarge"
@@ -427,14 +420,7 @@ extension DataModel {
               }
              },
              "403": {
-              "description": "403 `signup_disabled`: passwords are turned off on this server (`--disable-passwords`).",
-              "content": {
-               "application/problem+json": {
-                "schema": {
-                 "$ref": "#/components/schemas/Problem"
-                }
-               }
-              }
+              "$ref": "#/components/responses/PasswordsOff"
              },
              "413": {
               "$ref": "#/components/responses/PayloadTooLarge"
@@ -2411,6 +2397,16 @@ extension DataModel {
            }
           },
           "responses": {
+           "PasswordsOff": {
+            "description": "403 `signup_disabled`: passwords are turned off on this server (`--disable-passwords`).",
+            "content": {
+             "application/problem+json": {
+              "schema": {
+               "$ref": "#/components/schemas/Problem"
+              }
+             }
+            }
+           },
            "Forbidden": {
             "description": "403 `forbidden`: the caller's role in the space does not allow the call.",
             "content": {
