@@ -61,4 +61,22 @@ struct ChangeHubTests {
         #expect(
             try await eventually { weakHub == nil }, "the hub is still held after its waits ended (a timer of their 60 s limits)")
     }
+
+    @Test("a wait on several families wakes at the first notice of any of them, once, and leaves nothing filed")
+    func waitOnSeveral() async throws {
+        let hub = ChangeHub()
+        let seen = ["a": hub.subscribe(family: "a"), "b": hub.subscribe(family: "b"), "@x": hub.subscribe(family: "@x")]
+        let waiter = Task { await hub.wait(any: seen, timeout: .seconds(60)) }
+        #expect(try await eventually { hub.waiting == 3 })
+        hub.notify(family: "b")
+        await waiter.value
+        #expect(hub.waiting == 0)
+        // Moved already: at once; cancelled: at once; nothing filed either way.
+        await hub.wait(any: ["a": seen["a"]!, "b": seen["b"]!], timeout: .seconds(60))
+        let cancelled = Task { await hub.wait(any: ["a": seen["a"]!, "@x": seen["@x"]!], timeout: .seconds(60)) }
+        #expect(try await eventually { hub.waiting == 2 })
+        cancelled.cancel()
+        await cancelled.value
+        #expect(hub.waiting == 0 && hub.subscriptions == 3)
+    }
 }

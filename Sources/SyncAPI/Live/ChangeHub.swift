@@ -18,8 +18,17 @@ public final class ChangeHub: Sendable {
     /// A stream waiting for its family, and the timer of its wait: cancelled when the stream wakes, since an armed
     /// timer stays in its event loop's queue until it fires (one per wake-up, for up to the recheck interval).
     private struct Waiter {
-        let continuation: CheckedContinuation<UInt64, Never>
+        /// A stream of one family: resumed with the generation.
+        var continuation: CheckedContinuation<UInt64, Never>?
+        /// A stream of several families, filed under each of them: the first notice wakes it (`wait(any:timeout:)`).
+        var shared: SharedWake?
         var timer: Scheduled<Void>?
+
+        func wake(_ generation: UInt64) {
+            timer?.cancel()
+            continuation?.resume(returning: generation)
+            shared?.wake()
+        }
     }
 
     private let state = Mutex<(families: [String: Family], nextWaiter: Int)>(([:], 0))
@@ -67,10 +76,7 @@ public final class ChangeHub: Sendable {
             state.families[family] = entry
             return (waiters, entry.generation)
         }
-        for waiter in woken.0 {
-            waiter.timer?.cancel()
-            waiter.continuation.resume(returning: woken.1)
-        }
+        for waiter in woken.0 { waiter.wake(woken.1) }
     }
 
     /// The highest counter value notified for `family` while it had streams, if any.
@@ -126,19 +132,41 @@ public final class ChangeHub: Sendable {
     }
 
     /// Returns as soon as one of the families' generations differs from the one `seen` names, or after `timeout`, or
-    /// when the task is cancelled (a stream of several spaces, `GET /changes?spaces=all`).
+    /// when the task is cancelled (a stream of several spaces, `GET /changes?spaces=all`): one waiter filed under every
+    /// family, with one timer, whichever family's notice comes first.
     public func wait(any seen: [String: UInt64], timeout: Duration) async {
         if seen.count == 1, let (family, generation) = seen.first {
             _ = await wait(family: family, seen: generation, timeout: timeout)
             return
         }
-        await withTaskGroup(of: Void.self) { group in
-            for (family, generation) in seen {
-                group.addTask { _ = await self.wait(family: family, seen: generation, timeout: timeout) }
-            }
-            await group.next()
-            group.cancelAll()
+        let id = state.withLock { state -> Int in
+            state.nextWaiter += 1
+            return state.nextWaiter
         }
+        let wake = SharedWake()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                wake.arm(continuation)
+                let filed = state.withLock { state -> Bool in
+                    guard !Task.isCancelled, seen.allSatisfy({ (state.families[$0.key]?.generation ?? 0) == $0.value }) else { return false }
+                    for family in seen.keys { state.families[family, default: Family()].waiters[id] = Waiter(shared: wake) }
+                    return true
+                }
+                guard filed else { return wake.wake() }
+                wake.setTimer(
+                    MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(timeout.wholeNanoseconds)) { wake.wake() })
+            }
+        } onCancel: {
+            wake.wake()
+        }
+        // Unfiled from the families no notice emptied.
+        state.withLock { state in
+            for family in seen.keys {
+                guard var entry = state.families[family], entry.waiters.removeValue(forKey: id) != nil else { continue }
+                state.families[family] = entry.subscribers > 0 || !entry.waiters.isEmpty ? entry : nil
+            }
+        }
+        wake.cancelTimer()
     }
 
     /// Resumes one waiter with the current generation, if it is still waiting.
@@ -148,10 +176,7 @@ public final class ChangeHub: Sendable {
             state.families[family] = entry.subscribers > 0 || !entry.waiters.isEmpty ? entry : nil
             return (waiter, entry.generation)
         }
-        if let (waiter, generation) = woken {
-            waiter.timer?.cancel()
-            waiter.continuation.resume(returning: generation)
-        }
+        if let (waiter, generation) = woken { waiter.wake(generation) }
     }
 
     /// Families with streams (for tests and metrics).
@@ -162,4 +187,46 @@ public final class ChangeHub: Sendable {
 
     /// Streams waiting for a notice now, over every family (for tests).
     var waiting: Int { state.withLock { $0.families.values.reduce(0) { $0 + $1.waiters.count } } }
+}
+
+/// The wake-up of a stream waiting on several families: resumed once, by the first notice, its timer or its
+/// cancellation, whichever comes first (a cancellation may come before the continuation is armed).
+final class SharedWake: Sendable {
+    private enum Phase {
+        case waiting(CheckedContinuation<Void, Never>?)
+        case woken
+    }
+
+    private let state = Mutex<(phase: Phase, timer: Scheduled<Void>?)>((.waiting(nil), nil))
+
+    func arm(_ continuation: CheckedContinuation<Void, Never>) {
+        let woken = state.withLock { state -> Bool in
+            guard case .waiting = state.phase else { return true }
+            state.phase = .waiting(continuation)
+            return false
+        }
+        if woken { continuation.resume() }
+    }
+
+    func wake() {
+        let continuation = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard case .waiting(let continuation) = state.phase else { return nil }
+            state.phase = .woken
+            return continuation
+        }
+        continuation?.resume()
+    }
+
+    func setTimer(_ timer: Scheduled<Void>) {
+        let keep = state.withLock { state -> Bool in
+            guard case .waiting = state.phase else { return false }
+            state.timer = timer
+            return true
+        }
+        if !keep { timer.cancel() }
+    }
+
+    func cancelTimer() {
+        state.withLock { $0.timer }?.cancel()
+    }
 }
