@@ -159,7 +159,8 @@ public func buildRouter(
     accountRoutes.addAuthenticated(to: authenticated)
     // Every space-scoped route twice (protocol §15): unprefixed for the caller's home space, and under
     // `/spaces/{spaceId}` for any space the caller belongs to.
-    let inSpace = api.group("spaces/:spaceId").add(middleware: AuthMiddleware(accounts: accounts)).add(middleware: SpaceMiddleware())
+    let inSpace = api.group("spaces/:spaceId").add(middleware: AuthMiddleware(accounts: accounts)).add(
+        middleware: SpaceMiddleware(accounts: accounts))
     let items = ItemRoutes(engine: engine, bodyMaxBytes: configuration.bodyMaxBytes)
     let spaceRoutes = SpaceRoutes(
         spaces: SpaceService(store: store, accounts: accounts, collections: collections, limits: configuration.spaces),

@@ -57,16 +57,30 @@ struct AuthMiddleware: RouterMiddleware {
 
 /// On `/api/v1/spaces/{spaceId}/…`: the caller's session in that space. A space the caller does not belong to answers
 /// exactly as one that does not exist (404 `not_found`, protocol §15).
+///
+/// The principal may come from this instance's session cache, which learns of a space joined or created through
+/// another instance by a notice (`NOTIFY` on PostgreSQL). So a space missing from it is looked up once more in the
+/// database before the 404: a client behind a load balancer that creates a space on one instance and invites into it
+/// through another gets its answer, not a 404 for the notice's delivery time.
 struct SpaceMiddleware: RouterMiddleware {
     typealias Context = AppRequestContext
+    let accounts: AccountService
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let principal = context.principal else { throw SyncError.unauthorized }
-        guard let spaceID = context.pathID("spaceId"), let session = principal.session(in: spaceID) else {
+        guard let spaceID = context.pathID("spaceId") else { throw SyncError.notFound("No such space.") }
+        var context = context
+        if let session = principal.session(in: spaceID) {
+            context.session = session
+        } else if let token = AuthMiddleware.bearerToken(request),
+            let fresh = try await accounts.authenticate(token: token, fromDatabase: true),
+            fresh.accountID == principal.accountID, let session = fresh.session(in: spaceID)
+        {
+            context.principal = fresh
+            context.session = session
+        } else {
             throw SyncError.notFound("No such space.")
         }
-        var context = context
-        context.session = session
         return try await next(request, context)
     }
 }

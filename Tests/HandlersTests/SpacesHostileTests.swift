@@ -151,4 +151,37 @@ struct SpacesHostileTests {
             #expect(held.count >= 6)
         }
     }
+
+    @Test("a space joined behind an instance's back is used at once there: the cached session is re-read before a 404")
+    func joinedElsewhere() async throws {
+        let url = try await TestPostgres.shared.newDatabaseURL()
+        let parsed = try DatabaseURL(parsing: url)
+        let first = try await LiveHubTests.app(parsed, maxDuration: .seconds(3600))
+        let second = try await LiveHubTests.app(parsed, maxDuration: .seconds(3600))
+        try await HangWatch.watched(first, "first", mode: .router) { one in
+            try await HangWatch.watched(second, "second", mode: .router) { two in
+                let alice = try await APIClient.signedUp(one, username: "alice", family: "Smith")
+                let bob = APIClient(client: two, token: try await APIClient.signedUp(one, username: "bob", family: "Jones").token)
+                let carol = APIClient(client: two, token: try await APIClient.signedUp(one, username: "carol", family: "Brown").token)
+                // The second instance caches bob's and carol's sessions (memberships: their home spaces only).
+                #expect(try await bob.call(.get, "/api/v1/spaces").status == .ok)
+                #expect(try await carol.call(.get, "/api/v1/spaces").status == .ok)
+                let space = try #require(
+                    try await alice.call(.post, "/api/v1/spaces", body: #"{"name":"Shared"}"#).json?["id"]?.stringValue)
+                // Bob joins with no notice at all: the second instance's cache can learn of it only by asking again.
+                try await TestPostgres.shared.execute(
+                    """
+                    INSERT INTO memberships (space_id, account_id, role, since_version)
+                    SELECT f.id, a.id, 'member', f.version FROM families f, accounts a WHERE f.id = '\(space)' AND a.username = 'bob'
+                    """, on: url)
+                let put = try await bob.call(.put, "/api/v1/spaces/\(space)/contacts/c1", body: #"{"firstName":"Bob"}"#)
+                #expect(put.status == .ok, "\(put.body)")
+                let list = try await bob.call(.get, "/api/v1/spaces/\(space)/ctcsync")
+                #expect(SpacesHTTPTests.ids(list.json?["updated"]) == ["c1"], "\(list.body)")
+                // A stranger is still answered as for no space, after the same second look.
+                let stranger = try await carol.call(.get, "/api/v1/spaces/\(space)/ctcsync")
+                #expect(stranger.status == .notFound && stranger.json?["code"] == .string("not_found"), "\(stranger.body)")
+            }
+        }
+    }
 }

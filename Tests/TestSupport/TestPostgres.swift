@@ -48,6 +48,14 @@ public actor TestPostgres {
         return marker
     }
 
+    /// Runs SQL as the superuser on a database of the shared server (`url`: one of `newDatabaseURL()`), behind the
+    /// application's back: no notice goes out, as when a change reaches the database by another way than this instance.
+    public func execute(_ sql: String, on url: String) async throws {
+        let port = try await start()
+        let database = String(url.split(separator: "/").last ?? "")
+        try await Self.run(["psql", "-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", database, "-q", "-v", "ON_ERROR_STOP=1", "-c", sql])
+    }
+
     /// The shared server's log file.
     public func log() async throws -> String {
         _ = try await start()

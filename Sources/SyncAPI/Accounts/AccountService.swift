@@ -342,11 +342,13 @@ public struct AccountService: Sendable {
     }
 
     /// The session of a bearer token, nil when unknown, revoked or expired: from the cache when it holds the token,
-    /// else from the database.
-    public func authenticate(token: String) async throws -> AccountSession? {
+    /// else from the database. `fromDatabase`: skip the cache (and refill it), for a caller that found the cached
+    /// memberships short of what it needs: a space joined or created through another instance reaches this one's cache
+    /// by a notice, and the client's next call must not wait for it.
+    public func authenticate(token: String, fromDatabase: Bool = false) async throws -> AccountSession? {
         let hash = BearerToken.storageHash(token)
         let nowMs = now()
-        if let cached = sessions?.session(tokenHash: hash, nowMs: nowMs) { return cached }
+        if !fromDatabase, let cached = sessions?.session(tokenHash: hash, nowMs: nowMs) { return cached }
         let ticket = sessions?.ticket()
         guard let found = try await store.session(tokenHash: hash, nowMs: nowMs) else { return nil }
         if let sessions, let ticket {
