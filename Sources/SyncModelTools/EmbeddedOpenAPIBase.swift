@@ -547,7 +547,7 @@ extension DataModel {
              "accounts"
             ],
             "summary": "Delete an account of the family",
-            "description": "By the owner (any account but itself) or by the account itself. The account can no longer log in, every one of its tokens stops working at once on every instance, and its profile and its account-scoped singleton are deleted (tombstones in the sync answer that carries them).",
+            "description": "By the owner (any account but itself) or by the account itself, whatever space the call addresses and even when the account belongs to no space (an identity account, protocol §14); the family's owner deletes itself only while no one else is in the family. The account can no longer log in, every one of its tokens stops working at once on every instance, and its profile and its account-scoped singleton are deleted (tombstones in the sync answer that carries them). An identity account's next exchange makes a new account.",
             "responses": {
              "204": {
               "description": "Deleted."
@@ -559,7 +559,7 @@ extension DataModel {
               "$ref": "#/components/responses/Unauthorized"
              },
              "403": {
-              "description": "403 `forbidden` for a member deleting another account, or the owner deleting itself.",
+              "description": "403 `forbidden` for a member deleting another account, or the owner deleting itself while others are in the family.",
               "content": {
                "application/problem+json": {
                 "schema": {
@@ -570,6 +570,9 @@ extension DataModel {
              },
              "404": {
               "$ref": "#/components/responses/NotFound"
+             },
+             "409": {
+              "$ref": "#/components/responses/LastOwner"
              },
              "503": {
               "$ref": "#/components/responses/Unavailable"

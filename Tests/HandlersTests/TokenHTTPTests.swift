@@ -138,6 +138,46 @@ struct TokenHTTPTests {
         }
     }
 
+    @Test(
+        "an identity account deletes itself, with a space or none; the next exchange of the same identity makes a new account",
+        arguments: Backend.allCases)
+    func deletion(backend: Backend) async throws {
+        let idp = try TestIdentityProvider()
+        try await Self.run(backend, [idp]) { client in
+            func signIn(_ subject: String, space: String? = nil) async throws -> (api: APIClient, id: String, created: Bool) {
+                let answer = try await Self.exchange(client, try idp.token(idp.claims(subject: subject)), space: space)
+                guard answer.status == .ok, let token = answer.json?["token"]?.stringValue, let id = answer.json?["accountId"]?.stringValue else {
+                    throw TestFailure("exchange: \(answer.status) \(answer.body)")
+                }
+                return (APIClient(client: client, token: token), id, answer.json?["created"] == .bool(true))
+            }
+            // In no space: its unprefixed paths address nothing, yet it deletes itself.
+            let ben = try await signIn("ben")
+            #expect(try await ben.api.call(.delete, "/api/v1/accounts/someone-else").status == .notFound)
+            let deleted = try await ben.api.call(.delete, "/api/v1/accounts/\(ben.id)")
+            #expect(deleted.status == .noContent, "\(deleted.body)")
+            #expect(try await ben.api.call(.get, "/api/v1/spaces").status == .unauthorized)
+            let reborn = try await signIn("ben")
+            #expect(reborn.created && reborn.id != ben.id)
+
+            // The owner of a space with a member made elsewhere: 409 last_owner until the member has gone.
+            let ann = try await signIn("ann", space: "Smith")
+            let space = try #require(SpacesHTTPTests.array(try await ann.api.call(.get, "/api/v1/spaces")).first?["id"]?.stringValue)
+            #expect(try await SpacesHTTPTests.accept(reborn.api, try await SpacesHTTPTests.invite(ann.api, space, role: "member")).status == .ok)
+            let stranded = try await ann.api.call(.delete, "/api/v1/accounts/\(ann.id)")
+            #expect(stranded.status == .conflict && stranded.json?["code"] == .string("last_owner"), "\(stranded.body)")
+            // Ben, a member of Ann's space (now his home), deletes himself: the account made in a space of its own.
+            #expect(try await reborn.api.call(.delete, "/api/v1/accounts/\(reborn.id)").status == .noContent)
+            #expect(SpacesHTTPTests.array(try await ann.api.call(.get, "/api/v1/spaces/\(space)/members")).count == 1)
+            // Alone in her space, Ann deletes herself; her identity then makes a new account.
+            let gone = try await ann.api.call(.delete, "/api/v1/accounts/\(ann.id)")
+            #expect(gone.status == .noContent, "\(gone.body)")
+            #expect(try await ann.api.call(.get, "/api/v1/ctcsync").status == .unauthorized)
+            let again = try await signIn("ann")
+            #expect(again.created && again.id != ann.id)
+        }
+    }
+
     @Test("a server that trusts no provider refuses every exchange with 401")
     func noProviders() async throws {
         let idp = try TestIdentityProvider()

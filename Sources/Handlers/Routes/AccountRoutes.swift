@@ -105,7 +105,7 @@ struct AccountRoutes {
             "accounts/:id",
             [
                 .delete: { _, context in
-                    try await accounts.deleteAccount(try context.requireSession(), accountID: context.pathID("id") ?? "")
+                    try await accounts.deleteAccount(try context.requirePrincipal(), in: context.session, accountID: context.pathID("id") ?? "")
                     return Response(status: .noContent)
                 }
             ])

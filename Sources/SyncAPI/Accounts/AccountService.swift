@@ -182,30 +182,47 @@ public struct AccountService: Sendable {
             ]))
     }
 
-    /// `DELETE /accounts/{id}`: by an owner (any account but itself, unless the family has another owner) or by the
-    /// account itself; its tokens stop working at once on every instance. 404 for an account the family does not hold,
-    /// 403 `forbidden` otherwise, 409 `last_owner` when the account is the last owner of another space with members.
-    public func deleteAccount(_ session: Session, accountID: String) async throws {
+    /// `DELETE /accounts/{id}`: by an owner of the caller's space (any account made in it but itself, unless the
+    /// space has another owner) or by the account itself; its tokens stop working at once on every instance. 404 for
+    /// an account the space does not hold, 403 `forbidden` otherwise, 409 `last_owner` when the account is the last
+    /// owner of a space with other members.
+    ///
+    /// An account deletes itself whatever space the call addresses, and with no space at all: an identity account
+    /// that belongs to none (protocol §14) must still be able to leave, as app stores require. Its own space's owner
+    /// deletes itself only when no one else is in that space (which is then emptied and purged after the retention).
+    public func deleteAccount(_ principal: AccountSession, in session: Session?, accountID: String) async throws {
         guard ASCIIToken.matches(accountID, length: 1...64, punctuation: "._-") else {
             throw SyncError.invalidID("An account id is 1 to 64 characters of A-Z a-z 0-9 . _ -.")
         }
-        let accounts = try await store.accounts(familyID: session.familyID)
-        guard accounts.contains(where: { $0.id == accountID }) else { throw SyncError.notFound("No account \(accountID) in this family.") }
-        let isSelf = accountID == session.accountID
-        let otherOwner = accounts.contains { $0.owner && $0.id != session.accountID }
-        guard isSelf ? (session.role != .owner || otherOwner) : session.role == .owner else {
-            throw SyncError.forbidden(
-                isSelf ? "The family's owner cannot delete its own account." : "Only the family's owner deletes another account.")
+        let familyID: String
+        if accountID == principal.accountID {
+            guard let madeIn = principal.signupSpaceID else { throw SyncError.unauthorized }
+            let accounts = try await store.accounts(familyID: madeIn)
+            let owner = accounts.contains { $0.id == accountID && $0.owner }
+            let othersIn = accounts.contains { $0.id != accountID }
+            let otherOwner = accounts.contains { $0.owner && $0.id != accountID }
+            guard !owner || !othersIn || otherOwner else {
+                throw SyncError.forbidden("The family's owner cannot delete its own account while others are in the family.")
+            }
+            familyID = madeIn
+        } else {
+            guard let session else { throw SyncError.notFound("This account belongs to no space.") }
+            let accounts = try await store.accounts(familyID: session.familyID)
+            guard accounts.contains(where: { $0.id == accountID }) else {
+                throw SyncError.notFound("No account \(accountID) in this family.")
+            }
+            guard session.role == .owner else { throw SyncError.forbidden("Only the family's owner deletes another account.") }
+            familyID = session.familyID
         }
         guard
             try await store.deleteAccount(
-                accountID: accountID, familyID: session.familyID, itemCollections: collections.accountItemCollections,
+                accountID: accountID, familyID: familyID, itemCollections: collections.accountItemCollections,
                 privateLists: collections.lists.filter(\.privateToAccount).map(\.name), nowMs: now())
         else {
             throw SyncError.notFound("No account \(accountID) in this family.")
         }
         // This instance drops them before it answers; others on the revocation notice.
-        revokeLocally(accountID: accountID, session.familyID)
+        revokeLocally(accountID: accountID, familyID)
     }
 
     /// Drops the cached sessions of an account (and of `spaces`) on this instance, before an answer: the revocation

@@ -38,11 +38,14 @@ public struct AccountSession: Sendable, Equatable {
     public let homeSpaceID: String?
     /// In the order the account joined them.
     public let memberships: [SpaceMembership]
+    /// The space the account was made in (`accounts.family_id`), member of it or not: its profile items live there.
+    public let signupSpaceID: String?
 
     /// `signupSpaceID`: the account's own family (`accounts.family_id`), home while it is a member of it.
     public init(accountID: String, signupSpaceID: String?, memberships: [SpaceMembership]) {
         self.accountID = accountID
         self.memberships = memberships
+        self.signupSpaceID = signupSpaceID
         if let signupSpaceID, memberships.contains(where: { $0.spaceID == signupSpaceID }) {
             homeSpaceID = signupSpaceID
         } else {
