@@ -45,6 +45,8 @@ public struct AppConfiguration: Sendable {
     public var identity: IdentityProviders?
     /// How a provider's key set is read (tests serve their own).
     public var keySetFetcher = KeySetFetcher.standard
+    /// The least time between two reads of one provider's key set, whatever tokens arrive (protocol §14: 30 s).
+    public var keySetMinimumRefresh = Duration.seconds(30)
     /// `GET /changes` without a change hub (a bare router): how often a stream reads the family's counter.
     public var changesPollInterval = Duration.seconds(1)
     /// `GET /changes` with a hub: how often an idle stream re-checks its token anyway (token expiry), and its counter

@@ -136,7 +136,11 @@ public func buildRouter(
             logger.warning("login throttled for every address: many failures for one username", metadata: ["username_sha256": "\(name)"])
             lockedUsernames.increment()
         }, collections: collections, wakeStreams: { hub?.notify(family: $0) },
-        identity: configuration.identity.map { IdentityVerifier(providers: $0, fetcher: configuration.keySetFetcher) })
+        identity: configuration.identity.map {
+            IdentityVerifier(
+                providers: $0, fetcher: configuration.keySetFetcher, minimumRefresh: configuration.keySetMinimumRefresh,
+                events: .counting(in: metrics))
+        })
     let router = Router(context: AppRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(registry: metrics))
     router.add(middleware: CompressionMiddleware())

@@ -178,6 +178,53 @@ struct TokenHTTPTests {
         }
     }
 
+    @Test(
+        "a key set served over loopback HTTP: read on first use, read again on a rotation, kept when the provider is unreachable; counted in /metrics"
+    )
+    func keySetOverHTTP() async throws {
+        let idp = try TestIdentityProvider()
+        let server = KeySetServer(jwks: try idp.jwks())
+        try await server.serving { url, stop in
+            let identity = try IdentityProviders([idp.provider(name: "idp0", keySet: .url(url))])
+            try await TestApp.run(
+                .sqlite,
+                configure: {
+                    $0.identity = identity
+                    $0.keySetMinimumRefresh = .zero
+                }
+            ) { client in
+                let ann = try await APIClient.signedUp(client, username: "ann", family: "Smith")
+                #expect(try await Self.exchange(client, try idp.token(idp.claims(subject: "1"))).status == .ok)
+                #expect(server.fetches == 1)
+                // The provider rotates: the new key's first token reads the set again; the old key is gone with it.
+                let next = try idp.rotated(rsaKid: "rsa-2")
+                server.publish(try next.jwks())
+                #expect(try await Self.exchange(client, try next.token(next.claims(subject: "2"))).status == .ok)
+                #expect(server.fetches == 2)
+                // The provider becomes unreachable: the keys held still verify (the set is fresh: no read at all), an
+                // unknown key id tries a read that fails and answers 401, and the held keys still verify after it.
+                await stop()
+                #expect(try await Self.exchange(client, try next.token(next.claims(subject: "2"))).status == .ok)
+                let unknown = try await Self.exchange(client, try next.token(next.claims(subject: "3"), kid: .some("rsa-3")))
+                #expect(unknown.status == .unauthorized && unknown.json?["detail"]?.stringValue?.contains("(unknown key)") == true)
+                #expect(try await Self.exchange(client, try next.token(next.claims(subject: "4"), signedWith: .ec)).status == .ok)
+                // Other calls go on as before.
+                #expect(try await ann.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"Ann"}"#).status == .ok)
+                #expect(try await ann.call(.get, "/api/v1/ctcsync").status == .ok)
+                // What an operator sees.
+                let metrics = try await APIClient(client: client).call(.get, "/metrics").body
+                for line in [
+                    #"syncapi_identity_tokens_total{provider="idp0",outcome="verified"} 4"#,
+                    #"syncapi_identity_tokens_total{provider="idp0",outcome="unknown_key"} 1"#,
+                    #"syncapi_identity_key_set_reads_total{provider="idp0",result="ok"} 2"#,
+                    #"syncapi_identity_key_set_reads_total{provider="idp0",result="failed"} 1"#,
+                ] {
+                    #expect(metrics.contains(line), "\(line) in \(metrics.split(separator: "\n").filter { $0.contains("identity") })")
+                }
+            }
+        }
+    }
+
     @Test("a server that trusts no provider refuses every exchange with 401")
     func noProviders() async throws {
         let idp = try TestIdentityProvider()

@@ -17,6 +17,24 @@ public struct VerifiedIdentity: Sendable, Equatable {
     }
 }
 
+/// What an operator counts of sign-ins through providers (`/metrics`): each token checked, by provider (`unknown` when
+/// its issuer is none of them) and outcome (`verified`, or the check that refused it), and each key set read.
+public struct IdentityEvents: Sendable {
+    public let tokenChecked: @Sendable (_ provider: String, _ outcome: String) -> Void
+    public let keySetRead: @Sendable (_ provider: String, _ succeeded: Bool) -> Void
+
+    public init(
+        tokenChecked: @escaping @Sendable (_ provider: String, _ outcome: String) -> Void,
+        keySetRead: @escaping @Sendable (_ provider: String, _ succeeded: Bool) -> Void
+    ) {
+        self.tokenChecked = tokenChecked
+        self.keySetRead = keySetRead
+    }
+
+    /// Counts nothing.
+    public static let none = IdentityEvents(tokenChecked: { _, _ in }, keySetRead: { _, _ in })
+}
+
 /// Checks an OpenID Connect ID token against the configured providers (protocol §14): its issuer, its algorithm, its
 /// key, its signature (by JWTKit), its audience, its times (60 s of leeway) and its subject, in that order. A token
 /// that fails answers 401 `invalid_credentials` whose detail names the check; nothing a token holds makes it a 5xx,
@@ -26,19 +44,23 @@ public final class IdentityVerifier: Sendable {
     /// One key cache per provider, by issuer.
     let caches: [String: KeySetCache]
     let nowMs: @Sendable () -> Int64
+    let events: IdentityEvents
     /// The largest token read (an ID token is a few KiB).
     public static let maxTokenBytes = 16 * 1024
     static let leewaySeconds: Double = 60
 
     public init(
         providers: IdentityProviders, fetcher: KeySetFetcher = .standard, minimumRefresh: Duration = .seconds(30),
-        nowMs: @escaping @Sendable () -> Int64 = WallClock.nowMs
+        nowMs: @escaping @Sendable () -> Int64 = WallClock.nowMs, events: IdentityEvents = .none
     ) {
         self.providers = providers
         self.nowMs = nowMs
+        self.events = events
         var caches: [String: KeySetCache] = [:]
         for provider in providers.providers {
-            caches[provider.issuer] = KeySetCache(provider: provider, fetcher: fetcher, minimumInterval: minimumRefresh)
+            caches[provider.issuer] = KeySetCache(
+                provider: provider, fetcher: fetcher, minimumInterval: minimumRefresh,
+                onRead: { events.keySetRead(provider.name, $0) })
         }
         self.caches = caches
     }
@@ -48,34 +70,58 @@ public final class IdentityVerifier: Sendable {
 
     /// The identity of a valid token; throws 401 `invalid_credentials` naming the failed check otherwise.
     public func verify(_ token: String) async throws -> VerifiedIdentity {
-        guard token.utf8.count <= Self.maxTokenBytes else { throw Self.refused("malformed", "the token is over 16 KiB") }
+        do {
+            let identity = try await check(token)
+            events.tokenChecked(identity.provider, "verified")
+            return identity
+        } catch let refusal as Refusal {
+            events.tokenChecked(refusal.provider ?? "unknown", refusal.check)
+            throw Self.refused(refusal.check, refusal.why)
+        }
+    }
+
+    /// A check that failed, and the provider whose token it was (nil before the issuer is known).
+    struct Refusal: Error {
+        let check: String
+        let why: String
+        let provider: String?
+
+        init(_ check: String, _ why: String, _ provider: IdentityProvider? = nil) {
+            self.check = check
+            self.why = why
+            self.provider = provider?.name
+        }
+    }
+
+    private func check(_ token: String) async throws -> VerifiedIdentity {
+        guard token.utf8.count <= Self.maxTokenBytes else { throw Refusal("malformed", "the token is over 16 KiB") }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let header = Self.json(parts[0]), let claims = Self.json(parts[1]),
             case .object = header, case .object = claims
-        else { throw Self.refused("malformed", "not a signed JWT (header.payload.signature, base64url)") }
+        else { throw Refusal("malformed", "not a signed JWT (header.payload.signature, base64url)") }
         guard let issuer = claims["iss"]?.stringValue, let cache = caches[issuer] else {
-            throw Self.refused("issuer", "no configured provider has this issuer")
+            throw Refusal("issuer", "no configured provider has this issuer")
         }
         let provider = cache.provider
         guard let algorithm = header["alg"]?.stringValue, provider.algorithms.contains(algorithm) else {
-            throw Self.refused("algorithm", "\(provider.name) signs with \(provider.algorithms.joined(separator: " or "))")
+            throw Refusal("algorithm", "\(provider.name) signs with \(provider.algorithms.joined(separator: " or "))", provider)
         }
         guard let kid = header["kid"]?.stringValue, !kid.isEmpty, let key = await cache.key(kid) else {
-            throw Self.refused("unknown key", "the token's kid is not in \(provider.name)'s key set")
+            throw Refusal("unknown key", "the token's kid is not in \(provider.name)'s key set", provider)
         }
         // A key that declares its algorithm verifies only that one (no confusion between RSA padding schemes).
         if let declared = key.algorithm, declared != algorithm {
-            throw Self.refused("algorithm", "the key \(kid) is for \(declared)")
+            throw Refusal("algorithm", "the key \(kid) is for \(declared)", provider)
         }
         do {
             _ = try await key.keys.verify(token, as: SignatureOnly.self)
         } catch {
-            throw Self.refused("signature", "the signature does not verify with \(provider.name)'s key \(kid)")
+            throw Refusal("signature", "the signature does not verify with \(provider.name)'s key \(kid)", provider)
         }
         try checkAudience(claims["aud"], provider)
-        try checkTimes(claims)
+        try checkTimes(claims, provider)
         guard let subject = claims["sub"]?.stringValue, !subject.isEmpty, subject.utf8.count <= 255 else {
-            throw Self.refused("subject", "the token has no sub (or one over 255 bytes)")
+            throw Refusal("subject", "the token has no sub (or one over 255 bytes)", provider)
         }
         let name = provider.displayNameClaim.flatMap { claims[$0]?.stringValue }.flatMap { $0.isEmpty ? nil : String($0.prefix(100)) }
         return VerifiedIdentity(provider: provider.name, issuer: issuer, subject: subject, displayName: name)
@@ -89,18 +135,18 @@ public final class IdentityVerifier: Sendable {
         default: audiences = []
         }
         guard audiences.contains(where: provider.audiences.contains) else {
-            throw Self.refused("audience", "the token is not for this app (aud)")
+            throw Refusal("audience", "the token is not for this app (aud)", provider)
         }
     }
 
-    private func checkTimes(_ claims: JSONValue) throws {
+    private func checkTimes(_ claims: JSONValue, _ provider: IdentityProvider) throws {
         let now = Double(nowMs()) / 1000
-        guard case .number(let expires)? = claims["exp"] else { throw Self.refused("expired", "the token has no exp") }
-        guard expires + Self.leewaySeconds > now else { throw Self.refused("expired", "the token expired") }
+        guard case .number(let expires)? = claims["exp"] else { throw Refusal("expired", "the token has no exp", provider) }
+        guard expires + Self.leewaySeconds > now else { throw Refusal("expired", "the token expired", provider) }
         for claim in ["nbf", "iat"] {
             if let value = claims[claim] {
-                guard case .number(let time) = value else { throw Self.refused("malformed", "\(claim) is not a number") }
-                guard time - Self.leewaySeconds <= now else { throw Self.refused("not yet valid", "the token's \(claim) is in the future") }
+                guard case .number(let time) = value else { throw Refusal("malformed", "\(claim) is not a number", provider) }
+                guard time - Self.leewaySeconds <= now else { throw Refusal("not yet valid", "the token's \(claim) is in the future", provider) }
             }
         }
     }

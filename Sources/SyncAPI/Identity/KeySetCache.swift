@@ -69,10 +69,17 @@ public actor KeySetCache {
     /// Reads that failed.
     public private(set) var failures = 0
 
-    public init(provider: IdentityProvider, fetcher: KeySetFetcher = .standard, minimumInterval: Duration = .seconds(30)) {
+    /// Told of each read: whether it succeeded.
+    let onRead: @Sendable (Bool) -> Void
+
+    public init(
+        provider: IdentityProvider, fetcher: KeySetFetcher = .standard, minimumInterval: Duration = .seconds(30),
+        onRead: @escaping @Sendable (Bool) -> Void = { _ in }
+    ) {
         self.provider = provider
         self.fetcher = fetcher
         self.minimumInterval = minimumInterval
+        self.onRead = onRead
     }
 
     /// The key collection holding `kid` and the algorithm its key declares, reading the set again when allowed; nil
@@ -118,8 +125,10 @@ public actor KeySetCache {
             keys = fresh
             held = ids
             freshUntil = ContinuousClock().now + (maxAge ?? .seconds(3600))
+            onRead(true)
         } catch {
             failures += 1
+            onRead(false)
         }
     }
 }
