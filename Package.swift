@@ -130,6 +130,9 @@ let package = Package(
             dependencies: [
                 "SyncAPI",
                 .product(name: "Logging", package: "swift-log", condition: server),
+                // `TestIdentityProvider` mints its own keys and ID tokens.
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "CryptoExtras", package: "swift-crypto", condition: server),
             ],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
@@ -156,9 +159,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "NIOCore", package: "swift-nio", condition: server),
-                // The identity tests mint their own keys and ID tokens.
                 .product(name: "Crypto", package: "swift-crypto", condition: server),
-                .product(name: "CryptoExtras", package: "swift-crypto", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -169,6 +170,7 @@ let package = Package(
                 "SyncAPI",
                 "TestSupport",
                 "SyncClient",
+                "SyncClientCommands",
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
                 .product(name: "NIOCore", package: "swift-nio", condition: server),

@@ -19,11 +19,14 @@ struct LiveServer: Sendable {
 
     /// `database`: a database of the caller's (a PostgreSQL it stops and restarts), else a fresh one of `backend`;
     /// `model`: the data model served (the default model without it).
+    /// `configure`: the test's own settings on top (identity providers…).
     static func run<T: Sendable>(
-        _ backend: Backend, database: DatabaseURL? = nil, model: DataModel? = nil, _ body: @escaping @Sendable (LiveServer) async throws -> T
+        _ backend: Backend, database: DatabaseURL? = nil, model: DataModel? = nil, configure: (inout AppConfiguration) -> Void = { _ in },
+        _ body: @escaping @Sendable (LiveServer) async throws -> T
     ) async throws -> T {
         var configuration = AppConfiguration()
         if let model { configuration.model = model }
+        configure(&configuration)
         if let database {
             configuration.database = database
             // The caller stops that database: answers 503 within 2 s rather than 10.

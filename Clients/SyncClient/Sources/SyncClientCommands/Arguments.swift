@@ -60,6 +60,23 @@ struct Arguments {
         return line
     }
 
+    /// The ID token of `login --id-token-file FILE` (`-`: standard input), trimmed: a file rather than an argument,
+    /// for the same reason as the password.
+    func idToken(readLine: () -> String? = { Swift.readLine() }) throws -> String {
+        let path = try option("id-token-file")
+        let text: String?
+        if path == "-" {
+            text = readLine()
+        } else {
+            guard let data = FileManager.default.contents(atPath: path) else { throw SyncClientError.invalid("cannot read \(path)") }
+            text = String(decoding: data, as: UTF8.self)
+        }
+        guard let token = text?.trimmingCharacters(in: .whitespacesAndNewlines), !token.isEmpty else {
+            throw SyncClientError.invalid("no ID token in \(path)")
+        }
+        return token
+    }
+
     func positional(_ index: Int) throws -> String {
         guard index < positional.count else { throw SyncClientError.invalid("missing argument (see `syncapi client help`)") }
         return positional[index]

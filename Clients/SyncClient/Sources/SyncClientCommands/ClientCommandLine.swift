@@ -10,6 +10,9 @@ public enum ClientCommandLine {
           signup --family F --username U [--discard]   the password: SYNCAPI_PASSWORD, or one line on standard
           login --username U [--discard]               input (never an argument: ps and shell history would show it);
                                       another account than the replica's is refused while writes wait, unless --discard
+          login --id-token-file FILE [--new-space NAME] [--discard]   sign in with an identity provider's ID token
+                                      (the file holds it; - reads standard input); a first sign-in makes the account,
+                                      with a home space named NAME when given
           logout [--discard] [--erase-failed]   push unsent writes (or discard them), revoke the token, empty the
                                       replica; the failed writes stay (for `pending`) unless --erase-failed
           sync                        push, then one group of every sync, applied in one transaction
@@ -82,6 +85,16 @@ public enum ClientCommandLine {
                 discardingPendingWrites: arguments.flags.contains("discard"))
             print(json ? Output.json(Output.Signed(signedIn: true)) : "signed up and signed in")
         case "login":
+            if arguments.options["id-token-file"] != nil {
+                let signedIn = try await client.signIn(
+                    idToken: try arguments.idToken(), space: arguments.options["new-space"],
+                    discardingPendingWrites: arguments.flags.contains("discard"))
+                print(
+                    json
+                        ? Output.json(Output.Signed(signedIn: true))
+                        : signedIn.created ? "account made and signed in (\(signedIn.accountID))" : "signed in (\(signedIn.accountID))")
+                return
+            }
             try await client.logIn(
                 username: try arguments.option("username"), password: try arguments.password(),
                 discardingPendingWrites: arguments.flags.contains("discard"))

@@ -279,6 +279,18 @@ struct UnitTests {
         #expect(throws: SyncClientError.self) { try argv.password(environment: ["SYNCAPI_PASSWORD": "x"], readLine: { "y" }) }
     }
 
+    @Test("command line: an ID token comes from a file or standard input, trimmed; an empty or missing one is a usage error")
+    func idTokenSource() throws {
+        let path = Scratch.path("id-token-")
+        try "  header.payload.signature\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try Arguments(["login", "--id-token-file", path]).idToken() == "header.payload.signature")
+        #expect(try Arguments(["login", "--id-token-file", "-"]).idToken(readLine: { "from.stdin.x" }) == "from.stdin.x")
+        #expect(throws: SyncClientError.self) { try Arguments(["login", "--id-token-file", "-"]).idToken(readLine: { nil }) }
+        #expect(throws: SyncClientError.self) { try Arguments(["login", "--id-token-file", path + ".none"]).idToken() }
+        try "\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(throws: SyncClientError.self) { try Arguments(["login", "--id-token-file", path]).idToken() }
+    }
+
     @Test("the replica and its companions are readable by their owner only")
     func replicaPermissions() throws {
         let path = Scratch.path("syncclient-perm-")

@@ -24,6 +24,9 @@ public enum SyncClientError: Error, Sendable, Equatable, CustomStringConvertible
     /// The client's space (`configuration.space`) is no longer the account's: it was removed from it, or the space is
     /// gone. The replica's data of the space was erased; open the client of another space.
     case spaceRemoved(String)
+    /// `signIn(idToken:)`: the server refused the ID token (401), with the check that failed (nil when its answer
+    /// names none the SDK knows) and the server's detail.
+    case idTokenRefused(IdentityTokenRefusal?, detail: String)
 
     public var description: String {
         switch self {
@@ -38,6 +41,7 @@ public enum SyncClientError: Error, Sendable, Equatable, CustomStringConvertible
             return "\(writes.count) writes have not reached the server: retry when online, or discard them (discardingPendingWrites)"
         case .invalid(let why): return why
         case .spaceRemoved(let space): return "no longer a member of space \(space): its local data was erased"
+        case .idTokenRefused(_, let detail): return "the ID token was refused: \(detail)"
         }
     }
 
@@ -54,7 +58,7 @@ public enum SyncClientError: Error, Sendable, Equatable, CustomStringConvertible
         switch self {
         case .unavailable(let status, _, _), .server(let status, _, _): return status
         case .throttled: return 429
-        case .notSignedIn, .invalidCredentials: return 401
+        case .notSignedIn, .invalidCredentials, .idTokenRefused: return 401
         default: return nil
         }
     }

@@ -26,16 +26,28 @@ extension SyncClient {
     }
 
     private func signIn(_ path: String, _ body: JSONObject, expected: Int, discardingPendingWrites: Bool) async throws {
-        // A throttled sign-in (429) is the server saying "stop guessing": never retried. A busy one (503) is.
-        let answer = try await configuration.retryPolicy.run(retrying: { $0.isTransient && $0.status != 429 }) {
+        let answer = try await signInCall(path, body)
+        guard answer.status == expected, let grant = try? JSONDecoder().decode(Grant.self, from: answer.body) else {
+            throw SyncClientError.from(answer)
+        }
+        try await adopt(
+            ClientSession(token: grant.token, accountID: grant.accountId, familyID: grant.familyId, expiresAt: grant.expiresAt),
+            discardingPendingWrites: discardingPendingWrites)
+    }
+
+    /// A sign-in call (`/signup`, `/login`, `/token`), with no token. A throttled one (429) is the server saying "stop
+    /// guessing": never retried. A busy one (503) is.
+    func signInCall(_ path: String, _ body: JSONObject) async throws -> HTTPAnswer {
+        try await configuration.retryPolicy.run(retrying: { $0.isTransient && $0.status != 429 }) {
             let answer = try await self.call("POST", path, body: .object(body), auth: false)
             if answer.status == 503 { throw SyncClientError.from(answer) }
             return answer
         }
-        guard answer.status == expected, let grant = try? JSONDecoder().decode(Grant.self, from: answer.body) else {
-            throw SyncClientError.from(answer)
-        }
-        let new = ClientSession(token: grant.token, accountID: grant.accountId, familyID: grant.familyId, expiresAt: grant.expiresAt)
+    }
+
+    /// Makes a new grant the client's session: the same account keeps the replica, another erases it (refused while
+    /// writes wait, unless `discardingPendingWrites`: the grant's token is then revoked).
+    func adopt(_ new: ClientSession, discardingPendingWrites: Bool) async throws {
         // After a sync that was running, never before it: its answers must not land in a replica given to another
         // account.
         let unsent = try await flight.exclusive {
@@ -101,6 +113,34 @@ extension SyncClient {
         try await flight.exclusive {
             try await self.replica.pool.write { db in
                 try Replica.eraseData(db, keepingFailed: !erasingFailedWrites)
+                try Self.eraseMedia(db, self.mediaStore)
+            }
+        }
+        try refreshCounts()
+        statusCenter.update {
+            $0.signedIn = false
+            $0.state = .idle
+            $0.lastSuccessfulSync = nil
+            $0.lastError = nil
+        }
+    }
+
+    /// Deletes the signed-in account on the server (`DELETE /accounts/{id}`: what app stores require an app to offer),
+    /// then forgets the session and erases the replica, its unsent and failed writes included: they belonged to the
+    /// account. The owner of a family with other accounts in it is refused (403 `forbidden`), and the last owner of a
+    /// shared space (409 `last_owner`): hand the space over first. Nothing is erased when the server refuses.
+    public func deleteAccount() async throws {
+        guard let current = currentSession else { throw SyncClientError.notSignedIn }
+        let id = current.accountID.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? current.accountID
+        let answer = try await call("DELETE", "/accounts/\(id)")
+        guard answer.status == 204 else { throw SyncClientError.from(answer) }
+        await stopLive()
+        await cancelScheduledPush()
+        try configuration.tokenStore.clear()
+        session.withLock { $0 = nil }
+        try await flight.exclusive {
+            try await self.replica.pool.write { db in
+                try Replica.eraseData(db, keepingFailed: false)
                 try Self.eraseMedia(db, self.mediaStore)
             }
         }

@@ -35,13 +35,19 @@ extension SyncClient {
 
     /// A new space the account owns.
     public func createSpace(name: String) async throws -> SpaceInfo {
-        try await decoded(try await call("POST", "/spaces", body: .object(["name": .string(name)])), as: SpaceInfo.self, expecting: 201)
+        let space = try await decoded(
+            try await call("POST", "/spaces", body: .object(["name": .string(name)])), as: SpaceInfo.self, expecting: 201)
+        try adoptHomeIfNone(space)
+        return space
     }
 
     /// Joins the space of an invitation code (a member already in it keeps its role). An unknown, used-up or expired
     /// code is `.server(status: 404, code: .notFound, …)`; too many failed codes from this address, `.throttled`.
     public func acceptInvitation(code: String) async throws -> SpaceInfo {
-        try await decoded(try await call("POST", "/invitations/accept", body: .object(["code": .string(code)])), as: SpaceInfo.self)
+        let space = try await decoded(
+            try await call("POST", "/invitations/accept", body: .object(["code": .string(code)])), as: SpaceInfo.self)
+        try adoptHomeIfNone(space)
+        return space
     }
 
     /// An invitation to this client's space (owners): `role` for the account that accepts it, `uses` accounts at most,

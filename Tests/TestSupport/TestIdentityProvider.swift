@@ -5,16 +5,16 @@ import SyncAPI
 
 /// An identity provider of the tests' own: an RSA and a P-256 key it signs ID tokens with, its key set as JSON, and
 /// tokens made to order (any header, any claims, signed by either key, by none or by an HMAC).
-struct TestIdentityProvider: Sendable {
-    let issuer: String
-    let audience: String
-    let rsa: _RSA.Signing.PrivateKey
-    let ec: P256.Signing.PrivateKey
+public struct TestIdentityProvider: Sendable {
+    public let issuer: String
+    public let audience: String
+    public let rsa: _RSA.Signing.PrivateKey
+    public let ec: P256.Signing.PrivateKey
     /// The key ids its key set publishes for each key.
-    let rsaKid: String
-    let ecKid: String
+    public let rsaKid: String
+    public let ecKid: String
 
-    init(
+    public init(
         issuer: String = "https://id.example", audience: String = "com.example.app", rsaKid: String = "rsa-1", ecKid: String = "ec-1"
     )
         throws
@@ -28,12 +28,12 @@ struct TestIdentityProvider: Sendable {
     }
 
     /// The same provider with another RSA key under another id (a rotation).
-    func rotated(rsaKid: String) throws -> TestIdentityProvider {
+    public func rotated(rsaKid: String) throws -> TestIdentityProvider {
         try TestIdentityProvider(issuer: issuer, audience: audience, rsaKid: rsaKid, ecKid: ecKid)
     }
 
     /// Its JSON Web Key Set.
-    func jwks() throws -> String {
+    public func jwks() throws -> String {
         let primitives = try rsa.publicKey.getKeyPrimitives()
         let point = ec.publicKey.x963Representation
         return """
@@ -47,20 +47,20 @@ struct TestIdentityProvider: Sendable {
     }
 
     /// The provider as the server's configuration names it.
-    func provider(name: String = "test", keySet: IdentityProvider.KeySetLocation, displayName: String? = "name") -> IdentityProvider {
+    public func provider(name: String = "test", keySet: IdentityProvider.KeySetLocation, displayName: String? = "name") -> IdentityProvider {
         IdentityProvider(
             name: name, issuer: issuer, audiences: [audience], keySet: keySet, algorithms: ["RS256", "ES256"], displayNameClaim: displayName)
     }
 
-    enum Signature { case rsa, ec, none, hmac }
+    public enum Signature { case rsa, ec, none, hmac }
 
     /// Claims that pass every check, at `now` (seconds).
-    func claims(subject: String = "user-1", now: Double = Date().timeIntervalSince1970) -> [String: Any] {
+    public func claims(subject: String = "user-1", now: Double = Date().timeIntervalSince1970) -> [String: Any] {
         ["iss": issuer, "aud": audience, "sub": subject, "iat": Int(now), "exp": Int(now) + 600, "name": "Ann Example"]
     }
 
     /// A token with `claims`, its header `alg`/`kid` as given (defaults: those of the signing key).
-    func token(_ claims: [String: Any], signedWith signature: Signature = .rsa, alg: String? = nil, kid: String?? = nil) throws -> String {
+    public func token(_ claims: [String: Any], signedWith signature: Signature = .rsa, alg: String? = nil, kid: String?? = nil) throws -> String {
         var header: [String: Any] = ["typ": "JWT"]
         switch signature {
         case .rsa: header["alg"] = "RS256"
@@ -88,7 +88,7 @@ struct TestIdentityProvider: Sendable {
         return input + "." + Self.base64URL(signed)
     }
 
-    static func base64URL(_ data: some DataProtocol) -> String {
+    public static func base64URL(_ data: some DataProtocol) -> String {
         Data(data).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
