@@ -225,6 +225,69 @@ struct TokenHTTPTests {
         }
     }
 
+    @Test(
+        "10,000 hostile exchanges from 500 addresses (garbage, unknown key ids): the provider's key set is fetched once, another family syncs throughout"
+    )
+    func hostileExchanges() async throws {
+        let idp = try TestIdentityProvider()
+        let server = KeySetServer(jwks: try idp.jwks())
+        try await server.serving { url, _ in
+            let identity = try IdentityProviders([idp.provider(name: "idp0", keySet: .url(url))])
+            try await TestApp.run(
+                .sqlite,
+                configure: {
+                    $0.identity = identity
+                    HardeningHTTPTests.proxied(&$0)
+                }
+            ) { client in
+                let family = try await APIClient.signedUp(client, username: "bystander", family: "Bystanders")
+                #expect(try await family.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"Still here"}"#).status == .ok)
+                let claims = idp.claims()
+                // Minted once: an RS256 signature per token would make this test about RSA's speed.
+                let forged = try (0..<32).map { try idp.token(claims, kid: .some("forged-\($0)")) }
+                // Each task answers (is it the bystander's syncs, statuses counted).
+                let (statuses, syncs) = try await withThrowingTaskGroup(of: (Bool, [Int: Int]).self) { group in
+                    for worker in 0..<8 {
+                        group.addTask {
+                            let api = APIClient(client: client)
+                            var counted: [Int: Int] = [:]
+                            for n in 0..<1_250 {
+                                let address = "198.18.\(worker).\(n % 63)"
+                                let token = n % 2 == 0 ? forged[(n + worker) % forged.count] : "garbage.\(worker)-\(n).x"
+                                let answer = try await api.call(
+                                    .post, "/api/v1/token", body: #"{"idToken":"\#(token)"}"#,
+                                    headers: [HTTPField.Name("X-Forwarded-For")!: address])
+                                counted[Int(answer.status.code), default: 0] += 1
+                            }
+                            return (false, counted)
+                        }
+                    }
+                    // Another family's syncs go on while the flood lasts.
+                    group.addTask {
+                        var counted: [Int: Int] = [:]
+                        for _ in 0..<100 { counted[Int(try await family.call(.get, "/api/v1/ctcsync").status.code), default: 0] += 1 }
+                        return (true, counted)
+                    }
+                    var exchanges: [Int: Int] = [:]
+                    var syncs: [Int: Int] = [:]
+                    for try await (bystander, counted) in group {
+                        if bystander { syncs = counted } else { exchanges.merge(counted, uniquingKeysWith: +) }
+                    }
+                    return (exchanges, syncs)
+                }
+                print("hostile exchanges: \(statuses.sorted { $0.key < $1.key }), key set fetched \(server.fetches) time(s)")
+                #expect(statuses.values.reduce(0, +) == 10_000 && Set(statuses.keys).isSubset(of: [401, 429]), "\(statuses)")
+                #expect(server.fetches == 1)
+                #expect(syncs == [200: 100])
+                // A real token from a fresh address still signs in.
+                let good = try await APIClient(client: client).call(
+                    .post, "/api/v1/token", body: #"{"idToken":"\#(try idp.token(idp.claims()))"}"#,
+                    headers: [HTTPField.Name("X-Forwarded-For")!: "192.0.2.77"])
+                #expect(good.status == .ok, "\(good.body)")
+            }
+        }
+    }
+
     @Test("a server that trusts no provider refuses every exchange with 401")
     func noProviders() async throws {
         let idp = try TestIdentityProvider()
