@@ -68,6 +68,26 @@ struct MediaClientTests {
         }
     }
 
+    @Test("eight views asking for one image at once share one download: one GET, the same verified file for all")
+    func oneDownloadPerMedium() async throws {
+        try await LiveServer.run(.sqlite) { server in
+            let (phone, _) = try Self.client(server)
+            try await phone.signUp(family: "Smith", username: "alice", password: "password1")
+            let photo = Self.jpeg(2_000_000, seed: 3)
+            let url = try await phone.upload(photo, contentType: "image/jpeg")
+            try await phone.sync()
+            let (tablet, calls) = try Self.client(server)
+            try await tablet.logIn(username: "alice", password: "password1")
+            let files = try await withThrowingTaskGroup(of: URL.self) { group in
+                for _ in 0..<8 { group.addTask { try await tablet.media(url) } }
+                return try await group.reduce(into: [URL]()) { $0.append($1) }
+            }
+            #expect(files.count == 8 && Set(files).count == 1)
+            #expect(try Data(contentsOf: files[0]) == photo)
+            #expect(calls.mediaCalls().count == 1, "\(calls.mediaCalls().count) downloads")
+        }
+    }
+
     @Test("a download cut halfway resumes with Range; the cache keeps at most its size, least recently used out")
     func resumeAndEvict() async throws {
         try await LiveServer.run(.sqlite) { server in

@@ -1,6 +1,5 @@
 import Foundation
 import SyncClient
-import Synchronization
 
 /// Spaces (protocol §15): memberships, paths under `/spaces/{id}`, `GET /spaces` and `GET /changes?spaces=all`.
 extension FakeSyncServer {

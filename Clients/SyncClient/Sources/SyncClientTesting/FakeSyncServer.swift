@@ -1,6 +1,5 @@
 import Foundation
 import SyncClient
-import Synchronization
 
 /// An in-memory SyncAPI server for an app's unit tests: plug it in as the client's transport
 /// (`configuration.transport = server`) and script it. It takes sign-up and login, `POST /group`, the item calls
@@ -49,7 +48,7 @@ public final class FakeSyncServer: HTTPTransport, Sendable {
         var accounts: [String: String] = [:]  // username → password
     }
 
-    let state = Mutex(State())
+    let state = Locked(State())
     static let home = "fake-family"
     /// The account's home space.
     public let familyID = FakeSyncServer.home

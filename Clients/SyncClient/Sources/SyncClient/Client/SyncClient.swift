@@ -13,6 +13,8 @@ public final class SyncClient: Sendable {
     public let replica: Replica
     let statusCenter = StatusCenter()
     let flight = SingleFlight()
+    /// The media downloads under way, one per medium.
+    let mediaDownloads = MediaDownloads()
     let session: Locked<ClientSession?>
     let conflictHandlers = Locked<[SyncCollection: ConflictHandler]>([:])
     let liveTask = Locked<Task<Void, Never>?>(nil)

@@ -45,10 +45,17 @@ extension SyncClient {
 
     /// A local file of a medium of this server (`/api/v1/media/<sha256>`): from the media folder when it is there
     /// (never revalidated: media URLs are immutable), else downloaded with the session's token, resuming a download
-    /// cut before with `Range`, checked against its SHA-256, then kept within `mediaCacheBytes`.
+    /// cut before with `Range`, checked against its SHA-256, then kept within `mediaCacheBytes`. Callers asking for
+    /// one medium at once share one download.
     public func media(_ url: String) async throws -> URL {
         guard let sha = Self.mediaSHA(url) else { throw SyncClientError.invalid("not a media URL of this server: \(url)") }
         if let file = mediaStore.file(sha) { return file }
+        return URL(fileURLWithPath: try await mediaDownloads.file(sha) { try await self.fetchMedia(sha) })
+    }
+
+    /// Downloads medium `sha` into the media folder (unless a download that just ended put it there) and returns its path.
+    private func fetchMedia(_ sha: String) async throws -> String {
+        if mediaStore.file(sha) != nil { return mediaStore.path(sha) }
         // Each attempt resumes from what the last one wrote (a connection cut mid-download keeps its bytes).
         try await configuration.retryPolicy.run { try await self.download(sha) }
         let part = mediaStore.partPath(sha)
@@ -60,7 +67,7 @@ extension SyncClient {
         try mediaStore.store(bytes, sha256: sha)
         _ = try? FileManager.default.removeItem(atPath: part)
         mediaStore.evict(keeping: try pinnedUploads().union([sha]))
-        return URL(fileURLWithPath: mediaStore.path(sha))
+        return mediaStore.path(sha)
     }
 
     /// Downloads into `<sha256>.part` as the bytes arrive, asking with `Range` for what it does not hold yet.

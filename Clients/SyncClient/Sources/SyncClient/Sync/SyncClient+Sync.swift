@@ -78,15 +78,22 @@ extension SyncClient {
         let applied: StreamedSync
         let valueLimit = configuration.answerMaxBytes
         do {
-            applied = try await replica.pool.write { db in
-                var reader = JSONByteReader(valueLimit: valueLimit) {
-                    do {
-                        return try pipe.next()
-                    } catch {
-                        throw SyncClientError.offline("the answer stopped midway: \(error.localizedDescription)")
+            // A cancelled sync stops its download: the transaction reading it fails and applies nothing.
+            applied = try await withTaskCancellationHandler {
+                try await replica.pool.write { db in
+                    var reader = JSONByteReader(valueLimit: valueLimit) {
+                        do {
+                            return try pipe.next()
+                        } catch is CancellationError {
+                            throw CancellationError()
+                        } catch {
+                            throw SyncClientError.offline("the answer stopped midway: \(error.localizedDescription)")
+                        }
                     }
+                    return try Self.applyStreamedSync(db, endpoints, &reader)
                 }
-                return try Self.applyStreamedSync(db, endpoints, &reader)
+            } onCancel: {
+                pipe.cancel()
             }
         } catch is SubAnswerUnauthorized {
             sessionEnded()

@@ -40,7 +40,7 @@ public struct RetryPolicy: Sendable {
         while true {
             do {
                 return try await body()
-            } catch let error as SyncClientError where retrying(error) && attempt + 1 < attempts {
+            } catch let error as SyncClientError where retrying(error) && attempt + 1 < attempts && !Task.isCancelled {
                 if let seconds = error.retryAfter, Duration.seconds(seconds) > maximumDelay { throw error }
                 try await sleep(delay(after: attempt, retryAfter: error.retryAfter))
                 attempt += 1
