@@ -15,6 +15,8 @@ public final class SyncClient: Sendable {
     let flight = SingleFlight()
     /// The media downloads under way, one per medium.
     let mediaDownloads = MediaDownloads()
+    /// The query indexes this client made (or found) in the replica, by name.
+    let queryIndexes = Locked<Set<String>>([])
     let session: Locked<ClientSession?>
     let conflictHandlers = Locked<[SyncCollection: ConflictHandler]>([:])
     let liveTask = Locked<Task<Void, Never>?>(nil)
