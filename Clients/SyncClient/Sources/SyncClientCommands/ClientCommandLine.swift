@@ -253,6 +253,6 @@ extension Output.Status {
         self.init(
             signedIn: client.isSignedIn, state: Output.state(status.state), date: client.dateOfSync, pending: status.pendingWrites,
             failed: status.failedWrites, lists: status.lists.mapValues { Output.List(count: $0.count, complete: $0.complete) },
-            lastError: status.lastError)
+            lastError: status.lastError.map { "\($0)" })
     }
 }

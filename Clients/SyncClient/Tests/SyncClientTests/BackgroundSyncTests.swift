@@ -94,3 +94,33 @@ struct BackgroundSyncTests {
         #expect(try client.items(.contacts).map { $0["id"] } == ["c1"])
     }
 }
+
+/// The status after writes that left by themselves once the server came back.
+@Suite("Status after an automatic push")
+struct AutoPushStatusTests {
+    /// Returns once the client's status satisfies `condition` (checked now, then on each status change).
+    static func until(_ client: SyncClient, _ condition: (SyncStatus) -> Bool) async {
+        let updates = client.statusUpdates
+        if condition(client.status) { return }
+        for await status in updates where condition(status) { return }
+    }
+
+    @Test("offline while a write waits, then back: the write leaves by itself and the state is idle again, no error left", .timeLimit(.minutes(1)))
+    func recovers() async throws {
+        let server = FakeSyncServer()
+        var configuration = SyncClientConfiguration(serverURL: URL(string: "https://fake.example")!, replicaPath: Scratch.path("autopush-"))
+        configuration.transport = server
+        configuration.pushDelay = .milliseconds(1)
+        configuration.liveMaximumBackoff = .milliseconds(20)
+        configuration.retryPolicy = RetryPolicy(attempts: 2, baseDelay: .milliseconds(1))
+        let client = try SyncClient(configuration: configuration)
+        try await client.signUp(family: "Smith", username: "alice", password: "password1")
+        server.isOffline = true
+        try await client.save(Contact(id: "c1", firstName: "Ann"))
+        await Self.until(client) { $0.state == .offline }
+        server.isOffline = false
+        await Self.until(client) { $0.pendingWrites == 0 && $0.state == .idle }
+        #expect(client.status.lastError == nil)
+        #expect(server.items(.contacts)["c1"]?["firstName"] == "Ann")
+    }
+}

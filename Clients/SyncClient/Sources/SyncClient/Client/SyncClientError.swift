@@ -27,6 +27,8 @@ public enum SyncClientError: Error, Sendable, Equatable, CustomStringConvertible
     /// `signIn(idToken:)`: the server refused the ID token (401), with the check that failed (nil when its answer
     /// names none the SDK knows) and the server's detail.
     case idTokenRefused(IdentityTokenRefusal?, detail: String)
+    /// A failure of the device rather than of the server or the network: the replica file, the disk.
+    case local(String)
 
     public var description: String {
         switch self {
@@ -42,7 +44,13 @@ public enum SyncClientError: Error, Sendable, Equatable, CustomStringConvertible
         case .invalid(let why): return why
         case .spaceRemoved(let space): return "no longer a member of space \(space): its local data was erased"
         case .idTokenRefused(_, let detail): return "the ID token was refused: \(detail)"
+        case .local(let why): return "on this device: \(why)"
         }
+    }
+
+    /// Any error as the status shows it: a `SyncClientError` as it is, anything else (the replica, the disk) `.local`.
+    static func wrapping(_ error: any Error) -> SyncClientError {
+        error as? SyncClientError ?? .local("\(error)")
     }
 
     /// Worth retrying later (network, 429, 503), as opposed to a permanent refusal.

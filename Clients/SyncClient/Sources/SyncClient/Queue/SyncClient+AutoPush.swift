@@ -35,6 +35,11 @@ extension SyncClient {
             do {
                 // Joins a running sync (which pushes first) rather than racing it.
                 _ = try await flight.run { try await self.pushQueue() }
+                // The server is back: the status says so (a sync that ran meanwhile said it already).
+                statusCenter.update {
+                    if $0.state == .offline { $0.state = .idle }
+                    if $0.lastError?.isTransient == true { $0.lastError = nil }
+                }
                 return
             } catch let error as SyncClientError where error.isTransient {
                 failures += 1
@@ -43,7 +48,7 @@ extension SyncClient {
                 try? await Task.sleep(for: min(delay, configuration.liveMaximumBackoff))
             } catch {
                 // A lost session or a refusal of the whole push: said in the status; sign-in or the next write retries.
-                statusCenter.update { $0.lastError = "push: \(error)" }
+                statusCenter.update { $0.lastError = SyncClientError.wrapping(error) }
                 return
             }
         }

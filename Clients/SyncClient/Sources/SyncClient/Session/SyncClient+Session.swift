@@ -160,8 +160,8 @@ extension SyncClient {
         session.withLock { $0 = nil }
         statusCenter.update {
             $0.signedIn = false
-            $0.state = .error("signed out")
-            $0.lastError = "the session ended; sign in again"
+            $0.state = .error(.notSignedIn)
+            $0.lastError = .notSignedIn
         }
     }
 }

@@ -7,7 +7,9 @@ public struct SyncStatus: Sendable, Equatable {
         case idle, syncing
         /// The server could not be reached (or was busy): writes stay queued, the next sync retries.
         case offline
-        case error(String)
+        /// The last sync failed for another reason than the network: signed out (`.notSignedIn`), refused, or the
+        /// device (`.local`).
+        case error(SyncClientError)
     }
 
     /// How much of one list the replica holds.
@@ -31,7 +33,8 @@ public struct SyncStatus: Sendable, Equatable {
     /// Per list and paginated list of the model (`contacts`, `threads`…), by name.
     public var lists: [String: ListProgress] = [:]
     public var lastSuccessfulSync: Date?
-    public var lastError: String?
+    /// Why the last sync or push failed, nil once one succeeds.
+    public var lastError: SyncClientError?
     /// Live mode is on.
     public var live = false
     /// Live mode holds an open change stream right now (false while it reconnects).
@@ -40,7 +43,7 @@ public struct SyncStatus: Sendable, Equatable {
     /// For previews and tests (`SyncStatus(state: .offline, pendingWrites: 3)`).
     public init(
         state: State = .idle, signedIn: Bool = false, pendingWrites: Int = 0, failedWrites: Int = 0, lists: [String: ListProgress] = [:],
-        lastSuccessfulSync: Date? = nil, lastError: String? = nil, live: Bool = false, liveConnected: Bool = false
+        lastSuccessfulSync: Date? = nil, lastError: SyncClientError? = nil, live: Bool = false, liveConnected: Bool = false
     ) {
         self.state = state
         self.signedIn = signedIn

@@ -26,14 +26,10 @@ extension SyncClient {
         } catch {
             let error = await spaceRemoval(error)
             try? refreshCounts()
-            let sdkError = error as? SyncClientError
+            let sdkError = SyncClientError.wrapping(error)
             statusCenter.update {
-                if sdkError == .notSignedIn {
-                    $0.state = .error("signed out")
-                } else {
-                    $0.state = sdkError?.isTransient == true ? .offline : .error("\(error)")
-                }
-                $0.lastError = "\(error)"
+                $0.state = sdkError.isTransient ? .offline : .error(sdkError)
+                $0.lastError = sdkError
             }
             throw error
         }
