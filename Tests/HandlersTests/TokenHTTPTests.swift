@@ -38,6 +38,24 @@ struct TokenHTTPTests {
             }, body)
     }
 
+    /// An app on SQLite trusting `idp` (named `idp0`) with its key set served over loopback HTTP by `server`; `body`
+    /// gets the app's client and the server's `stop`.
+    static func run(
+        _ idp: TestIdentityProvider, servedBy server: KeySetServer, configure: @escaping @Sendable (inout AppConfiguration) -> Void,
+        _ body: @escaping @Sendable (any TestClientProtocol, _ stop: @escaping @Sendable () async -> Void) async throws -> Void
+    ) async throws {
+        try await server.serving { url, stop in
+            let identity = try IdentityProviders([idp.provider(name: "idp0", keySet: .url(url))])
+            try await TestApp.run(
+                .sqlite,
+                configure: {
+                    $0.identity = identity
+                    configure(&$0)
+                }
+            ) { client in try await body(client, stop) }
+        }
+    }
+
     static func exchange(_ client: any TestClientProtocol, _ token: String, space: String? = nil) async throws -> APIClient.Answer {
         let body = space.map { #"{"idToken":"\#(token)","space":"\#($0)"}"# } ?? #"{"idToken":"\#(token)"}"#
         return try await APIClient(client: client).call(.post, "/api/v1/token", body: body)
@@ -184,43 +202,34 @@ struct TokenHTTPTests {
     func keySetOverHTTP() async throws {
         let idp = try TestIdentityProvider()
         let server = KeySetServer(jwks: try idp.jwks())
-        try await server.serving { url, stop in
-            let identity = try IdentityProviders([idp.provider(name: "idp0", keySet: .url(url))])
-            try await TestApp.run(
-                .sqlite,
-                configure: {
-                    $0.identity = identity
-                    $0.keySetMinimumRefresh = .zero
-                }
-            ) { client in
-                let ann = try await APIClient.signedUp(client, username: "ann", family: "Smith")
-                #expect(try await Self.exchange(client, try idp.token(idp.claims(subject: "1"))).status == .ok)
-                #expect(server.fetches == 1)
-                // The provider rotates: the new key's first token reads the set again; the old key is gone with it.
-                let next = try idp.rotated(rsaKid: "rsa-2")
-                server.publish(try next.jwks())
-                #expect(try await Self.exchange(client, try next.token(next.claims(subject: "2"))).status == .ok)
-                #expect(server.fetches == 2)
-                // The provider becomes unreachable: the keys held still verify (the set is fresh: no read at all), an
-                // unknown key id tries a read that fails and answers 401, and the held keys still verify after it.
-                await stop()
-                #expect(try await Self.exchange(client, try next.token(next.claims(subject: "2"))).status == .ok)
-                let unknown = try await Self.exchange(client, try next.token(next.claims(subject: "3"), kid: .some("rsa-3")))
-                #expect(unknown.status == .unauthorized && unknown.json?["detail"]?.stringValue?.contains("(unknown key)") == true)
-                #expect(try await Self.exchange(client, try next.token(next.claims(subject: "4"), signedWith: .ec)).status == .ok)
-                // Other calls go on as before.
-                #expect(try await ann.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"Ann"}"#).status == .ok)
-                #expect(try await ann.call(.get, "/api/v1/ctcsync").status == .ok)
-                // What an operator sees.
-                let metrics = try await APIClient(client: client).call(.get, "/metrics").body
-                for line in [
-                    #"syncapi_identity_tokens_total{provider="idp0",outcome="verified"} 4"#,
-                    #"syncapi_identity_tokens_total{provider="idp0",outcome="unknown_key"} 1"#,
-                    #"syncapi_identity_key_set_reads_total{provider="idp0",result="ok"} 2"#,
-                    #"syncapi_identity_key_set_reads_total{provider="idp0",result="failed"} 1"#,
-                ] {
-                    #expect(metrics.contains(line), "\(line) in \(metrics.split(separator: "\n").filter { $0.contains("identity") })")
-                }
+        try await Self.run(idp, servedBy: server, configure: { $0.keySetMinimumRefresh = .zero }) { client, stop in
+            let ann = try await APIClient.signedUp(client, username: "ann", family: "Smith")
+            #expect(try await Self.exchange(client, try idp.token(idp.claims(subject: "1"))).status == .ok)
+            #expect(server.fetches == 1)
+            // The provider rotates: the new key's first token reads the set again; the old key is gone with it.
+            let next = try idp.rotated(rsaKid: "rsa-2")
+            server.publish(try next.jwks())
+            #expect(try await Self.exchange(client, try next.token(next.claims(subject: "2"))).status == .ok)
+            #expect(server.fetches == 2)
+            // The provider becomes unreachable: the keys held still verify (the set is fresh: no read at all), an
+            // unknown key id tries a read that fails and answers 401, and the held keys still verify after it.
+            await stop()
+            #expect(try await Self.exchange(client, try next.token(next.claims(subject: "2"))).status == .ok)
+            let unknown = try await Self.exchange(client, try next.token(next.claims(subject: "3"), kid: .some("rsa-3")))
+            #expect(unknown.status == .unauthorized && unknown.json?["detail"]?.stringValue?.contains("(unknown key)") == true)
+            #expect(try await Self.exchange(client, try next.token(next.claims(subject: "4"), signedWith: .ec)).status == .ok)
+            // Other calls go on as before.
+            #expect(try await ann.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"Ann"}"#).status == .ok)
+            #expect(try await ann.call(.get, "/api/v1/ctcsync").status == .ok)
+            // What an operator sees.
+            let metrics = try await APIClient(client: client).call(.get, "/metrics").body
+            for line in [
+                #"syncapi_identity_tokens_total{provider="idp0",outcome="verified"} 4"#,
+                #"syncapi_identity_tokens_total{provider="idp0",outcome="unknown_key"} 1"#,
+                #"syncapi_identity_key_set_reads_total{provider="idp0",result="ok"} 2"#,
+                #"syncapi_identity_key_set_reads_total{provider="idp0",result="failed"} 1"#,
+            ] {
+                #expect(metrics.contains(line), "\(line) in \(metrics.split(separator: "\n").filter { $0.contains("identity") })")
             }
         }
     }
@@ -231,60 +240,51 @@ struct TokenHTTPTests {
     func hostileExchanges() async throws {
         let idp = try TestIdentityProvider()
         let server = KeySetServer(jwks: try idp.jwks())
-        try await server.serving { url, _ in
-            let identity = try IdentityProviders([idp.provider(name: "idp0", keySet: .url(url))])
-            try await TestApp.run(
-                .sqlite,
-                configure: {
-                    $0.identity = identity
-                    HardeningHTTPTests.proxied(&$0)
-                }
-            ) { client in
-                let family = try await APIClient.signedUp(client, username: "bystander", family: "Bystanders")
-                #expect(try await family.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"Still here"}"#).status == .ok)
-                let claims = idp.claims()
-                // Minted once: an RS256 signature per token would make this test about RSA's speed.
-                let forged = try (0..<32).map { try idp.token(claims, kid: .some("forged-\($0)")) }
-                // Each task answers (is it the bystander's syncs, statuses counted).
-                let (statuses, syncs) = try await withThrowingTaskGroup(of: (Bool, [Int: Int]).self) { group in
-                    for worker in 0..<8 {
-                        group.addTask {
-                            let api = APIClient(client: client)
-                            var counted: [Int: Int] = [:]
-                            for n in 0..<1_250 {
-                                let address = "198.18.\(worker).\(n % 63)"
-                                let token = n % 2 == 0 ? forged[(n + worker) % forged.count] : "garbage.\(worker)-\(n).x"
-                                let answer = try await api.call(
-                                    .post, "/api/v1/token", body: #"{"idToken":"\#(token)"}"#,
-                                    headers: [HTTPField.Name("X-Forwarded-For")!: address])
-                                counted[Int(answer.status.code), default: 0] += 1
-                            }
-                            return (false, counted)
-                        }
-                    }
-                    // Another family's syncs go on while the flood lasts.
+        try await Self.run(idp, servedBy: server, configure: { HardeningHTTPTests.proxied(&$0) }) { client, _ in
+            let family = try await APIClient.signedUp(client, username: "bystander", family: "Bystanders")
+            #expect(try await family.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"Still here"}"#).status == .ok)
+            let claims = idp.claims()
+            // Minted once: an RS256 signature per token would make this test about RSA's speed.
+            let forged = try (0..<32).map { try idp.token(claims, kid: .some("forged-\($0)")) }
+            // Each task answers (is it the bystander's syncs, statuses counted).
+            let (statuses, syncs) = try await withThrowingTaskGroup(of: (Bool, [Int: Int]).self) { group in
+                for worker in 0..<8 {
                     group.addTask {
+                        let api = APIClient(client: client)
                         var counted: [Int: Int] = [:]
-                        for _ in 0..<100 { counted[Int(try await family.call(.get, "/api/v1/ctcsync").status.code), default: 0] += 1 }
-                        return (true, counted)
+                        for n in 0..<1_250 {
+                            let address = "198.18.\(worker).\(n % 63)"
+                            let token = n % 2 == 0 ? forged[(n + worker) % forged.count] : "garbage.\(worker)-\(n).x"
+                            let answer = try await api.call(
+                                .post, "/api/v1/token", body: #"{"idToken":"\#(token)"}"#,
+                                headers: [HTTPField.Name("X-Forwarded-For")!: address])
+                            counted[Int(answer.status.code), default: 0] += 1
+                        }
+                        return (false, counted)
                     }
-                    var exchanges: [Int: Int] = [:]
-                    var syncs: [Int: Int] = [:]
-                    for try await (bystander, counted) in group {
-                        if bystander { syncs = counted } else { exchanges.merge(counted, uniquingKeysWith: +) }
-                    }
-                    return (exchanges, syncs)
                 }
-                print("hostile exchanges: \(statuses.sorted { $0.key < $1.key }), key set fetched \(server.fetches) time(s)")
-                #expect(statuses.values.reduce(0, +) == 10_000 && Set(statuses.keys).isSubset(of: [401, 429]), "\(statuses)")
-                #expect(server.fetches == 1)
-                #expect(syncs == [200: 100])
-                // A real token from a fresh address still signs in.
-                let good = try await APIClient(client: client).call(
-                    .post, "/api/v1/token", body: #"{"idToken":"\#(try idp.token(idp.claims()))"}"#,
-                    headers: [HTTPField.Name("X-Forwarded-For")!: "192.0.2.77"])
-                #expect(good.status == .ok, "\(good.body)")
+                // Another family's syncs go on while the flood lasts.
+                group.addTask {
+                    var counted: [Int: Int] = [:]
+                    for _ in 0..<100 { counted[Int(try await family.call(.get, "/api/v1/ctcsync").status.code), default: 0] += 1 }
+                    return (true, counted)
+                }
+                var exchanges: [Int: Int] = [:]
+                var syncs: [Int: Int] = [:]
+                for try await (bystander, counted) in group {
+                    if bystander { syncs = counted } else { exchanges.merge(counted, uniquingKeysWith: +) }
+                }
+                return (exchanges, syncs)
             }
+            print("hostile exchanges: \(statuses.sorted { $0.key < $1.key }), key set fetched \(server.fetches) time(s)")
+            #expect(statuses.values.reduce(0, +) == 10_000 && Set(statuses.keys).isSubset(of: [401, 429]), "\(statuses)")
+            #expect(server.fetches == 1)
+            #expect(syncs == [200: 100])
+            // A real token from a fresh address still signs in.
+            let good = try await APIClient(client: client).call(
+                .post, "/api/v1/token", body: #"{"idToken":"\#(try idp.token(idp.claims()))"}"#,
+                headers: [HTTPField.Name("X-Forwarded-For")!: "192.0.2.77"])
+            #expect(good.status == .ok, "\(good.body)")
         }
     }
 

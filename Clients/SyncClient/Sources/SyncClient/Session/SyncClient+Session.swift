@@ -107,9 +107,14 @@ extension SyncClient {
             // Offline: the token is forgotten here; it expires on the server.
             _ = try? await call("POST", "/logout")
         }
+        try await signedOut(erasingFailedWrites: erasingFailedWrites)
+    }
+
+    /// Forgets the session and erases the replica's data (and its failed writes when asked), after a sync that was
+    /// running, never before it: its answers must not land in the erased replica.
+    private func signedOut(erasingFailedWrites: Bool) async throws {
         try configuration.tokenStore.clear()
         session.withLock { $0 = nil }
-        // After a sync that was running, never before it: its answers must not land in the erased replica.
         try await flight.exclusive {
             try await self.replica.pool.write { db in
                 try Replica.eraseData(db, keepingFailed: !erasingFailedWrites)
@@ -136,21 +141,7 @@ extension SyncClient {
         guard answer.status == 204 else { throw SyncClientError.from(answer) }
         await stopLive()
         await cancelScheduledPush()
-        try configuration.tokenStore.clear()
-        session.withLock { $0 = nil }
-        try await flight.exclusive {
-            try await self.replica.pool.write { db in
-                try Replica.eraseData(db, keepingFailed: false)
-                try Self.eraseMedia(db, self.mediaStore)
-            }
-        }
-        try refreshCounts()
-        statusCenter.update {
-            $0.signedIn = false
-            $0.state = .idle
-            $0.lastSuccessfulSync = nil
-            $0.lastError = nil
-        }
+        try await signedOut(erasingFailedWrites: true)
     }
 
     /// The token stopped working (logout elsewhere, password change, expiry): the session is forgotten; the replica
