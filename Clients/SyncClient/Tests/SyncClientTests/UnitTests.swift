@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SyncClientTesting
 import Testing
 
 @testable import SyncClient
@@ -289,6 +290,17 @@ struct UnitTests {
         #expect(throws: SyncClientError.self) { try Arguments(["login", "--id-token-file", path + ".none"]).idToken() }
         try "\n".write(toFile: path, atomically: true, encoding: .utf8)
         #expect(throws: SyncClientError.self) { try Arguments(["login", "--id-token-file", path]).idToken() }
+    }
+
+    @Test("a file protection class opens the replica as usual (applied on iOS; nothing to set on Linux)")
+    func fileProtection() async throws {
+        var configuration = SyncClientConfiguration(serverURL: URL(string: "https://fake.example")!, replicaPath: Scratch.path("protected-"))
+        configuration.fileProtection = .completeUntilFirstUserAuthentication
+        configuration.transport = FakeSyncServer()
+        let client = try SyncClient(configuration: configuration)
+        try await client.signUp(family: "Smith", username: "alice", password: "password1")
+        try await client.save(Contact(id: "c1", firstName: "Ann"))
+        #expect(try client.items(.contacts).count == 1)
     }
 
     @Test("the replica and its companions are readable by their owner only")

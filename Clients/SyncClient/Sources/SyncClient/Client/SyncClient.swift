@@ -35,6 +35,7 @@ public final class SyncClient: Sendable {
         self.configuration = configuration
         replica = try Replica(path: configuration.replicaPath)
         mediaStore = try MediaStore(replicaPath: configuration.replicaPath, limit: configuration.mediaCacheBytes)
+        try configuration.fileProtection?.apply(to: ["", "-wal", "-shm", ".media", ".token"].map { configuration.replicaPath + $0 })
         let model = try replica.pool.read { db in try Replica.meta(db, MetaKey.model) }
         modelState = Locked((model.flatMap { try? JSONDecoder().decode(ServerModel.self, from: Data($0.utf8)) }, nil))
         let stored = try configuration.tokenStore.load()

@@ -5,7 +5,9 @@ import Foundation
 public struct SyncClientConfiguration: Sendable {
     /// The server's base URL (`https://api.example.com`); the SDK adds `/api/v1`.
     public var serverURL: URL
-    /// The SQLite file of the replica.
+    /// The SQLite file of the replica. An app that shares its data with its extensions puts it in its App Group's
+    /// container (`FileManager.default.containerURL(forSecurityApplicationGroupIdentifier:)`), with a
+    /// `KeychainTokenStore` of the group's `accessGroup`.
     public var replicaPath: String
     /// Where the session's token is kept. Default: a 0600 file next to the replica (`<replicaPath>.token`); apps on
     /// Apple platforms should set `KeychainTokenStore`.
@@ -50,6 +52,9 @@ public struct SyncClientConfiguration: Sendable {
     /// The space this client's replica holds (protocol §15): nil for the account's home space (the unprefixed paths),
     /// else a space id from `spaces()`. One replica holds one space: `client(forSpace:replicaPath:)` opens another.
     public var space: String?
+    /// The iOS Data Protection class of the replica's files, set when the client opens them; nil leaves the app's
+    /// default. No effect off iOS.
+    public var fileProtection: ReplicaFileProtection?
 
     public init(serverURL: URL, replicaPath: String) {
         self.serverURL = serverURL
