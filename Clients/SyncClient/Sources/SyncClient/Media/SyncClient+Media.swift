@@ -47,10 +47,67 @@ extension SyncClient {
     /// (never revalidated: media URLs are immutable), else downloaded with the session's token, resuming a download
     /// cut before with `Range`, checked against its SHA-256, then kept within `mediaCacheBytes`. Callers asking for
     /// one medium at once share one download.
+    ///
+    /// An item may also name media elsewhere (`https://cdn.example.com/cat.jpg`): fetched without the session's token
+    /// (it is for this server only), kept in the same cache under the SHA-256 of its URL, at most `mediaMaxBytes`. Its
+    /// bytes cannot be checked against a digest; `http` is refused unless to this machine or `allowsInsecureHTTP`.
     public func media(_ url: String) async throws -> URL {
+        if let external = try Self.externalMediaURL(url, configuration) {
+            let key = "external-" + SHA256.hex(Array(external.absoluteString.utf8))
+            if let file = mediaStore.file(key) { return file }
+            return URL(fileURLWithPath: try await mediaDownloads.file(key) { try await self.fetchExternalMedia(external, key: key) })
+        }
         guard let sha = Self.mediaSHA(url) else { throw SyncClientError.invalid("not a media URL of this server: \(url)") }
         if let file = mediaStore.file(sha) { return file }
         return URL(fileURLWithPath: try await mediaDownloads.file(sha) { try await self.fetchMedia(sha) })
+    }
+
+    /// An absolute URL of another server than this one's media (nil for this server's media URLs, absolute or not).
+    static func externalMediaURL(_ text: String, _ configuration: SyncClientConfiguration) throws -> URL? {
+        guard mediaSHA(text) == nil || URL(string: text)?.host.map({ $0 != configuration.serverURL.host }) == true,
+            let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty
+        else { return nil }
+        let loopback = ["127.0.0.1", "::1", "[::1]", "localhost"].contains(host.lowercased())
+        switch scheme {
+        case "https": return url
+        case "http" where loopback || configuration.allowsInsecureHTTP: return url
+        default: throw SyncClientError.invalid("media must be https (or http to this machine): \(text)")
+        }
+    }
+
+    /// Downloads a medium of another server into the cache, with no token and at most `mediaMaxBytes`.
+    private func fetchExternalMedia(_ url: URL, key: String) async throws -> String {
+        if mediaStore.file(key) != nil { return mediaStore.path(key) }
+        let data = try await configuration.retryPolicy.run { () async throws -> Data in
+            let status: Int
+            let bytes: AsyncThrowingStream<Data, any Error>
+            do {
+                (status, bytes) = try await configuration.transport.stream(HTTPCall(method: "GET", url: url, headers: [:]))
+            } catch let error as SyncClientError {
+                throw error
+            } catch {
+                throw SyncClientError.offline("\(error.localizedDescription)")
+            }
+            guard status == 200 else {
+                throw SyncClientError.from(status: status, body: nil, retryAfter: nil)
+                    ?? .server(status: status, code: .unexpectedAnswer, detail: "\(url) answered \(status)")
+            }
+            var data = Data()
+            do {
+                for try await chunk in bytes {
+                    guard data.count + chunk.count <= configuration.mediaMaxBytes else { throw TooLarge() }
+                    data.append(chunk)
+                }
+            } catch is TooLarge {
+                throw SyncClientError.invalid("\(url) is larger than \(configuration.mediaMaxBytes) bytes (mediaMaxBytes): not kept")
+            } catch {
+                throw SyncClientError.offline("the download was cut: \(error.localizedDescription)")
+            }
+            return data
+        }
+        try mediaStore.store(data, sha256: key)
+        mediaStore.evict(keeping: try pinnedUploads().union([key]))
+        return mediaStore.path(key)
     }
 
     /// Downloads medium `sha` into the media folder (unless a download that just ended put it there) and returns its path.
