@@ -148,6 +148,8 @@ struct Serve: AsyncParsableCommand {
     var signupRate = 10
     @Option(help: "Most open /changes streams per account.") var maxStreamsPerAccount = 8
     @Option(help: "Most open /changes streams on this instance.") var maxStreamsPerInstance = 10_000
+    @Option(help: "Seconds a /changes stream stays open before the server ends it (the client reconnects with its date).")
+    var changesMaxDuration = 300
     @Option(help: "Most answers of one account downloading from a database snapshot at once (full lists, groups of reads).")
     var maxSnapshotAnswersPerAccount = 4
     @Option(
@@ -234,6 +236,8 @@ struct Serve: AsyncParsableCommand {
         guard headerReadTimeout >= 1, bodyReadTimeout >= 1, idleTimeout >= 1 else { throw ValidationError("timeouts are at least 1 second") }
         configuration.maxStreamsPerAccount = maxStreamsPerAccount
         configuration.maxStreamsPerInstance = maxStreamsPerInstance
+        guard changesMaxDuration >= 1 else { throw ValidationError("--changes-max-duration is at least 1 second") }
+        configuration.changesMaxDuration = .seconds(changesMaxDuration)
         configuration.maxPendingHashes = maxPendingHashes
         guard maxAccountsPerFamily >= 1, maxItemsPerFamily >= 1, maxStoredBytesPerFamily >= 1024, maxMediaBytesPerFamily >= 0 else {
             throw ValidationError("family quotas: at least 1 account, 1 item and 1024 stored bytes; media bytes may be 0")
