@@ -129,8 +129,11 @@ struct WritesLeaveTests {
             // Saving the same values again changes nothing.
             try await client.save(contact)
             #expect(try client.pendingOperations().count == 1)
+            // The patch goes with its base's ETag: the other device's change is a conflict of other fields, merged
+            // by the SDK without asking, and journaled.
             let report = try await client.sync()
-            #expect(report.pushed == 1 && report.conflicts == 0)
+            #expect(report.pushed == 1 && report.conflicts == 1)
+            #expect(try client.conflictJournal().map(\.resolution) == [.merged])
             let server1 = try await server.call(.get, "/api/v1/contacts/c1", token: token).json
             #expect(server1?["firstName"]?.stringValue == "Anne" && server1?["lastName"]?.stringValue == "Martin")
             #expect(server1?["notes"]?.stringValue == "from the other device")

@@ -1,6 +1,8 @@
-import SyncAPI
+import Synchronization
 import TestSupport
 import Testing
+
+@testable import SyncAPI
 
 /// What the session cache keeps and when it lets go (the HTTP side is in `SessionCacheHTTPTests`).
 @Suite("Session cache", .sharingTheMachine)
@@ -77,5 +79,40 @@ struct SessionCacheTests {
         #expect(cache.session(tokenHash: "ta", nowMs: 1) == nil)
         for n in 0..<25 { cache.remember(tokenHash: "t\(n)", session: bob, expiresMs: 100_000, nowMs: 0, ticket: cache.ticket()) }
         #expect(cache.count <= 10)
+    }
+
+    @Test("concurrent lookups of one token share one database read; a revocation between them starts another")
+    func sharedLookups() async throws {
+        let lookups = SessionLookups()
+        final class Reads: Sendable { let count = Mutex(0) }
+        let reads = Reads()
+        let (gate, open) = AsyncStream.makeStream(of: Void.self)
+        let alice = self.alice
+        // The first caller's read waits for the gate while 49 others arrive for the same key.
+        let answers = try await withThrowingTaskGroup(of: AccountSession?.self) { group in
+            for _ in 0..<50 {
+                group.addTask {
+                    try await lookups.lookup("t:0") {
+                        reads.count.withLock { $0 += 1 }
+                        for await _ in gate { break }
+                        return (alice, 1_000)
+                    }?.session
+                }
+            }
+            // Opened once the 49 others wait for the first one's read.
+            while lookups.waiters("t:0") != 49 { await Task.yield() }
+            open.yield()
+            open.finish()
+            return try await group.reduce(into: [AccountSession?]()) { $0.append($1) }
+        }
+        #expect(answers.count == 50 && answers.allSatisfy { $0 == alice })
+        #expect(reads.count.withLock { $0 } == 1)
+        // The epoch keys the sharing: a revocation moves it; while revocations may be missed there is none.
+        let cache = SessionCache(live: true)
+        let before = try #require(cache.sharedLookupEpoch())
+        cache.revoke(family: "f1")
+        #expect(cache.sharedLookupEpoch() != before)
+        cache.setLive(false)
+        #expect(cache.sharedLookupEpoch() == nil)
     }
 }

@@ -56,6 +56,8 @@ public struct AccountService: Sendable {
     let onUsernameLocked: @Sendable (String) -> Void
     /// Sessions of recent tokens (nil: every request looks its token up).
     let sessions: SessionCache?
+    /// The token lookups in flight, shared by their concurrent callers.
+    let lookups = SessionLookups()
     /// Wakes this instance's live streams of a revocation key (a space, `@account`), so that a stream whose token or
     /// membership just went ends at once rather than at its next recheck.
     let wakeStreams: @Sendable (String) -> Void
@@ -366,12 +368,18 @@ public struct AccountService: Sendable {
         let hash = BearerToken.storageHash(token)
         let nowMs = now()
         if !fromDatabase, let cached = sessions?.session(tokenHash: hash, nowMs: nowMs) { return cached }
-        let ticket = sessions?.ticket()
-        guard let found = try await store.session(tokenHash: hash, nowMs: nowMs) else { return nil }
-        if let sessions, let ticket {
-            sessions.remember(tokenHash: hash, session: found.session, expiresMs: found.expiresMs, nowMs: nowMs, ticket: ticket)
+        let read: () async throws -> SessionLookups.Found = {
+            let ticket = sessions?.ticket()
+            guard let found = try await store.session(tokenHash: hash, nowMs: nowMs) else { return nil }
+            if let sessions, let ticket {
+                sessions.remember(tokenHash: hash, session: found.session, expiresMs: found.expiresMs, nowMs: nowMs, ticket: ticket)
+            }
+            return found
         }
-        return found.session
+        // One lookup per token at a time while revocations reach this instance: callers that arrive meanwhile, with no
+        // revocation in between, share its answer. Otherwise each reads for itself (a revoked token must stop at once).
+        guard let epoch = sessions?.sharedLookupEpoch() else { return try await read()?.session }
+        return try await lookups.lookup("\(hash):\(epoch)", read)?.session
     }
 
     /// A new token for the account; its `familyId` names the account's home space.

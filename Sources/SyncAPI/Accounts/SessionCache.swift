@@ -44,6 +44,13 @@ public final class SessionCache: Sendable {
         state.withLock { $0.epoch }
     }
 
+    /// The revocation count while revocations reach this instance (nil while they may be missed): lookups of one
+    /// token that begin between the same two revocations may share one database read, since none of them could have
+    /// seen a revocation the others missed.
+    func sharedLookupEpoch() -> UInt64? {
+        state.withLock { $0.live ? $0.epoch : nil }
+    }
+
     /// The cached session of a token hash, if it is still good.
     public func session(tokenHash: String, nowMs: Int64) -> AccountSession? {
         state.withLock { state in

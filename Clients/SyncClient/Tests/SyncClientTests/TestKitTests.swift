@@ -76,7 +76,7 @@ struct TestKitTests {
         #expect(server.items(.contacts)["c2"] != nil && client.status.pendingWrites == 0)
     }
 
-    @Test("example: a conflict goes to the app's typed handler, which may merge")
+    @Test("example: edits of different fields merge by themselves; the same field goes to the app's typed handler")
     func conflict() async throws {
         let server = FakeSyncServer()
         let client = try Self.client(server)
@@ -87,15 +87,27 @@ struct TestKitTests {
         try client.setConflictHandler(Contact.self) { conflict in
             seen.withLock { $0 = conflict }
             guard var merged = conflict.server else { return .keepServer }
-            merged.lastName = conflict.local?.lastName
+            merged.notes = [conflict.server?.notes, conflict.local?.notes].compactMap { $0 }.joined(separator: " / ")
             return .merged(merged)
         }
-        // An untyped save is a PUT with If-Match; another device wrote meanwhile: 412, the handler merges.
-        try await client.save(.contacts, id: "c1", json: ["firstName": "Ann", "lastName": "Martin", "notes": "v1"])
+        // Here the last name, on another device the notes: both kept, no question asked, written in the journal.
+        var ann = try #require(try client.all(Contact.self).first)
+        ann.lastName = "Martin"
+        try await client.save(ann)
         server.edit(.contacts, id: "c1", json: ["firstName": "Ann", "notes": "v2"])
-        let report = try await client.sync()
-        #expect(report.conflicts == 1)
-        #expect(seen.withLock { $0?.server?.notes } == "v2" && seen.withLock { $0?.local?.lastName } == "Martin")
+        #expect(try await client.sync().conflicts == 1)
+        #expect(seen.withLock { $0 } == nil)
         #expect(server.items(.contacts)["c1"]?["lastName"] == "Martin" && server.items(.contacts)["c1"]?["notes"] == "v2")
+        #expect(try client.conflictJournal().map(\.resolution) == [.merged])
+        // Both changed the notes: the handler decides.
+        ann = try #require(try client.all(Contact.self).first)
+        ann.notes = "mine"
+        try await client.save(ann)
+        server.edit(.contacts, id: "c1", json: ["firstName": "Ann", "lastName": "Martin", "notes": "theirs"])
+        try await client.sync()
+        #expect(seen.withLock { $0?.local?.notes } == "mine" && seen.withLock { $0?.server?.notes } == "theirs")
+        #expect(server.items(.contacts)["c1"]?["notes"] == "theirs / mine")
+        let last = try #require(try client.conflictJournal().last)
+        #expect(last.resolution == .handlerMerged && last.fields == ["notes"])
     }
 }

@@ -55,6 +55,9 @@ public struct SyncClientConfiguration: Sendable {
     /// The iOS Data Protection class of the replica's files, set when the client opens them; nil leaves the app's
     /// default. No effect off iOS.
     public var fileProtection: ReplicaFileProtection?
+    /// How long a conflict handler may take (it may ask the user); past it the server's values of the fields both
+    /// sides changed are kept, and the push goes on.
+    public var conflictHandlerTimeout: Duration = .seconds(30)
 
     public init(serverURL: URL, replicaPath: String) {
         self.serverURL = serverURL

@@ -120,8 +120,8 @@ extension SyncClient {
         var bases = try await replica.pool.read { db in try batch.map { try Replica.base(db, $0) } }
         // The ETag of an item pulled by a sync is not known (sync answers carry none): read it first; a version that
         // moved since the base is a conflict, settled before writing.
-        // A patch names only the fields it changes and needs no version: the server applies it to what it holds.
-        let unknown = batch.indices.filter { batch[$0].kind != .patch && bases[$0].server != nil && bases[$0].etag == nil }
+        // A patch goes with its base's ETag too: a field another device changed since is merged here, field by field.
+        let unknown = batch.indices.filter { bases[$0].server != nil && bases[$0].etag == nil }
         var settled = Set<Int>()
         if !unknown.isEmpty {
             let answers = try await group(unknown.map { SubRequest(id: "\($0)", method: "GET", url: "/api/v1" + Self.path(batch[$0], layouts[$0])) })
@@ -153,9 +153,7 @@ extension SyncClient {
         let requests = writes.map { index -> SubRequest in
             let op = batch[index]
             var headers: [String: String] = [:]
-            if op.kind == .patch {
-                // No precondition: fields changed elsewhere meanwhile are kept, and the same field's last write wins.
-            } else if let etag = bases[index].etag {
+            if let etag = bases[index].etag {
                 headers["If-Match"] = etag
             } else if op.kind == .put, layouts[index].kind != .singleton {
                 // Created here: it must not overwrite an item someone else created with the same id.
@@ -240,15 +238,43 @@ extension SyncClient {
         return true
     }
 
-    /// A conflict: the collection's handler decides (server wins by default).
+    /// A conflict, settled field by field (protocol §2's versions): fields only one side changed keep that side's
+    /// value, without asking; the collection's handler decides only when both changed one field (within
+    /// `conflictHandlerTimeout`), else the server's value of those fields is kept. A delete or a create on either side
+    /// goes to the handler whole (server wins by default). Every outcome is written to the conflict journal.
     private func settle(
         _ op: PendingOperation, _ layout: ServerModel.Collection, base: JSONObject?, server: JSONObject?, etag: String?
     ) async throws {
         let handler = conflictHandlers.withLock { $0[op.collection] }
-        let versions = ConflictVersions(collection: op.collection, id: op.id, base: base, local: Self.localVersion(op, base: base), server: server)
-        let resolution = await handler?(versions) ?? .keepServer
+        let local = Self.localVersion(op, base: base)
+        let versions = ConflictVersions(collection: op.collection, id: op.id, base: base, local: local, server: server)
+        var resolution: ConflictResolution
+        var outcome: ConflictRecord.Resolution
+        var fields: [String] = []
+        if let base, let local, let server {
+            let merge = FieldMerge(base: base, local: local, server: server, ignored: layout.serverSetFields)
+            fields = merge.conflicting
+            if merge.conflicting.isEmpty {
+                (resolution, outcome) = (merge.localChanged.isEmpty ? .keepServer : .merged(merge.merged), .merged)
+            } else if let handler, let decided = await Self.decide(handler, versions, within: configuration.conflictHandlerTimeout) {
+                (resolution, outcome) = (decided, Self.outcome(decided))
+            } else {
+                (resolution, outcome) = (.merged(merge.merged), .serverKeptFields)
+            }
+        } else {
+            let decided = await handler.asyncMap { await Self.decide($0, versions, within: self.configuration.conflictHandlerTimeout) } ?? nil
+            resolution = decided ?? .keepServer
+            outcome = Self.outcome(resolution)
+        }
+        let (settled, journaled, conflicting) = (resolution, outcome, fields)
+        let result: JSONObject? =
+            switch settled {
+            case .keepServer: server
+            case .keepLocal: local
+            case .merged(let merged): merged
+            }
         try await replica.pool.write { db in
-            switch resolution {
+            switch settled {
             case .keepServer:
                 try Replica.landed(db, op, layout, server: server, etag: etag)
             case .keepLocal, .merged:
@@ -258,11 +284,53 @@ extension SyncClient {
                 } else {
                     try Replica.removeServer(db, layout, parent: op.parent ?? "", id: op.id)
                 }
-                if case .merged(let merged) = resolution {
+                if case .merged(let merged) = settled {
                     try Replica.save(db, layout, id: op.id, parent: op.parent ?? "", merged)
                 }
             }
+            try Replica.journal(db, op, journaled, fields: conflicting, base: base, local: local, server: server, result: result)
         }
+    }
+
+    static func outcome(_ resolution: ConflictResolution) -> ConflictRecord.Resolution {
+        switch resolution {
+        case .keepServer: .keptServer
+        case .keepLocal: .keptLocal
+        case .merged: .handlerMerged
+        }
+    }
+
+    /// The handler's answer, or nil when it has none within `limit` (it may be asking the user): the push goes on
+    /// without it, and the handler's task is cancelled.
+    static func decide(_ handler: @escaping ConflictHandler, _ versions: ConflictVersions, within limit: Duration) async -> ConflictResolution? {
+        await withCheckedContinuation { continuation in
+            let answered = Locked(false)
+            let finish: @Sendable (ConflictResolution?) -> Void = { value in
+                if answered.withLock({ done in
+                    defer { done = true }; return !done
+                }) {
+                    continuation.resume(returning: value)
+                }
+            }
+            let work = Task { finish(await handler(versions)) }
+            let timer = Task {
+                try? await Task.sleep(for: limit)
+                work.cancel()
+                finish(nil)
+            }
+            Task {
+                _ = await work.value
+                timer.cancel()
+            }
+        }
+    }
+}
+
+extension Optional {
+    /// `map` with an async transform.
+    fileprivate func asyncMap<T>(_ transform: (Wrapped) async -> T) async -> T? {
+        guard let self else { return nil }
+        return await transform(self)
     }
 }
 

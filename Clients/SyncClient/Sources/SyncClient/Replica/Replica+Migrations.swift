@@ -108,6 +108,21 @@ extension Replica {
                 try Replica.setMeta(db, MetaKey.synced, synced)
             }
         }
+        migrator.registerMigration("007-conflict-journal") { db in
+            // How each write conflict was settled, for the app to show and undo (`SyncClient.conflictJournal()`).
+            try db.execute(
+                sql: """
+                    CREATE TABLE conflicts (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                        atMs INTEGER NOT NULL,
+                        collection TEXT NOT NULL,
+                        parent TEXT NOT NULL,
+                        id TEXT NOT NULL,
+                        resolution TEXT NOT NULL,
+                        fields TEXT NOT NULL,
+                        base TEXT, local TEXT, server TEXT, result TEXT)
+                    """)
+        }
         return migrator
     }
 }

@@ -88,7 +88,7 @@ extension Replica {
     /// (logout, reset, another account); the model stays. The file stays, so open observations keep working and see
     /// empty results.
     static func eraseData(_ db: Database, keepingFailed: Bool = false) throws {
-        try db.execute(sql: "DELETE FROM items; DELETE FROM queue")
+        try db.execute(sql: "DELETE FROM items; DELETE FROM queue; DELETE FROM conflicts")
         if keepingFailed {
             // The account stays with its failed writes: the same account signing in again finds them; another
             // account's sign-in erases them.
