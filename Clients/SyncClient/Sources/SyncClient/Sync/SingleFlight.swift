@@ -25,6 +25,9 @@ actor SingleFlight {
 
     /// Joins the running sync, or starts `work` as the running one.
     func run(_ work: @escaping @Sendable () async throws -> SyncReport) async throws -> SyncReport {
+        // A sync cancelled because its callers left is not joined (its answer would be their cancellation): once it
+        // has ended, this call starts the next.
+        while let dying = running, dying.task.isCancelled { _ = await dying.task.result }
         let flight = running ?? start(work)
         flight.join()
         // Each caller leaves once: by cancellation or at the end, whichever comes first.
