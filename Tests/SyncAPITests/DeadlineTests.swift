@@ -69,18 +69,24 @@ struct DeadlineTests {
         #expect(held == nil, "the 60 s timer of a finished run still holds its timeout's error")
     }
 
+    /// Returns once the calling task is cancelled.
+    static func untilCancelled() async {
+        let (stream, end) = AsyncStream<Void>.makeStream()
+        await withTaskCancellationHandler {
+            for await _ in stream {}
+        } onCancel: {
+            end.finish()
+        }
+    }
+
     @Test("a write that would begin past the deadline never begins")
     func lateWriteRefused() async throws {
         let began = AsyncStream<Bool>.makeStream()
         await #expect(throws: SyncError.self) {
             try await Deadline.run(within: .milliseconds(50), timers: testTimers) {
-                // A pool wait that outlives the deadline, then the write.
-                await withCheckedContinuation { continuation in
-                    Task.detached {
-                        try? await Task.sleep(for: .milliseconds(150))
-                        continuation.resume()
-                    }
-                }
+                // A pool wait that outlives the deadline: it ends when the deadline's timer, having answered the
+                // caller, cancels the work (however late a loaded machine runs that timer); then the write.
+                await Self.untilCancelled()
                 do {
                     try Deadline.beginWrite()
                     began.continuation.yield(true)
