@@ -43,11 +43,7 @@ struct BackgroundSyncTests {
     }
 
     static func client(_ transport: StuckGroupTransport) throws -> SyncClient {
-        var configuration = SyncClientConfiguration(serverURL: URL(string: "https://fake.example")!, replicaPath: Scratch.path("background-"))
-        configuration.transport = transport
-        configuration.pushDelay = nil
-        configuration.retryPolicy = RetryPolicy(attempts: 3, baseDelay: .milliseconds(1), sleep: { _ in })
-        return try SyncClient(configuration: configuration)
+        try TestKitTests.client(transport.fake, transport: transport)
     }
 
     @Test(

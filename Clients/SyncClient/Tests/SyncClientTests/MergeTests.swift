@@ -10,12 +10,7 @@ import Testing
 @Suite("Field-level merges")
 struct MergeTests {
     static func client(_ server: FakeSyncServer, handlerTimeout: Duration = .seconds(30)) throws -> SyncClient {
-        var configuration = SyncClientConfiguration(serverURL: URL(string: "https://fake.example")!, replicaPath: Scratch.path("merge-"))
-        configuration.transport = server
-        configuration.pushDelay = nil
-        configuration.retryPolicy = RetryPolicy(attempts: 3, baseDelay: .milliseconds(1), sleep: { _ in })
-        configuration.conflictHandlerTimeout = handlerTimeout
-        return try SyncClient(configuration: configuration)
+        try TestKitTests.client(server) { $0.conflictHandlerTimeout = handlerTimeout }
     }
 
     @Test("no handler: the server keeps the field both changed, the local edit of the others lands; undo puts it back")

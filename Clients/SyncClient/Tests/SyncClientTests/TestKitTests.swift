@@ -7,13 +7,17 @@ import Testing
 /// The test kit (`SyncClientTesting`): how an app's unit tests script a server. These are also its examples.
 @Suite("Test kit: a scripted in-memory server")
 struct TestKitTests {
-    /// A client on a fresh replica, talking to `server`, writes waiting for `sync()`, retries instant.
-    static func client(_ server: FakeSyncServer) throws -> SyncClient {
+    /// A client on a fresh replica, talking to `server`, writes waiting for `sync()`, retries instant. `transport`:
+    /// another than the server itself (one that wraps it); `configure`: the test's settings on top.
+    static func client(
+        _ server: FakeSyncServer, transport: (any HTTPTransport)? = nil, configure: (inout SyncClientConfiguration) -> Void = { _ in }
+    ) throws -> SyncClient {
         var configuration = SyncClientConfiguration(
             serverURL: URL(string: "https://fake.example")!, replicaPath: Scratch.path("testkit-"))
-        configuration.transport = server
+        configuration.transport = transport ?? server
         configuration.pushDelay = nil
         configuration.retryPolicy = RetryPolicy(attempts: 3, baseDelay: .milliseconds(1), sleep: { _ in })
+        configure(&configuration)
         return try SyncClient(configuration: configuration)
     }
 
