@@ -48,7 +48,7 @@ struct BackgroundSyncTests {
 
     @Test(
         "the system ends the background task while the sync downloads: the download is cancelled, nothing applied, the next sync runs",
-        .timeLimit(.minutes(1)))
+        .timeLimit(.minutes(10)))
     func expiration() async throws {
         let fake = FakeSyncServer()
         let transport = StuckGroupTransport(fake)
@@ -74,7 +74,7 @@ struct BackgroundSyncTests {
         #expect(await work.value == .failed)
     }
 
-    @Test("a sync that cannot finish within the limit returns .failed at the limit; the next sync runs", .timeLimit(.minutes(1)))
+    @Test("a sync that cannot finish within the limit returns .failed at the limit; the next sync runs", .timeLimit(.minutes(10)))
     func limit() async throws {
         let fake = FakeSyncServer()
         let transport = StuckGroupTransport(fake)
@@ -101,7 +101,7 @@ struct AutoPushStatusTests {
         for await status in updates where condition(status) { return }
     }
 
-    @Test("offline while a write waits, then back: the write leaves by itself and the state is idle again, no error left", .timeLimit(.minutes(1)))
+    @Test("offline while a write waits, then back: the write leaves by itself and the state is idle again, no error left", .timeLimit(.minutes(10)))
     func recovers() async throws {
         let server = FakeSyncServer()
         var configuration = SyncClientConfiguration(serverURL: URL(string: "https://fake.example")!, replicaPath: Scratch.path("autopush-"))

@@ -38,16 +38,23 @@ struct MergeTests {
         #expect(try client.conflictJournal().count == 0)
     }
 
-    @Test("a handler that does not answer in time holds nothing up: the server's value is kept", .timeLimit(.minutes(1)))
+    @Test("a handler that does not answer in time holds nothing up: the server's value is kept", .timeLimit(.minutes(10)))
     func slowHandler() async throws {
         let server = FakeSyncServer()
         let client = try Self.client(server, handlerTimeout: .milliseconds(50))
         try await client.signUp(family: "Smith", username: "alice", password: "password1")
         server.edit(.contacts, id: "c1", json: ["firstName": "Ann"])
         try await client.sync()
+        // Asks a user who never answers: it returns only once the SDK has given up and cancelled it, and says so.
+        let (cancelled, told) = AsyncStream.makeStream(of: Void.self)
         client.setConflictHandler(.contacts) { _ in
-            // Asks a user who never answers (until the SDK gives up and cancels it).
-            try? await Task.sleep(for: .seconds(3600))
+            let (never, end) = AsyncStream.makeStream(of: Void.self)
+            await withTaskCancellationHandler {
+                for await _ in never {}
+            } onCancel: {
+                end.finish()
+            }
+            told.yield()
             return .keepLocal
         }
         try await client.save(.contacts, id: "c1", json: ["firstName": "Mine"])
@@ -55,6 +62,9 @@ struct MergeTests {
         let report = try await client.sync()
         #expect(report.conflicts == 1 && server.items(.contacts)["c1"]?["firstName"] == "Theirs")
         #expect(try client.conflictJournal().map(\.resolution) == [.serverKeptFields])
+        // The handler's task did not outlive the decision: it was cancelled.
+        var iterator = cancelled.makeAsyncIterator()
+        #expect(await iterator.next() != nil)
     }
 
     @Test("the merge, field by field")

@@ -5,7 +5,7 @@ import Testing
 
 /// The session's contracts (issue 40, item 6): a logout that cannot push throws `unpushedWrites` and keeps the failed
 /// writes unless told; signing in as another account never erases unsent writes unasked.
-@Suite("Session contracts", .timeLimit(.minutes(1)))
+@Suite("Session contracts", .timeLimit(.minutes(10)))
 struct SessionContractTests {
     /// A client of `server`, writes waiting for `push()` or `sync()`, retries at once.
     static func client(_ server: any HTTPTransport, path: String = Scratch.path("session-")) throws -> SyncClient {
