@@ -17,7 +17,7 @@ let package = Package(
     products: [
         .executable(name: "syncapi", targets: ["syncapi"]),
         // The Swift SDK, for apps: `.package(url: "https://github.com/…/syncapi.git", branch: "main", traits: [])` and
-        // `.product(name: "SyncClient", package: "syncapi", condition: server)`. It builds from GRDB and Foundation alone: SwiftPM resolves
+        // `.product(name: "SyncClient", package: "syncapi")`. It builds from GRDB and Foundation alone: SwiftPM resolves
         // only the packages of the products an app uses (the server's are never fetched for it).
         .library(name: "SyncClient", targets: ["SyncClient"]),
         // For an app's unit tests: `.product(name: "SyncClientTesting", package: "syncapi")` in its test target.
@@ -69,11 +69,12 @@ let package = Package(
             path: "Clients/SyncClient/Sources/SyncClientCommands",
             swiftSettings: swiftSettings
         ),
+        // The layers, as modules: `SyncCore` (the model, JSON, the engine and the storage protocols; no database
+        // driver), one target per backend that speaks its SQL, `SyncStorage` that opens the one a URL names,
+        // `SyncModelTools` (code generation), `Handlers` (HTTP) and the `syncapi` command line.
         .target(
-            name: "SyncAPI",
+            name: "SyncCore",
             dependencies: [
-                .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "Crypto", package: "swift-crypto", condition: server),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
@@ -86,17 +87,54 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The PostgreSQL store: its statements, migrations, snapshots, standbys and `LISTEN` connection.
+        .target(
+            name: "SyncPostgres",
+            dependencies: [
+                "SyncCore",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOPosix", package: "swift-nio", condition: server),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The embedded SQLite store (the default): its statements, migrations, snapshots and connection threads.
+        .target(
+            name: "SyncSQLite",
+            dependencies: [
+                "SyncCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOPosix", package: "swift-nio", condition: server),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Opens the store a database URL names, with the services it needs.
+        .target(
+            name: "SyncStorage",
+            dependencies: [
+                "SyncCore", "SyncPostgres", "SyncSQLite",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Code generation from a data model: its OpenAPI document and its Swift types (the SDK's). The server serves
         // the OpenAPI document; nothing in the core depends on generation.
         .target(
             name: "SyncModelTools",
-            dependencies: ["SyncAPI"],
+            dependencies: ["SyncCore"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "Handlers",
             dependencies: [
-                "SyncAPI",
+                "SyncCore",
+                "SyncStorage",
                 "SyncModelTools",
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 .product(name: "HummingbirdTLS", package: "hummingbird", condition: server),
@@ -117,7 +155,8 @@ let package = Package(
             name: "syncapi",
             dependencies: [
                 "Handlers",
-                "SyncAPI",
+                "SyncCore",
+                "SyncStorage",
                 "SyncModelTools",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
@@ -128,7 +167,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "SyncAPI",
+                "SyncCore", "SyncStorage", "SyncPostgres", "SyncSQLite",
                 .product(name: "Logging", package: "swift-log", condition: server),
                 // `TestIdentityProvider` mints its own keys and ID tokens.
                 .product(name: "Crypto", package: "swift-crypto", condition: server),
@@ -138,9 +177,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "SyncAPITests",
+            name: "SyncCoreTests",
             dependencies: [
-                "SyncAPI", "SyncModelTools", "TestSupport", .product(name: "Logging", package: "swift-log", condition: server),
+                "SyncCore", "SyncPostgres", "SyncSQLite", "SyncStorage", "SyncModelTools", "TestSupport",
+                .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: server), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio", condition: server),
                 .product(name: "NIOPosix", package: "swift-nio", condition: server),
@@ -151,7 +191,7 @@ let package = Package(
             name: "HandlersTests",
             dependencies: [
                 "Handlers",
-                "SyncAPI",
+                "SyncCore", "SyncStorage", "SyncPostgres",
                 "TestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
@@ -167,7 +207,7 @@ let package = Package(
             name: "ClientTests",
             dependencies: [
                 "Handlers",
-                "SyncAPI",
+                "SyncCore", "SyncStorage", "SyncPostgres",
                 "TestSupport",
                 "SyncClient",
                 "SyncClientCommands",

@@ -6,7 +6,8 @@ import Logging
 import NIOCore
 import NIOSSL
 import Prometheus
-import SyncAPI
+import SyncCore
+import SyncStorage
 import Synchronization
 
 /// Builds the whole server for a configuration: opens the store, migrates it before listening, wires the routes,
@@ -27,8 +28,8 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
         limit: configuration.bodyMemoryBytes, perAddress: configuration.bodyMemoryPerAddressBytes, exempt: configuration.trustedProxies)
     let producers = AnswerProducers()
     let router = buildRouter(
-        store: opened.store, reads: opened.reads, producers: producers, timers: timers, media: opened.media, hub: opened.hub, bodies: bodies,
-        configuration: configuration, logger: logger)
+        store: opened.store, reads: opened.reads, readRoutes: opened.readRoutes, producers: producers, timers: timers, media: opened.media,
+        hub: opened.hub, bodies: bodies, configuration: configuration, logger: logger)
     var app = Application(
         responder: TimeLimitedResponder(
             inner: router.buildResponder(), limit: configuration.requestTimeLimit, bodyMaxBytes: configuration.bodyMaxBytes,
@@ -106,8 +107,10 @@ public struct TLSFilesError: Error, CustomStringConvertible {
 }
 
 /// Builds the router over a store: every endpoint of protocol.md, behind problem+json errors and authentication.
+/// `readRoutes`: where the reads of `reads` were served, for the metrics (hot standbys only).
 public func buildRouter(
-    store: any SyncStore, reads: (any ItemReads)? = nil, producers: AnswerProducers, timers: TimerWheel, media: (any MediaStore)? = nil,
+    store: any SyncStore, reads: (any ItemReads)? = nil, readRoutes: ReadRouteCounts? = nil, producers: AnswerProducers, timers: TimerWheel,
+    media: (any MediaStore)? = nil,
     hub: ChangeHub? = nil,
     bodies: BodyBudget? = nil,
     configuration: AppConfiguration,
@@ -149,7 +152,7 @@ public func buildRouter(
     router.add(middleware: GroupReachMiddleware(reach: reach))
     let api = router.group("api/v1")
     OperationsRoutes(
-        store: store, readRoutes: reads as? ReadRoutingStore, configuration: configuration, metrics: metrics, streams: streams, hub: hub,
+        store: store, readRoutes: readRoutes, configuration: configuration, metrics: metrics, streams: streams, hub: hub,
         snapshots: engine.snapshots,
         bodies: bodies
     ).add(to: router, api: api)

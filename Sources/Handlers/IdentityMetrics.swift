@@ -1,6 +1,6 @@
 import Foundation
 import Prometheus
-import SyncAPI
+import SyncCore
 
 extension IdentityEvents {
     /// Prometheus counters of sign-ins through identity providers (protocol §14), labelled by provider name (from the

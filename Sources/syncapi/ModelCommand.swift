@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import SyncAPI
+import SyncCore
 import SyncModelTools
 
 /// `syncapi model`: the data model file's tools (protocol §12), with no database.

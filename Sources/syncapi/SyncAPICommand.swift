@@ -3,7 +3,8 @@ import Foundation
 import Handlers
 import Hummingbird
 import Logging
-import SyncAPI
+import SyncCore
+import SyncStorage
 
 /// The `syncapi` executable: gathers configuration (flags, then environment, then defaults) and runs a command.
 @main

@@ -1,6 +1,6 @@
 import Foundation
-import SyncAPI
 import SyncClient
+import SyncCore
 import Synchronization
 import TestSupport
 import Testing

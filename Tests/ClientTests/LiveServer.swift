@@ -5,8 +5,8 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
-import SyncAPI
 import SyncClient
+import SyncCore
 import TestSupport
 import Testing
 

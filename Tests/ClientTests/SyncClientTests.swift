@@ -2,8 +2,9 @@ import Foundation
 import GRDB
 import HTTPTypes
 import Logging
-import SyncAPI
 import SyncClient
+import SyncCore
+import SyncStorage
 import TestSupport
 import Testing
 

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import Handlers
-import SyncAPI
 import SyncClient
+import SyncCore
 import TestSupport
 import Testing
 

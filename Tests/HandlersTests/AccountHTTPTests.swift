@@ -2,7 +2,7 @@ import HTTPTypes
 import Handlers
 import Hummingbird
 import HummingbirdTesting
-import SyncAPI
+import SyncCore
 import Synchronization
 import TestSupport
 import Testing

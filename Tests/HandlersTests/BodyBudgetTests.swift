@@ -1,7 +1,7 @@
 import HTTPTypes
 import Handlers
 import HummingbirdTesting
-import SyncAPI
+import SyncCore
 import TestSupport
 import Testing
 

@@ -4,7 +4,7 @@ import Handlers
 import Hummingbird
 import HummingbirdTesting
 import Logging
-import SyncAPI
+import SyncCore
 import TestSupport
 import Testing
 

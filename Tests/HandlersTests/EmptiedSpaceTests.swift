@@ -2,7 +2,8 @@ import HTTPTypes
 import Handlers
 import Hummingbird
 import HummingbirdTesting
-import SyncAPI
+import SyncCore
+import SyncStorage
 import TestSupport
 import Testing
 

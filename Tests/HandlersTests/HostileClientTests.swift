@@ -5,7 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOPosix
-import SyncAPI
+import SyncCore
 import Synchronization
 import TestSupport
 import Testing

@@ -5,7 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import PostgresNIO
-import SyncAPI
+import SyncCore
 import TestSupport
 import Testing
 

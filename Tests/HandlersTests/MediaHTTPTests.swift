@@ -6,7 +6,8 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
-import SyncAPI
+import SyncCore
+import SyncStorage
 import TestSupport
 import Testing
 

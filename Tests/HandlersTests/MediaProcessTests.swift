@@ -1,5 +1,5 @@
 import Foundation
-import SyncAPI
+import SyncCore
 import TestSupport
 import Testing
 

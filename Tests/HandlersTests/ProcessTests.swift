@@ -1,6 +1,6 @@
 import Foundation
 import PostgresNIO
-import SyncAPI
+import SyncCore
 import TestSupport
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-import SyncAPI
+import SyncCore
 import TestSupport
 
 /// The real `syncapi` executable, started as its own process on a free port, for what only a process shows: TLS on

@@ -3,7 +3,7 @@ import HTTPTypes
 import Handlers
 import Hummingbird
 import HummingbirdTesting
-import SyncAPI
+import SyncCore
 import TestSupport
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 import NIOPosix
-import SyncAPI
+import SyncCore
 import TestSupport
 import Testing
 

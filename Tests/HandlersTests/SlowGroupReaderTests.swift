@@ -3,7 +3,7 @@ import HTTPTypes
 import Handlers
 import HummingbirdTesting
 import NIOPosix
-import SyncAPI
+import SyncCore
 import TestSupport
 import Testing
 

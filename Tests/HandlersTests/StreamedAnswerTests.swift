@@ -5,7 +5,8 @@ import Handlers
 import Hummingbird
 import HummingbirdTesting
 import Logging
-import SyncAPI
+import SyncCore
+import SyncStorage
 import TestSupport
 import Testing
 

@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
-import SyncAPI
+import SyncCore
 import TestSupport
 import Testing
 

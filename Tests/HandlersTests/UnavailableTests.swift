@@ -4,7 +4,8 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import PostgresNIO
-import SyncAPI
+import SyncCore
+import SyncPostgres
 import TestSupport
 import Testing
 

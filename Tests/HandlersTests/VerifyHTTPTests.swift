@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import HTTPTypes
-import SyncAPI
+import SyncCore
 import TestSupport
 import Testing
 

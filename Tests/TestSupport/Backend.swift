@@ -1,6 +1,7 @@
 import Foundation
 import Logging
-import SyncAPI
+import SyncCore
+import SyncStorage
 
 /// The two storage backends every store and contract test runs on.
 public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {

@@ -1,5 +1,5 @@
 import NIOCore
-import SyncAPI
+import SyncCore
 
 extension SyncAnswer {
     /// The whole JSON answer, a streamed one collected: tests compare answers whole, the server never holds one.

@@ -1,5 +1,5 @@
 import Hummingbird
-import SyncAPI
+import SyncCore
 
 /// `POST /signup`, `/login`, `/logout`, `/password`, `/accounts` (protocol §1), and `/token` (§14).
 struct AccountRoutes {

@@ -1,14 +1,14 @@
 import Hummingbird
 import NIOCore
 import Prometheus
-import SyncAPI
+import SyncCore
 import SyncModelTools
 
 /// `GET /health`, `GET /ready`, `GET /metrics` and the server description `GET /api/v1/` (protocol §8).
 struct OperationsRoutes {
     let store: any SyncStore
     /// The router of reads over hot standbys, when there are any (its counts are metrics).
-    let readRoutes: ReadRoutingStore?
+    let readRoutes: ReadRouteCounts?
     let configuration: AppConfiguration
     let metrics: PrometheusCollectorRegistry
     let streams: LiveStreams
@@ -30,7 +30,7 @@ struct OperationsRoutes {
             "snapshot_answers_cut", "Answers cut since start for reading below the pace while another waited for a snapshot place.")
         let bodyBytes = gauge(
             "request_body_bytes", "Bytes of request bodies being read or held (their declared length, else their limit).")
-        let readRoutes = self.readRoutes.map { ReadRouteMetrics(counts: $0.routes, registry: metrics) }
+        let readRoutes = self.readRoutes.map { ReadRouteMetrics(counts: $0, registry: metrics) }
         router.resource("health", [.get: { _, _ in HTTPBodies.response(json: #"{"status":"ok"}"#) }])
         let readiness = ReadinessProbe { try await store.ping() }
         router.resource(

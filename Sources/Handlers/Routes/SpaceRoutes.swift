@@ -1,6 +1,6 @@
 import HTTPTypes
 import Hummingbird
-import SyncAPI
+import SyncCore
 
 /// The calls of protocol §15: `GET`/`POST /spaces`, `POST /invitations/accept`, and under `/spaces/{spaceId}` the
 /// space itself (`PUT`), its invitations and its members.

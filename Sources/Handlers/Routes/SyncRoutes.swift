@@ -1,5 +1,5 @@
 import Hummingbird
-import SyncAPI
+import SyncCore
 
 /// The sync endpoints of the registry: full lists (`ctcsync`, `evtsync`, `plcsync`, protocol §3), paginated lists
 /// (`msgsyncthread`, `wallsync`, §4) and their pagination APIs (`/threads`, `/wall`, children pages).

@@ -12,7 +12,7 @@ import PostgresNIO
 /// `GET /health` answers `ok`, the plaintext route; an unknown family is 404. Run by bench/harness.py `--floor`.
 struct CollectionDelta: PostgresPreparedStatement {
     static let name = "floor_collection_delta"
-    // The SQL of PreparedStatements.CollectionDelta in Sources/SyncAPI/Storage/Postgres/PreparedStatements.swift.
+    // The SQL of PreparedStatements.CollectionDelta in Sources/SyncPostgres/PreparedStatements.swift.
     static let sql = """
         SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
         FROM families f

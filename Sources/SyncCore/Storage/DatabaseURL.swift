@@ -1,0 +1,91 @@
+import Foundation
+
+/// Where the data lives, from `--database` / `SYNCAPI_DATABASE`: `sqlite:PATH` or `postgres://user:pass@host:port/db`.
+public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
+    case sqlite(path: String)
+    case postgres(host: String, port: Int, username: String, password: String?, database: String, requireTLS: Bool)
+
+    /// Parses a database URL; the error message is one line a person can act on.
+    public init(parsing text: String) throws(DatabaseURLError) {
+        if text.hasPrefix("sqlite:") {
+            var path = String(text.dropFirst("sqlite:".count))
+            if path.hasPrefix("//") { path.removeFirst(2) }
+            guard !path.isEmpty else { throw DatabaseURLError("sqlite URL needs a file path, e.g. sqlite:data/syncapi.sqlite") }
+            self = .sqlite(path: path)
+            return
+        }
+        guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://"), let url = URLComponents(string: text),
+            let host = url.host, !host.isEmpty
+        else {
+            // Not echoed: the text may hold a password.
+            throw DatabaseURLError("unsupported database URL: use sqlite:PATH or postgres://USER@HOST:PORT/DATABASE")
+        }
+        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+        guard !database.isEmpty else { throw DatabaseURLError("postgres URL needs a database name after the host: …/DATABASE") }
+        guard let user = url.user, !user.isEmpty else { throw DatabaseURLError("postgres URL needs a user name: postgres://USER@…") }
+        // Without `sslmode`, TLS is required for any host but this machine: a password and every family's data never
+        // cross a network in clear unless the URL says `sslmode=disable`.
+        let loopback = ["localhost", "127.0.0.1", "::1", "[::1]"].contains(host.lowercased()) || host.hasPrefix("127.")
+        let sslmode = url.queryItems?.first { $0.name == "sslmode" }?.value ?? (loopback ? "disable" : "require")
+        guard ["disable", "require"].contains(sslmode) else {
+            throw DatabaseURLError("sslmode must be disable or require, not \(sslmode)")
+        }
+        self = .postgres(
+            host: host, port: url.port ?? 5432, username: user.removingPercentEncoding ?? user,
+            password: url.password.map { $0.removingPercentEncoding ?? $0 }, database: database, requireTLS: sslmode == "require")
+    }
+
+    /// The same URL with `password` (from a password file).
+    public func withPassword(_ password: String) -> DatabaseURL {
+        guard case .postgres(let host, let port, let user, _, let db, let tls) = self else { return self }
+        return .postgres(host: host, port: port, username: user, password: password, database: db, requireTLS: tls)
+    }
+
+    /// The URL without its password, for logs.
+    public var description: String {
+        switch self {
+        case .sqlite(let path): return "sqlite:\(path)"
+        case .postgres(let host, let port, let user, _, let db, _): return "postgres://\(user)@\(host):\(port)/\(db)"
+        }
+    }
+}
+
+/// A database URL that cannot be used, with a message for the operator.
+public struct DatabaseURLError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// The PostgreSQL pool of one instance. `openAtStart` (what `serve` does) keeps every connection open from the start: a
+/// connection opened under load parses and plans its statements for the first time there, which makes its requests the
+/// slowest; connections past the minimum are closed when idle, and reopened by the next burst, so a pool that may
+/// shrink pays that again after each quiet minute.
+public struct PoolSize: Sendable {
+    public var connections: Int
+    public var openAtStart: Bool
+    /// Connections of a second pool for snapshot answers only (`PostgresStore.snapshotClient`); nil: none, they
+    /// share the first.
+    public var snapshotConnections: Int?
+    public init(connections: Int = 20, openAtStart: Bool = false, snapshotConnections: Int? = nil) {
+        self.connections = connections
+        self.openAtStart = openAtStart
+        self.snapshotConnections = snapshotConnections
+    }
+
+    /// The default size of the statements' pool: twice the cores plus two (as many statements running at once as the
+    /// database can run well, the rest waiting their turn in the pool rather than in the database's scheduler),
+    /// counting this host's cores for the database's. More connections only lengthen the tail of page syncs at the same
+    /// throughput (docs/performance.md).
+    public static var defaultConnections: Int { max(4, 2 * ProcessInfo.processInfo.activeProcessorCount + 2) }
+
+    /// How long a pooled connection stays idle before it is pinged (PostgresNIO's default is 30 s). The pool arms a
+    /// keep-alive timer each time a connection goes back to it; leased again, the timer is cancelled but its sleep
+    /// stays queued in the Swift runtime until its own deadline, with its memory, so what an instance holds grows
+    /// with this interval (`PoolTimerTests`, docs/scaling.md). 5 s holds a sixth of what 30 s does, and a connection a
+    /// middlebox dropped while idle is found before a request needs it.
+    public static let keepAliveFrequency: Duration = .seconds(5)
+
+    /// How many delta statements run at once on a pool of `connections` before further deltas wait and are read
+    /// together (`DeltaBatcher`): all but two, so that writes and pages always find a connection.
+    package static func deltaStatements(_ connections: Int) -> Int { max(1, connections - 2) }
+}

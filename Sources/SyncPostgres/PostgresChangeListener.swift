@@ -1,0 +1,201 @@
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import SyncCore
+import Synchronization
+
+/// The one PostgreSQL `LISTEN` connection of an instance: every write `NOTIFY`s its family in its transaction, and
+/// this service wakes that family's streams in the `ChangeHub`. After a lost connection it listens again and wakes
+/// every stream once, since notices may have been missed meanwhile.
+///
+/// A connection can also go deaf without failing (the server or a NAT forgot it, a failover moved the address: no
+/// reset ever arrives). So the listener sends itself a ping notice every `heartbeat` through the pool and expects to
+/// hear it within `deafAfter`: when it does not, it treats the connection as lost. Until it hears itself again the
+/// session cache is off (every token is looked up) and streams read the counter at their recheck.
+public struct PostgresChangeListener: Service {
+    /// The channel writes notify on, with `<family id>:<version>` as payload (`t:` and the family id for a token
+    /// revocation).
+    public static let channel = "syncapi_changes"
+    /// The payload prefix of a token revocation.
+    public static let revocationPrefix = "t:"
+    /// The payload prefix of a listener's own heartbeat: `p:<instance>:<n>`.
+    static let pingPrefix = "p:"
+
+    let client: PostgresClient
+    /// Where pings are sent: the statements' pool, so that a listener on another database than the writes' (a wrong
+    /// `--listen-database`) never hears them and counts as deaf.
+    let pings: PostgresClient
+    /// With a `--listen-database` of its own: the database id the writes' database holds, which the listening
+    /// database must hold too; a listener on another database hears no write and no revocation, so the instance
+    /// stops with an error rather than serve stale streams and 60 s revocations.
+    let expectedDatabaseID: (@Sendable () async throws -> String)?
+    let hub: ChangeHub
+    let logger: Logger
+    let heartbeat: Duration
+    /// How long a ping may go unheard before the connection counts as deaf (a loaded machine delays a round trip).
+    let deafAfter: Duration
+    /// How long a ping may go unheard before the cache stops trusting the listener, deaf or not yet known.
+    let suspectAfter: Duration
+    /// The timers of its time limits.
+    let timers: TimerWheel
+    /// This instance's name in its pings (other instances ignore them).
+    let instance = DatabaseIdentity.uuid()
+
+    public init(
+        client: PostgresClient, pings: PostgresClient? = nil, expectedDatabaseID: (@Sendable () async throws -> String)? = nil,
+        hub: ChangeHub, logger: Logger, timers: TimerWheel, heartbeat: Duration = .seconds(2), deafAfter: Duration = .seconds(5),
+        suspectAfter: Duration = .seconds(1)
+    ) {
+        self.client = client
+        self.pings = pings ?? client
+        self.expectedDatabaseID = expectedDatabaseID
+        self.hub = hub
+        self.logger = logger
+        self.timers = timers
+        self.heartbeat = heartbeat
+        self.deafAfter = deafAfter
+        self.suspectAfter = min(suspectAfter, deafAfter)
+    }
+
+    /// The listener stopped hearing its own pings.
+    struct Deaf: Error {}
+
+    /// The listening database is not the writes' database.
+    struct WrongDatabase: Error, CustomStringConvertible {
+        let description =
+            "--listen-database names another database than --database (their syncapi_meta database ids differ): it would hear no write and no revocation"
+    }
+
+    public func run() async throws {
+        while !Task.isCancelled, !Task.isShuttingDownGracefully {
+            do {
+                try await cancelWhenGracefulShutdown {
+                    try await client.withConnection { conn in
+                        try await checkDatabase(on: conn)
+                        do {
+                            try await listen(on: conn)
+                        } catch let error as Deaf {
+                            // Never back to the pool: a deaf connection would answer nothing there either.
+                            try? await conn.close()
+                            throw error
+                        }
+                    }
+                }
+            } catch let error as WrongDatabase {
+                hub.sessions.setLive(false)
+                logger.critical("the change listener listens on another database", metadata: ["error": "\(error)"])
+                throw error
+            } catch {
+                hub.sessions.setLive(false)
+                if Task.isCancelled || Task.isShuttingDownGracefully { return }
+                logger.warning("change listener lost its connection; listening again", metadata: ["error": "\(String(reflecting: error))"])
+                hub.notifyAll()
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(1)) }
+            }
+        }
+    }
+
+    /// Throws `WrongDatabase` when `conn` is not on the writes' database (a database id that differs, or none where
+    /// the writes' database has one). Throws something else, retried, while the writes' database has no id yet.
+    func checkDatabase(on conn: PostgresConnection) async throws {
+        guard let expectedDatabaseID else { return }
+        let expected = try await expectedDatabaseID()
+        var found: String?
+        do {
+            for try await value in try await conn.query("SELECT value FROM syncapi_meta WHERE key = 'database_id'", logger: logger)
+                .decode(String.self)
+            {
+                found = value
+            }
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "42P01" {
+            found = nil  // no syncapi_meta table: not a SyncAPI database
+        }
+        guard found == expected else { throw WrongDatabase() }
+    }
+
+    /// Listens on `conn` until it fails or goes deaf.
+    func listen(on conn: PostgresConnection) async throws {
+        try await conn.listen(on: Self.channel) { notices in
+            // Listening now: revocations reach this instance again, and every stream checks once for what may have
+            // been missed meanwhile.
+            hub.sessions.setLive(true)
+            hub.notifyAll()
+            let heard = HeardPings()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await self.beat(heard: heard, on: conn) }
+                group.addTask {
+                    for try await notice in notices { self.handle(notice.payload, heard: heard) }
+                    throw Deaf()
+                }
+                defer { group.cancelAll() }
+                try await group.next()
+            }
+        }
+    }
+
+    /// Pings through the pool every `heartbeat`; throws `Deaf` when a ping is not heard within `deafAfter` and the
+    /// listening connection does not answer a query of its own within `deafAfter` either.
+    ///
+    /// A ping unheard for `suspectAfter` already turns the session cache off (every token is checked in the database)
+    /// until a ping is heard again, so that a frozen listener does not keep a logout elsewhere from taking effect here
+    /// for the whole 10 s or so that telling deaf from slow takes. Streams are not woken then: a ping is most often
+    /// late because the database is busy, and every stream reading its counter at once would add to that; they check
+    /// once the listener is replaced.
+    func beat(heard: HeardPings, on conn: PostgresConnection) async throws {
+        var n = 0
+        var suspected = false
+        while true {
+            let payload = "\(Self.pingPrefix)\(instance):\(n)"
+            try await pings.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+            let sent = ContinuousClock.now
+            while heard.last < n {
+                if !suspected, ContinuousClock.now >= sent + suspectAfter {
+                    suspected = true
+                    hub.sessions.setLive(false)
+                }
+                if ContinuousClock.now >= sent + deafAfter {
+                    // Unheard. A connection that still answers a query of its own is slow, not deaf (a loaded
+                    // machine): it keeps listening. One that does not is deaf: the cache goes off at once.
+                    do {
+                        _ = try await Deadline.run(within: deafAfter, timers: timers) { try await conn.query("SELECT 1", logger: logger) }
+                    } catch {
+                        hub.sessions.setLive(false)
+                        throw Deaf()
+                    }
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            if suspected, heard.last >= n {
+                // Heard after all: slow, not deaf. Notices come in order, so nothing sent before this ping was missed.
+                suspected = false
+                hub.sessions.setLive(true)
+            }
+            n += 1
+            try await Task.sleep(until: sent + heartbeat)
+        }
+    }
+
+    /// One notice: a ping of this instance, a revocation, or a write (`<family id>:<version>`).
+    func handle(_ payload: String, heard: HeardPings) {
+        if payload.hasPrefix(Self.pingPrefix) {
+            let parts = payload.dropFirst(Self.pingPrefix.count).split(separator: ":")
+            if parts.count == 2, parts[0] == instance, let n = Int(parts[1]) { heard.record(n) }
+        } else if payload.hasPrefix(Self.revocationPrefix) {
+            hub.revokeTokens(family: String(payload.dropFirst(Self.revocationPrefix.count)))
+        } else {
+            // `<family id>:<version>`: the counter value the write committed.
+            let parts = payload.split(separator: ":", maxSplits: 1)
+            hub.notify(family: String(parts[0]), version: parts.count > 1 ? Int64(parts[1]) : nil)
+        }
+    }
+}
+
+/// The highest ping number a listener heard back.
+final class HeardPings: Sendable {
+    private let heard = Mutex(-1)
+
+    var last: Int { heard.withLock { $0 } }
+
+    func record(_ n: Int) { heard.withLock { $0 = max($0, n) } }
+}

@@ -1,0 +1,69 @@
+import PostgresNIO
+import SyncCore
+
+/// PostgreSQL as an item executor: statements on a pooled connection, inside the request's deadline, retried after a
+/// serialization failure or a deadlock (`guarded`). The orchestration is the shared one.
+extension PostgresStore: ItemExecutor {
+    package func inWriteTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresItemStatements) async throws -> T) async throws -> T {
+        let logger = self.logger
+        return try await guarded {
+            try await transaction { conn in try await body(PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements)) }
+        }
+    }
+
+    package func inSnapshot<T: Sendable>(_ body: @escaping @Sendable (PostgresItemStatements) async throws -> T) async throws -> T {
+        let logger = self.logger
+        return try await guarded {
+            try await snapshotRead { conn in try await body(PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements)) }
+        }
+    }
+
+    package func inSingleStatement<T: Sendable>(_ body: @escaping @Sendable (PostgresItemStatements) async throws -> T) async throws -> T {
+        let logger = self.logger
+        return try await guarded {
+            try await read { conn in try await body(PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements)) }
+        }
+    }
+
+    public func item(familyID: String, key: ItemKey) async throws -> StoredItem? {
+        try await readItem(familyID: familyID, key: key)
+    }
+
+    public func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
+        try await readVerifyRows(familyID: familyID, collections: collections, each)
+    }
+
+    public func write(
+        familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
+    ) async throws -> WriteOutcome {
+        // Writes notify their family's channel in their own transaction (`PostgresItemStatements.store`).
+        try await writeItem(familyID: familyID, key: key, parent: parent, nowMs: nowMs, plan: plan)
+    }
+
+    public func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
+        if !prefetched.isEmpty, let delta = prefetched[DeltaRequest(familyID: familyID, collections: collections, since: since)] {
+            return delta
+        }
+        // On a pinned snapshot, its own statement; else read with whatever other deltas wait (`DeltaBatcher`).
+        guard pinned == nil else { return try await readDelta(familyID: familyID, collections: collections, since: since) }
+        let (batcher, prepared) = (deltaBatcher, usesPreparedStatements)
+        let call = DeltaRequest(familyID: familyID, collections: collections, since: since)
+        guard let delta = try await guarded({ try await batcher.delta(call, prepared: prepared) }) else { throw SyncError.unauthorized }
+        return delta
+    }
+
+    /// One statement (`PostgresPageStatements.swift`), not the shared orchestration's several.
+    public func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
+        try await inSingleStatement { statements in
+            guard let rows = try await statements.pageSync(familyID: familyID, query: query, since: since) else {
+                throw SyncError.unauthorized
+            }
+            return rows
+        }
+    }
+
+    /// One statement (`PostgresPageStatements.swift`).
+    public func page(familyID: String, query: PageQuery) async throws -> PageRows? {
+        try await inSingleStatement { try await $0.page(familyID: familyID, query: query) }
+    }
+}

@@ -1,0 +1,79 @@
+import Logging
+import PostgresNIO
+import SyncCore
+
+/// Full lists read page by page as the rows arrive, so that an answer of 100,000 items never sits whole in memory.
+extension PostgresStore {
+
+    public func streamLiveRows(
+        familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
+        page: @escaping @Sendable (LiveBodies) async throws -> Void
+    ) async throws {
+        // One statement: the counter rides on every row (a join to the family's row), so it comes from the same
+        // snapshot as the rows, with no transaction around them (which would be BEGIN, SET TRANSACTION, the counter,
+        // the rows and COMMIT: five round trips). PostgresNIO reads rows from the socket as they are consumed. Only
+        // the body is read: a live row always has one, so a NULL body is the join's row of a family with no items.
+        do {
+            try await answersClient.withConnection { conn in
+                let rows = try await conn.run(
+                    PreparedStatements.LiveRows(familyID: familyID, collection: collection), prepared: usesPreparedStatements,
+                    logger: logger)
+                var started = false
+                var bytes = 0
+                var batch = LiveBodies()
+                batch.reserveCapacity(StreamPaging.pageSize)
+                for try await (version, body) in rows {
+                    if !started {
+                        started = true
+                        try await start(version)
+                    }
+                    guard let body else { continue }
+                    batch.append(body)
+                    bytes += body.readableBytes
+                    if StreamPaging.isFull(count: batch.count, bytes: bytes) {
+                        try await page(batch)
+                        batch.removeAll(keepingCapacity: true)
+                        bytes = 0
+                    }
+                }
+                guard started else { throw SyncError.unauthorized }
+                if !batch.isEmpty { try await page(batch) }
+            }
+        } catch {
+            throw PostgresFailure(error).domainError(for: error, logger: logger)
+        }
+    }
+
+    /// The family's counter, read on `conn`.
+    func version(on conn: PostgresConnection, familyID: String) async throws -> Int64 {
+        for try await version in try await conn.query("SELECT version FROM families WHERE id = \(familyID)", logger: logger)
+            .decode(Int64.self)
+        {
+            return version
+        }
+        throw SyncError.unauthorized
+    }
+
+    /// The body of every live row of a full list, read on `conn` page by page, oldest change first. PostgresNIO reads
+    /// rows from the socket as they are consumed: the cursor moves at the client's pace.
+    func forEachLivePage(
+        on conn: PostgresConnection, familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void
+    ) async throws {
+        let rows = try await conn.run(
+            PreparedStatements.SnapshotLiveRows(familyID: familyID, collection: collection), prepared: usesPreparedStatements, logger: logger)
+        var batch = LiveBodies()
+        var bytes = 0
+        batch.reserveCapacity(StreamPaging.pageSize)
+        for try await body in rows {
+            guard let body else { continue }
+            batch.append(body)
+            bytes += body.readableBytes
+            if StreamPaging.isFull(count: batch.count, bytes: bytes) {
+                try await page(batch)
+                batch.removeAll(keepingCapacity: true)
+                bytes = 0
+            }
+        }
+        if !batch.isEmpty { try await page(batch) }
+    }
+}

@@ -1,0 +1,283 @@
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import ServiceLifecycle
+import SyncCore
+
+/// The production store: PostgreSQL through a pooled `PostgresClient`, every value bound.
+///
+/// Several server instances may share one database: writes serialize per family on the family row's lock,
+/// reads take one statement's snapshot.
+public struct PostgresStore: SyncStore {
+    /// The pooled client; it must run in the application's service group (`client.run()`).
+    public let client: PostgresClient
+    /// The pool of snapshot answers (full lists and groups that stream while their client downloads), when they have
+    /// their own (`serve`): an answer held open by a slow phone then never takes a connection of `client`, which can
+    /// stay as small as the database's cores want (more busy connections than cores only queue in the database's
+    /// scheduler, where the slowest requests wait longest). Nil: they share `client`.
+    public var snapshotClient: PostgresClient?
+    /// Where snapshot answers take their connection.
+    var answersClient: PostgresClient { snapshotClient ?? client }
+    /// Named prepared statements for the hot queries; off behind a pooler in transaction mode (`--database-pooler`),
+    /// where the next transaction may run on another server connection that never saw them.
+    public var usesPreparedStatements = true
+    let logger: Logger
+    /// How long a call may wait for the database (mostly for a pooled connection) before answering 503.
+    let deadline: Duration
+    /// The timers of its time limits.
+    let timers: TimerWheel
+
+    /// Reads concurrent deltas together when they would wait for a connection (`DeltaBatcher`).
+    let deltaBatcher: DeltaBatcher
+    /// What must run for this store to answer (as services of the application): the workers of its delta batcher.
+    public var services: [any Service] { [deltaBatcher] }
+
+    /// `deltaStatements`: how many delta statements run at once before further deltas wait and are read together
+    /// (`DeltaBatcher`); the pool's other connections stay free for everything else.
+    public init(client: PostgresClient, logger: Logger, timers: TimerWheel, deadline: Duration = .seconds(10), deltaStatements: Int = 4) {
+        self.timers = timers
+        self.client = client
+        self.logger = logger
+        self.deadline = deadline
+        deltaBatcher = DeltaBatcher(client: client, logger: logger, timers: timers, deadline: deadline, maxRunning: deltaStatements)
+    }
+
+    /// The connection, inside a REPEATABLE READ transaction, this copy of the store reads on (`PostgresSnapshot`).
+    var pinned: PostgresConnection?
+    /// Deltas read ahead from the pinned snapshot (`prefetchingDeltas`), by the call they answer.
+    var prefetched: [DeltaRequest: Delta] = [:]
+
+    /// The body runs under one deadline of its own, `snapshotRunLimit`, not the database deadline: it writes its answer
+    /// as its client reads it (a group's run of reads), and a phone on a slow link may take longer than the database
+    /// deadline to read it. Under that one deadline its statements run inline, so none is left running on the pinned
+    /// connection once the run gave it back; a reader that stops is bounded by the answer's stall limit, and a caller
+    /// that goes away (its answer cancelled, the application stopping) leaves at once.
+    public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SnapshotReads) async throws -> T) async throws -> T {
+        try await guarded(within: Self.snapshotRunLimit) {
+            try await transaction(readOnlySnapshot: true, on: answersClient) { conn in
+                try await body(PostgresSnapshot(store: self, connection: conn))
+            }
+        }
+    }
+
+    /// How long a run of reads may hold its snapshot (`withReadSnapshot`) when no request bounds it: as long as a phone
+    /// reading at the snapshot pace (`SnapshotBudget`) takes to read a family's whole quota, and more.
+    static let snapshotRunLimit: Duration = .seconds(6 * 3600)
+
+    /// Runs reads on the pinned snapshot's connection, else on a pooled connection.
+    func read<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        if let pinned { return try await body(pinned) }
+        return try await client.withConnection { conn in try await body(conn) }
+    }
+
+    /// Runs several reads in one snapshot: the pinned one, else a new REPEATABLE READ transaction.
+    func snapshotRead<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        if let pinned { return try await body(pinned) }
+        return try await transaction(readOnlySnapshot: true, body)
+    }
+
+    // MARK: Schema
+
+    public func migrate(upTo count: Int?) async throws {
+        // At start the database may be coming up too (a deploy, a busy host): it has 30 s to answer. Once reached, a
+        // migration may wait for other instances' migrations and take its time.
+        try await guarded(within: max(deadline, .seconds(30))) { try await client.query("SELECT 1", logger: logger) }
+        try await guarded(within: .seconds(300)) {
+            try await transaction { conn in
+                // One migrator at a time when several instances start together.
+                try await conn.query("SELECT pg_advisory_xact_lock(7311562)", logger: logger)
+                try await conn.query(
+                    "CREATE TABLE IF NOT EXISTS syncapi_migrations (name TEXT PRIMARY KEY, applied_ms BIGINT NOT NULL)",
+                    logger: logger)
+                var applied = Set<String>()
+                for try await name in try await conn.query("SELECT name FROM syncapi_migrations", logger: logger).decode(String.self) {
+                    applied.insert(name)
+                }
+                for migration in PostgresMigrations.all.prefix(count ?? .max) where !applied.contains(migration.name) {
+                    // The extended protocol takes one statement at a time.
+                    for statement in SQLScript.statements(of: migration.sql) {
+                        try await conn.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                    let now = WallClock.nowMs()
+                    try await conn.query(
+                        "INSERT INTO syncapi_migrations (name, applied_ms) VALUES (\(migration.name), \(now))", logger: logger)
+                }
+                let id = DatabaseIdentity.random()
+                try await conn.query(
+                    "INSERT INTO syncapi_meta (key, value) VALUES ('database_id', \(id)) ON CONFLICT (key) DO NOTHING",
+                    logger: logger)
+            }
+        }
+    }
+
+    public func databaseID() async throws -> String {
+        try await guarded {
+            let rows = try await client.query("SELECT value FROM syncapi_meta WHERE key = 'database_id'", logger: logger)
+            for try await id in rows.decode(String.self) { return id }
+            throw SyncError.unavailable
+        }
+    }
+
+    public func servedModel() async throws -> String? {
+        try await guarded {
+            for try await value in try await client.query("SELECT value FROM syncapi_meta WHERE key = 'model'", logger: logger)
+                .decode(String.self)
+            {
+                return value
+            }
+            return nil
+        }
+    }
+
+    public func recordModel(_ normalized: String, generations: String?, expected: RecordedModel) async throws -> Bool {
+        try await guarded {
+            try await transaction { conn in
+                // One instance at a time decides against what is recorded (transaction-scoped: safe behind a pooler).
+                try await conn.query("SELECT pg_advisory_xact_lock(\(Self.modelLockKey))", logger: logger)
+                var recorded = RecordedModel(model: nil, generations: nil)
+                for try await (key, value) in try await conn.query(
+                    "SELECT key, value FROM syncapi_meta WHERE key IN ('model', 'model_generations')", logger: logger
+                ).decode((String, String).self) {
+                    if key == "model" { recorded.model = value } else { recorded.generations = value }
+                }
+                guard recorded == expected else { return false }
+                for (key, value) in [("model", normalized), ("model_generations", generations)] {
+                    guard let value else { continue }
+                    try await conn.query(
+                        """
+                        INSERT INTO syncapi_meta (key, value) VALUES (\(key), \(value))
+                        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
+                        """, logger: logger)
+                }
+                return true
+            }
+        }
+    }
+
+    /// The advisory lock that orders model changes across instances.
+    static let modelLockKey: Int64 = 0x7379_6e63_6d6f_646c
+
+    public func rewriteBodies(collection: String, _ transform: @escaping @Sendable (String) -> String?) async throws -> Int {
+        var after = ("", "", "")
+        var changed = 0
+        while true {
+            let start = after
+            let (count, last) = try await guarded(within: .seconds(300)) {
+                try await transaction { conn in
+                    let rows = try await conn.query(
+                        """
+                        SELECT family_id, parent_id, id, body FROM items
+                        WHERE collection = \(collection) AND body IS NOT NULL AND (family_id, parent_id, id) > (\(start.0), \(start.1), \(start.2))
+                        ORDER BY family_id, parent_id, id LIMIT 500 FOR UPDATE
+                        """, logger: logger)
+                    var batch: [(String, String, String, String)] = []
+                    for try await row in rows.decode((String, String, String, String).self) { batch.append(row) }
+                    var count = 0
+                    for (family, parent, id, body) in batch {
+                        guard let rewritten = transform(body), rewritten != body else { continue }
+                        try await conn.query(
+                            """
+                            UPDATE items SET body = \(rewritten)
+                            WHERE family_id = \(family) AND collection = \(collection) AND parent_id = \(parent) AND id = \(id)
+                            """, logger: logger)
+                        count += 1
+                    }
+                    return (count, batch.last.map { ($0.0, $0.1, $0.2) })
+                }
+            }
+            changed += count
+            guard let last else { return changed }
+            after = last
+        }
+    }
+
+    public func modelGenerations() async throws -> String? {
+        try await guarded {
+            for try await value in try await client.query("SELECT value FROM syncapi_meta WHERE key = 'model_generations'", logger: logger)
+                .decode(String.self)
+            {
+                return value
+            }
+            return nil
+        }
+    }
+
+    public func rotateDatabaseID() async throws -> String {
+        let id = DatabaseIdentity.random()
+        try await guarded { try await client.query("UPDATE syncapi_meta SET value = \(id) WHERE key = 'database_id'", logger: logger) }
+        return id
+    }
+
+    /// Ready means writable: a server that failed over to a read-only standby answers 503 like one that is gone.
+    public func ping() async throws {
+        let standby = try await guarded {
+            for try await inRecovery in try await client.query("SELECT pg_is_in_recovery()", logger: logger).decode(Bool.self) {
+                return inRecovery
+            }
+            return false
+        }
+        if standby { throw SyncError.unavailable }
+    }
+
+    // MARK: Plumbing
+
+    /// Runs `body` in one transaction on one pooled connection (`PostgresClient.withTransaction`: `COMMIT` when it
+    /// returns, `ROLLBACK` when it throws). With `readOnlySnapshot`, every statement of `body` reads one snapshot
+    /// (REPEATABLE READ, READ ONLY).
+    func transaction<T: Sendable>(
+        readOnlySnapshot: Bool = false, on pool: PostgresClient? = nil, _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        if readOnlySnapshot {
+            return try await snapshot(on: pool ?? client, body)
+        }
+        return try await client.withConnection { conn in
+            // A write begins only within its request's deadline (a 503 is never followed by a late commit).
+            let write = try Deadline.beginWrite(onAbandon: { _ = conn.close() as EventLoopFuture<Void> })
+            defer { Deadline.endWrite(write) }
+            do {
+                return try await conn.withTransaction(logger: logger) { conn in try await body(conn) }
+            } catch let error as PostgresTransactionError {
+                throw Self.cause(of: error)
+            }
+        }
+    }
+
+    /// Runs `body` in one transaction on `conn` (already leased).
+    func inTransaction<T: Sendable>(on conn: PostgresConnection, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+        do {
+            return try await conn.withTransaction(logger: logger) { conn in try await body(conn) }
+        } catch let error as PostgresTransactionError {
+            throw Self.cause(of: error)
+        }
+    }
+
+    /// The error that made PostgresNIO's transaction fail.
+    static func cause(of error: PostgresTransactionError) -> any Error {
+        error.closureError ?? error.beginError ?? error.commitError ?? error
+    }
+
+    /// Every store call goes through here: the call is answered within the deadline whatever the database does
+    /// (`Deadline`), a transaction that failed on a serialization failure or a deadlock is run again (nothing of it
+    /// was committed), and every operational failure is 503 `unavailable`, never a 500 (protocol §8).
+    @discardableResult
+    func guarded<T: Sendable>(within limit: Duration? = nil, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let logger = self.logger
+        return try await Deadline.run(within: limit ?? deadline, timers: timers) {
+            var attempt = 0
+            while true {
+                do {
+                    return try await body()
+                } catch {
+                    let failure = PostgresFailure(error)
+                    attempt += 1
+                    if failure == .retry, attempt < 4 {
+                        try await Task.sleep(for: .milliseconds(5 << attempt))
+                        continue
+                    }
+                    throw failure.domainError(for: error, logger: logger)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import GRDB
+import SyncCore
+
+/// SQLite as an item executor: the shared orchestration runs on the GRDB connection's own thread
+/// (`ConnectionThreadExecutor`), in the single writer's transaction or in a WAL snapshot.
+extension SQLiteStore: ItemExecutor {
+    package func inWriteTransaction<T: Sendable>(_ body: @escaping @Sendable (SQLiteItemStatements) async throws -> T) async throws -> T {
+        try await write { db in
+            let statements = SQLiteItemStatements(db: db)
+            return try ConnectionThreadExecutor.run { try await body(statements) }
+        }
+    }
+
+    package func inSnapshot<T: Sendable>(_ body: @escaping @Sendable (SQLiteItemStatements) async throws -> T) async throws -> T {
+        try await read { db in
+            let statements = SQLiteItemStatements(db: db)
+            return try ConnectionThreadExecutor.run { try await body(statements) }
+        }
+    }
+
+    /// A GRDB read is a transaction already: the same as a snapshot.
+    package func inSingleStatement<T: Sendable>(_ body: @escaping @Sendable (SQLiteItemStatements) async throws -> T) async throws -> T {
+        try await inSnapshot(body)
+    }
+
+    /// Straight on the reader's thread: one synchronous statement needs no task of `ConnectionThreadExecutor`.
+    public func item(familyID: String, key: ItemKey) async throws -> StoredItem? {
+        try await read { db in try SQLiteItemStatements(db: db).item(familyID: familyID, key: key) }
+    }
+
+    public func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
+        try await readVerifyRows(familyID: familyID, collections: collections, each)
+    }
+
+    public func write(
+        familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
+    ) async throws -> WriteOutcome {
+        let outcome = try await writeItem(familyID: familyID, key: key, parent: parent, nowMs: nowMs, plan: plan)
+        // The write path is the watcher on SQLite: live streams learn of the change once it is committed.
+        if outcome.changed { hub?.notify(family: familyID, version: outcome.item?.version) }
+        return outcome
+    }
+
+    /// Straight on the reader's thread, in its WAL snapshot: the hottest read needs no task of
+    /// `ConnectionThreadExecutor` (a task and a condition variable per delta).
+    public func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
+        try await read { db in
+            guard let delta = try SQLiteItemStatements(db: db).delta(familyID: familyID, collections: collections, since: since) else {
+                throw SyncError.unauthorized
+            }
+            return delta
+        }
+    }
+
+    public func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
+        try await readPageSync(familyID: familyID, query: query, since: since)
+    }
+
+    public func page(familyID: String, query: PageQuery) async throws -> PageRows? {
+        try await readPage(familyID: familyID, query: query)
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import SyncCore
+import SyncPostgres
+import SyncSQLite
+
+/// A store ready to use, plus the client that must run in the service group (PostgreSQL only).
+public struct OpenedStore: Sendable {
+    public let store: any SyncStore
+    /// Where the reads of sync answers go: a router over hot standbys (`--read-database`), else `store`.
+    public var reads: any ItemReads
+    /// Where those reads were served (standby, primary, fallback), when they go to a router; nil otherwise.
+    public var readRoutes: ReadRouteCounts? = nil
+    /// Where media bytes live: the same database (chunks in PostgreSQL, files beside the SQLite file).
+    public let media: any MediaStore
+    /// Run this (`run()`) for the store to work; nil for SQLite.
+    public let postgresClient: PostgresClient?
+    /// Wakes live change streams when their family's data moves.
+    public let hub: ChangeHub
+    /// What feeds the hub on PostgreSQL (one `LISTEN` connection), to run as a service; nil for SQLite, whose write
+    /// path feeds it.
+    public let listener: PostgresChangeListener?
+    /// The client of the `LISTEN` connection when it is not the store's (`--listen-database`: a pooler in between).
+    public var listenClient: PostgresClient? = nil
+    /// The clients of the hot standbys (`--read-database`), to run as services; empty without any.
+    public var readClients: [PostgresClient] = []
+    /// Watches the hot standbys, to run as a service; nil without any.
+    public var standbyChecker: StandbyHealthChecker? = nil
+
+    /// The client of the snapshot answers' own pool, if they have one (`PoolSize.snapshotConnections`).
+    public var snapshotClient: PostgresClient? = nil
+    /// The stores' own work, to run as services beside the clients (the primary's and each standby's delta batcher).
+    public var storeServices: [any Service] = []
+
+    init(store: some SyncStore & MediaStore, postgresClient: PostgresClient?, hub: ChangeHub, listener: PostgresChangeListener?) {
+        self.store = store
+        self.reads = store
+        self.media = store
+        self.postgresClient = postgresClient
+        self.hub = hub
+        self.listener = listener
+    }
+
+    /// Runs the PostgreSQL clients until cancelled (returns at once for SQLite).
+    public func runClient() async {
+        await withTaskGroup(of: Void.self) { group in
+            if let postgresClient { group.addTask { await postgresClient.run() } }
+            if let listenClient { group.addTask { await listenClient.run() } }
+            if let snapshotClient { group.addTask { await snapshotClient.run() } }
+            for client in readClients { group.addTask { await client.run() } }
+            for service in storeServices { group.addTask { try? await service.run() } }
+        }
+    }
+
+    /// Opens the database a URL names (SQLite file created if needed; PostgreSQL client not yet running).
+    ///
+    /// - `pooler`: the URL is a connection pooler in transaction mode (PgBouncer): no named prepared statement (a
+    ///   pooled server connection may be another one at the next transaction), and `LISTEN`, which needs one session,
+    ///   goes to `listen`, a direct URL of the same database, which is then required.
+    /// - `pool`: how many PostgreSQL connections, and whether they all open at start.
+    /// - `reads`: hot standbys of the database (`--read-database`, protocol §13) for the reads that may go to one,
+    ///   left out while lagging more than `readMaxLag`.
+    public static func open(
+        _ url: DatabaseURL, deadline: Duration = .seconds(10), pooler: Bool = false, listen: DatabaseURL? = nil,
+        pool: PoolSize = PoolSize(), reads: [DatabaseURL] = [], readMaxLag: Duration = .seconds(5), timers: TimerWheel, logger: Logger
+    ) throws -> OpenedStore {
+        switch url {
+        case .sqlite(let path):
+            guard reads.isEmpty else {
+                throw DatabaseURLError("--read-database names PostgreSQL hot standbys: it needs a postgres:// --database, not SQLite")
+            }
+            guard !pooler, listen == nil else { throw DatabaseURLError("--database-pooler and --listen-database are for PostgreSQL") }
+            do {
+                let hub = ChangeHub()
+                return OpenedStore(store: try SQLiteStore(path: path, hub: hub), postgresClient: nil, hub: hub, listener: nil)
+            } catch {
+                throw DatabaseURLError("cannot open the SQLite database \(path): \(error.localizedDescription)")
+            }
+        case .postgres:
+            let client = try postgresClient(url, pool: pool, logger: logger)
+            let hub = ChangeHub(revocationsLive: false)
+            var listenClient: PostgresClient?
+            if let listen {
+                guard case .postgres = listen else { throw DatabaseURLError("--listen-database must be a postgres:// URL") }
+                listenClient = try postgresClient(listen, logger: logger)
+            }
+            var store = PostgresStore(
+                client: client, logger: logger, timers: timers, deadline: deadline, deltaStatements: PoolSize.deltaStatements(pool.connections))
+            store.usesPreparedStatements = !pooler
+            if let snapshotConnections = pool.snapshotConnections {
+                store.snapshotClient = try postgresClient(
+                    url, pool: PoolSize(connections: snapshotConnections, openAtStart: pool.openAtStart), logger: logger)
+            }
+            // Behind a pooler with no direct URL there is no LISTEN (`serve` refuses that; `migrate` needs none).
+            let writes = store
+            let expectedDatabaseID: (@Sendable () async throws -> String)? =
+                listenClient == nil ? nil : { @Sendable in try await writes.databaseID() }
+            let listener =
+                pooler && listen == nil
+                ? nil
+                : PostgresChangeListener(
+                    client: listenClient ?? client, pings: client, expectedDatabaseID: expectedDatabaseID, hub: hub, logger: logger,
+                    timers: timers)
+            guard !reads.isEmpty else {
+                var opened = OpenedStore(store: store, postgresClient: client, hub: hub, listener: listener)
+                opened.storeServices = store.services
+                opened.listenClient = listenClient
+                opened.snapshotClient = store.snapshotClient
+                return opened
+            }
+            var standbys: [Standby] = []
+            var readClients: [PostgresClient] = []
+            for read in reads {
+                guard case .postgres(let host, let port, _, _, _, _) = read else {
+                    throw DatabaseURLError("--read-database must be a postgres:// URL")
+                }
+                // Opened whole at start, like the primary's: a pooled connection above the minimum also arms an idle
+                // timer (60 s) each time it parks, whose sleep is held like the keep-alive's (`keepAliveFrequency`).
+                let readClient = try postgresClient(
+                    read, pool: PoolSize(connections: pool.connections, openAtStart: true), logger: logger)
+                var readStore = PostgresStore(
+                    client: readClient, logger: logger, timers: timers, deadline: deadline,
+                    deltaStatements: PoolSize.deltaStatements(pool.connections))
+                // No named prepared statements: one prepared before the standby replayed the schema (or a migration) fails,
+                // and PostgresNIO keeps that failure for the connection's life.
+                readStore.usesPreparedStatements = false
+                standbys.append(Standby(store: readStore, name: "\(host):\(port)"))
+                readClients.append(readClient)
+            }
+            var opened = OpenedStore(store: store, postgresClient: client, hub: hub, listener: listener)
+            let router = ReadRoutingStore(primary: store, standbys: standbys, timers: timers, logger: logger)
+            opened.reads = router
+            opened.readRoutes = router.routes
+            opened.listenClient = listenClient
+            opened.snapshotClient = store.snapshotClient
+            opened.readClients = readClients
+            opened.storeServices = store.services + standbys.flatMap(\.store.services)
+            opened.standbyChecker = StandbyHealthChecker(standbys: standbys, maxLag: readMaxLag, timers: timers, logger: logger)
+            return opened
+        }
+    }
+
+    package static func postgresClient(_ url: DatabaseURL, pool: PoolSize = PoolSize(), logger: Logger) throws -> PostgresClient {
+        guard case .postgres(let host, let port, let username, let password, let database, let requireTLS) = url else {
+            throw DatabaseURLError("not a postgres:// URL")
+        }
+        var configuration = PostgresClient.Configuration(
+            host: host, port: port, username: username, password: password, database: database,
+            tls: requireTLS ? .require(.makeClientConfiguration()) : .disable)
+        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.maximumConnections = pool.connections
+        configuration.options.keepAliveBehavior = .init(frequency: PoolSize.keepAliveFrequency)
+        if pool.openAtStart { configuration.options.minimumConnections = pool.connections }
+        return PostgresClient(configuration: configuration, backgroundLogger: logger)
+    }
+}

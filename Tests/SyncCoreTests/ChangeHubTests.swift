@@ -1,0 +1,82 @@
+import TestSupport
+import Testing
+
+@testable import SyncCore
+
+/// The hub wakes a family's streams on a notice, and lets each wait end by itself after its time limit.
+///
+/// The time limit is an event loop timer. Left armed after a notice woke the stream, it stayed queued, and held what
+/// it names, until the limit (issue 19: every armed timer of this kind cost memory until it fired); it is now
+/// cancelled when the wait ends.
+@Suite("Change hub", .sharingTheMachine)
+struct ChangeHubTests {
+    @Test("a notice wakes the family's waiting stream with the new generation, and only that family's")
+    func noticeWakes() async throws {
+        let hub = ChangeHub()
+        let seen = hub.subscribe(family: "f1")
+        let other = Task { await hub.wait(family: "f2", seen: 0, timeout: .seconds(60)) }
+        let waiter = Task { await hub.wait(family: "f1", seen: seen, timeout: .seconds(60)) }
+        #expect(try await eventually { hub.waiting == 2 })
+        hub.notify(family: "f1", version: 42)
+        #expect(await waiter.value == seen &+ 1)
+        #expect(hub.latestVersion(family: "f1") == 42)
+        #expect(hub.waiting == 1)
+        other.cancel()
+        #expect(await other.value == 0)
+        #expect(hub.waiting == 0)
+        hub.unsubscribe(family: "f1")
+        #expect(hub.followedFamilies == 0)
+    }
+
+    @Test("a wait ends after its time limit with no notice, and at once when the generation moved already")
+    func timeLimit() async throws {
+        let hub = ChangeHub()
+        let seen = hub.subscribe(family: "f1")
+        let start = ContinuousClock.now
+        #expect(await hub.wait(family: "f1", seen: seen, timeout: .milliseconds(100)) == seen)
+        #expect(ContinuousClock.now - start >= .milliseconds(100))
+        hub.notify(family: "f1")
+        #expect(await hub.wait(family: "f1", seen: seen, timeout: .seconds(60)) == seen &+ 1)
+        #expect(hub.waiting == 0)
+    }
+
+    @Test("a woken wait leaves no armed timer behind: nothing holds the hub once its streams are done")
+    func wokenWaitFreesItsTimer() async throws {
+        weak var weakHub: ChangeHub?
+        do {
+            let hub = ChangeHub()
+            weakHub = hub
+            let seen = hub.subscribe(family: "f1")
+            let waiters = (0..<3).map { _ in Task { await hub.wait(family: "f1", seen: seen, timeout: .seconds(60)) } }
+            #expect(try await eventually { hub.waiting == 3 })
+            hub.notify(family: "f1")
+            for waiter in waiters { #expect(await waiter.value == seen &+ 1) }
+            // A cancelled wait gives its timer back too.
+            let cancelled = Task { await hub.wait(family: "f1", seen: seen &+ 1, timeout: .seconds(60)) }
+            #expect(try await eventually { hub.waiting == 1 })
+            cancelled.cancel()
+            _ = await cancelled.value
+            hub.unsubscribe(family: "f1")
+        }
+        #expect(
+            try await eventually { weakHub == nil }, "the hub is still held after its waits ended (a timer of their 60 s limits)")
+    }
+
+    @Test("a wait on several families wakes at the first notice of any of them, once, and leaves nothing filed")
+    func waitOnSeveral() async throws {
+        let hub = ChangeHub()
+        let seen = ["a": hub.subscribe(family: "a"), "b": hub.subscribe(family: "b"), "@x": hub.subscribe(family: "@x")]
+        let waiter = Task { await hub.wait(any: seen, timeout: .seconds(60)) }
+        #expect(try await eventually { hub.waiting == 3 })
+        hub.notify(family: "b")
+        await waiter.value
+        #expect(hub.waiting == 0)
+        // Moved already: at once; cancelled: at once; nothing filed either way.
+        await hub.wait(any: ["a": seen["a"]!, "b": seen["b"]!], timeout: .seconds(60))
+        let cancelled = Task { await hub.wait(any: ["a": seen["a"]!, "@x": seen["@x"]!], timeout: .seconds(60)) }
+        #expect(try await eventually { hub.waiting == 2 })
+        cancelled.cancel()
+        await cancelled.value
+        #expect(hub.waiting == 0 && hub.subscriptions == 3)
+    }
+}
