@@ -25,7 +25,6 @@ extension SQLiteStore {
             let version = try Self.insertAccount(account, familyID: familyID, nowMs: nowMs, db: db)
             try Self.insertMembership(spaceID: familyID, accountID: account.id, role: .member, sinceVersion: version, db: db)
         }
-        hub?.notify(family: familyID)
     }
 
     public func accounts(familyID: String) async throws -> [AccountRecord] {

@@ -35,10 +35,8 @@ extension SQLiteStore: ItemExecutor {
     public func write(
         familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
     ) async throws -> WriteOutcome {
-        let outcome = try await writeItem(familyID: familyID, key: key, parent: parent, nowMs: nowMs, plan: plan)
-        // The write path is the watcher on SQLite: live streams learn of the change once it is committed.
-        if outcome.changed { hub?.notify(family: familyID, version: outcome.item?.version) }
-        return outcome
+        // Live streams learn of the change from the commit (`CommitNotices`).
+        try await writeItem(familyID: familyID, key: key, parent: parent, nowMs: nowMs, plan: plan)
     }
 
     /// Straight on the reader's thread, in its WAL snapshot: the hottest read needs no task of

@@ -14,7 +14,7 @@ public struct SQLiteStore: SyncStore {
     let snapshots: SnapshotReaders
     /// Where media files live: `media/` beside the database file.
     let mediaFolder: String
-    /// Told of every change of a family's data or tokens once committed (the write path is the watcher here).
+    /// Told of every change of a space's data once committed (`CommitNotices`), and of revoked tokens.
     let hub: ChangeHub?
 
     /// Opens (creating if needed) the database file at `path`, creating its folder too.
@@ -42,6 +42,7 @@ public struct SQLiteStore: SyncStore {
         // GRDB switches the writer to NORMAL when it turns WAL on, after `prepareDatabase`: set FULL again on the
         // writer, the one connection that commits (SQLiteDurabilityTests reads it back).
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        if let hub { pool.add(transactionObserver: CommitNotices(hub: hub), extent: .databaseLifetime) }
         // Opened once the pool has turned WAL on. One per core: a thread runs one read at a time.
         self.inline = try InlineReaders(path: path, count: max(2, ProcessInfo.processInfo.activeProcessorCount), configuration: configuration)
         // As many as the default budget of snapshot answers per instance (`--max-snapshot-answers-per-instance`).
