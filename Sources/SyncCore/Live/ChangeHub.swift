@@ -7,6 +7,8 @@ import Synchronization
 /// PostgreSQL (writes `NOTIFY` in their transaction, so every instance hears every write at its commit). An idle
 /// stream costs no database work at all.
 public final class ChangeHub: Sendable {
+    /// Changed in place only (`state.families[family]?.…`): a copy taken out of the dictionary and written back would
+    /// copy its `waiters` whole at every wait and every wake, which made each of N streams of one family cost O(N).
     private struct Family {
         var generation: UInt64 = 0
         /// The highest counter value a notice named while streams followed the family.
@@ -58,25 +60,29 @@ public final class ChangeHub: Sendable {
 
     public func unsubscribe(family: String) {
         state.withLock { state in
-            guard var entry = state.families[family] else { return }
-            entry.subscribers -= 1
-            state.families[family] = entry.subscribers > 0 || !entry.waiters.isEmpty ? entry : nil
+            state.families[family]?.subscribers -= 1
+            Self.forgetIfIdle(family, in: &state.families)
         }
+    }
+
+    /// Drops the family's entry once nothing follows it: no subscriber, no waiter.
+    private static func forgetIfIdle(_ family: String, in families: inout [String: Family]) {
+        guard let entry = families[family], entry.subscribers <= 0, entry.waiters.isEmpty else { return }
+        families[family] = nil
     }
 
     /// The family's data (or one of its tokens) changed: wake its streams. `version`, when the notice carries it, is
     /// the counter value the write committed: a woken stream then needs no database read to name the new date.
     public func notify(family: String, version: Int64? = nil) {
-        let woken: ([Waiter], UInt64) = state.withLock { state in
-            guard var entry = state.families[family] else { return ([], 0) }
-            entry.generation &+= 1
-            if let version { entry.version = max(entry.version ?? version, version) }
-            let waiters = Array(entry.waiters.values)
-            entry.waiters = [:]
-            state.families[family] = entry
-            return (waiters, entry.generation)
+        let woken: ([Int: Waiter], UInt64) = state.withLock { state in
+            guard state.families[family] != nil else { return ([:], 0) }
+            state.families[family]!.generation &+= 1
+            if let version { state.families[family]!.version = max(state.families[family]!.version ?? version, version) }
+            let waiters = state.families[family]!.waiters
+            state.families[family]!.waiters = [:]
+            return (waiters, state.families[family]!.generation)
         }
-        for waiter in woken.0 { waiter.wake(woken.1) }
+        for waiter in woken.0.values { waiter.wake(woken.1) }
     }
 
     /// The highest counter value notified for `family` while it had streams, if any.
@@ -100,10 +106,9 @@ public final class ChangeHub: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<UInt64, Never>) in
                 let current: UInt64? = state.withLock { state in
-                    var entry = state.families[family, default: Family()]
-                    guard entry.generation == seen, !Task.isCancelled else { return entry.generation }
-                    entry.waiters[id] = Waiter(continuation: continuation)
-                    state.families[family] = entry
+                    let generation = state.families[family]?.generation ?? 0
+                    guard generation == seen, !Task.isCancelled else { return generation }
+                    state.families[family, default: Family()].waiters[id] = Waiter(continuation: continuation)
                     return nil
                 }
                 if let current {
@@ -162,8 +167,8 @@ public final class ChangeHub: Sendable {
         // Unfiled from the families no notice emptied.
         state.withLock { state in
             for family in seen.keys {
-                guard var entry = state.families[family], entry.waiters.removeValue(forKey: id) != nil else { continue }
-                state.families[family] = entry.subscribers > 0 || !entry.waiters.isEmpty ? entry : nil
+                guard state.families[family]?.waiters.removeValue(forKey: id) != nil else { continue }
+                Self.forgetIfIdle(family, in: &state.families)
             }
         }
         wake.cancelTimer()
@@ -172,9 +177,10 @@ public final class ChangeHub: Sendable {
     /// Resumes one waiter with the current generation, if it is still waiting.
     private func release(family: String, waiter id: Int) {
         let woken: (Waiter, UInt64)? = state.withLock { state in
-            guard var entry = state.families[family], let waiter = entry.waiters.removeValue(forKey: id) else { return nil }
-            state.families[family] = entry.subscribers > 0 || !entry.waiters.isEmpty ? entry : nil
-            return (waiter, entry.generation)
+            guard let waiter = state.families[family]?.waiters.removeValue(forKey: id) else { return nil }
+            let generation = state.families[family]?.generation ?? 0
+            Self.forgetIfIdle(family, in: &state.families)
+            return (waiter, generation)
         }
         if let (waiter, generation) = woken { waiter.wake(generation) }
     }
