@@ -27,6 +27,15 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
     let bodies = BodyBudget(
         limit: configuration.bodyMemoryBytes, perAddress: configuration.bodyMemoryPerAddressBytes, exempt: configuration.trustedProxies)
     let producers = AnswerProducers()
+    let fileLimit = DescriptorBudget.currentLimit()
+    let maxConnections = DescriptorBudget.connectionCeiling(configuration, limit: fileLimit)
+    if maxConnections < configuration.maxConnections {
+        logger.warning(
+            "--max-connections lowered to what the open-file limit holds (raise it with ulimit -n or LimitNOFILE)",
+            metadata: [
+                "max-connections": "\(configuration.maxConnections)", "held": "\(maxConnections)", "open-file-limit": "\(fileLimit)",
+            ])
+    }
     let router = buildRouter(
         store: opened.store, reads: opened.reads, readRoutes: opened.readRoutes, producers: producers, timers: timers, media: opened.media,
         hub: opened.hub, bodies: bodies, configuration: configuration, logger: logger)
@@ -37,7 +46,7 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
         server: try serverBuilder(configuration),
         configuration: .init(
             address: .hostname(configuration.hostname, port: configuration.port), serverName: "SyncAPI",
-            availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)),
+            availableConnectionsDelegate: MaximumAvailableConnections(maxConnections)),
         logger: logger)
     if let client = opened.postgresClient { app.addServices(client) }
     if let client = opened.listenClient { app.addServices(client) }

@@ -284,6 +284,8 @@ struct Serve: AsyncParsableCommand {
         guard groupMaxRequests >= 1 else { throw ValidationError("--group-max-requests must be at least 1") }
         var logger = Logger(label: "syncapi")
         logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .info
+        // As many client connections as the operator allowed the process (the hard limit); see `DescriptorBudget`.
+        DescriptorBudget.raiseLimit()
         do {
             let app = try await buildApplication(configuration, logger: logger)
             try await runUntilShutdown(app, grace: configuration.shutdownGrace, logger: logger)

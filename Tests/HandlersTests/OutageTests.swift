@@ -54,7 +54,8 @@ struct OutageTests {
         configuration.requestTimeLimit = .seconds(3)
         configuration.databaseDeadline = .seconds(2)
         var logger = Logger(label: "test")
-        logger.logLevel = .critical
+        // SYNCAPI_TEST_LOG=debug shows the service group's shutdown, service by service.
+        logger.logLevel = ProcessInfo.processInfo.environment["SYNCAPI_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
         let app = try await buildApplication(configuration, logger: logger)
         let limit = 3.0
         try await HangWatch.watched(app, "app", mode: .router) { client in

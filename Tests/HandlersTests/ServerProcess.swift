@@ -11,8 +11,11 @@ struct ServerProcess {
 
     static func binary() throws -> String { try BuiltBinary.path() }
 
-    /// Starts `syncapi serve` with `arguments` on a free port and waits until `/health` answers.
-    static func start(_ arguments: [String], scheme: String = "http", curlOptions: [String] = []) async throws -> ServerProcess {
+    /// Starts `syncapi serve` with `arguments` on a free port and waits until `/health` answers. `prefix`: a command
+    /// that runs it (`prlimit …`, which execs it: the pid is the server's).
+    static func start(
+        _ arguments: [String], prefix: [String] = [], scheme: String = "http", curlOptions: [String] = []
+    ) async throws -> ServerProcess {
         var lastError: (any Error)?
         for _ in 0..<5 {
             let port = Int.random(in: 20_000..<60_000)
@@ -20,7 +23,8 @@ struct ServerProcess {
             // As docs/operations.md recommends: two malloc arenas, so peak memory does not depend on how many threads
             // happened to allocate (the memory tests measure the server, not glibc's arena spread).
             let pid = try spawn(
-                ["env", "MALLOC_ARENA_MAX=2", try binary(), "serve", "--port", "\(port)", "--bcrypt-cost", "4"] + arguments, output: log)
+                prefix + ["env", "MALLOC_ARENA_MAX=2", try binary(), "serve", "--port", "\(port)", "--bcrypt-cost", "4"] + arguments,
+                output: log)
             let server = ServerProcess(pid: pid, port: port, log: log)
             do {
                 try await server.waitUntilHealthy(scheme: scheme, curlOptions: curlOptions)
