@@ -5,8 +5,13 @@
 //   sdk-ingest SERVER_URL TOKEN ACCOUNT_ID FAMILY_ID REPLICA_PATH
 //
 // Prints one JSON line: syncSeconds, rows, rowsPerSecond, peakRSSAfterSyncMiB, readSeconds, peakRSSAfterReadMiB
-// (the read: `all(Contact.self)`, or `items(.contacts)` with SDK_INGEST_NO_READ=1).
+// (the read: `all(Contact.self)`, or `items(.contacts)` with SDK_INGEST_NO_READ=1), then applyMedianMs and applyMaxMs:
+// SDK_INGEST_APPLY times (default 9) one contact is changed on the server (a plain PUT) and the next `sync()` timed,
+// the whole round trip of one remote change into the full replica (request, answer, apply, commit).
 import Foundation
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 import SyncClient
 
 /// The seed's session handed to the client as is (no login: the raw download uses the same token).
@@ -60,10 +65,31 @@ let peakAfterRead = status("VmHWM")
 func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
+
+// One remote change at a time into the full replica: a PUT of one contact by another client, then a timed sync.
+let applyRounds = Int(ProcessInfo.processInfo.environment["SDK_INGEST_APPLY"] ?? "") ?? 9
+var applyTimes: [Double] = []
+for round in 0..<applyRounds {
+    var request = URLRequest(url: URL(string: arguments[1])!.appendingPathComponent("api/v1/contacts/apply\(round)"))
+    request.httpMethod = "PUT"
+    request.setValue("Bearer \(arguments[2])", forHTTPHeaderField: "Authorization")
+    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+    request.httpBody = Data(#"{"firstName":"Apply\#(round)","lastName":"Remote"}"#.utf8)
+    let (_, answer) = try await URLSession.shared.data(for: request)
+    guard (answer as? HTTPURLResponse).map({ (200..<300).contains($0.statusCode) }) == true else {
+        FileHandle.standardError.write(Data("sdk-ingest: the remote change was refused: \(answer)\n".utf8))
+        exit(1)
+    }
+    let applyStart = ContinuousClock.now
+    try await client.sync()
+    applyTimes.append(seconds(ContinuousClock.now - applyStart) * 1000)
+}
+applyTimes.sort()
 let report: [String: Double] = [
     "syncSeconds": seconds(syncTime), "rows": Double(count), "rowsPerSecond": Double(count) / seconds(syncTime),
     "rssBeforeSyncMiB": rssBefore, "peakRSSAfterSyncMiB": peakAfterSync, "readSeconds": seconds(readTime),
     "peakRSSAfterReadMiB": peakAfterRead,
+    "applyMedianMs": applyTimes.isEmpty ? 0 : applyTimes[applyTimes.count / 2], "applyMaxMs": applyTimes.last ?? 0,
 ]
 let json = try JSONSerialization.data(withJSONObject: report, options: [.sortedKeys])
 print(String(decoding: json, as: UTF8.self))
