@@ -123,6 +123,30 @@ extension Replica {
                         base TEXT, local TEXT, server TEXT, result TEXT)
                     """)
         }
+        migrator.registerMigration("008-held-counts") { db in
+            // How many server items each list holds, kept by triggers, so that the status reads one row per list
+            // after a sync instead of counting the list. A clear (a list replaced whole) drops its row: its rows then
+            // cost one missed lookup each, and the list is counted once at the end of the sync (`recountHeld`).
+            // The partial index holds the few rows without a server version (unsent creations), so that the count
+            // is two index-only counts.
+            try db.execute(
+                sql: """
+                    CREATE TABLE heldCounts (collection TEXT PRIMARY KEY, n INTEGER NOT NULL);
+                    CREATE INDEX items_serverless ON items (collection, parent) WHERE server IS NULL;
+                    CREATE TRIGGER items_held_insert AFTER INSERT ON items WHEN NEW.parent = '' AND NEW.server IS NOT NULL
+                    BEGIN UPDATE heldCounts SET n = n + 1 WHERE collection = NEW.collection; END;
+                    CREATE TRIGGER items_held_delete AFTER DELETE ON items WHEN OLD.parent = '' AND OLD.server IS NOT NULL
+                    BEGIN UPDATE heldCounts SET n = n - 1 WHERE collection = OLD.collection; END;
+                    CREATE TRIGGER items_held_update AFTER UPDATE OF server ON items
+                    WHEN NEW.parent = '' AND (OLD.server IS NULL) != (NEW.server IS NULL)
+                    BEGIN
+                        UPDATE heldCounts SET n = n + (NEW.server IS NOT NULL) - (OLD.server IS NOT NULL)
+                        WHERE collection = NEW.collection;
+                    END;
+                    INSERT INTO heldCounts (collection, n)
+                        SELECT collection, COUNT(*) FROM items WHERE parent = '' AND server IS NOT NULL GROUP BY collection;
+                    """)
+        }
         return migrator
     }
 }

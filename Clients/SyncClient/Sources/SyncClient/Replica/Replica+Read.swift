@@ -48,10 +48,32 @@ extension Replica {
                 """, arguments: [collection.rawValue, parent])
     }
 
-    /// How many server items of a list the replica holds.
-    static func serverCount(_ db: Database, _ collection: SyncCollection, parent: String = "") throws -> Int {
+    /// How many server items of a list the replica holds: the row the triggers keep, or a count when a clear dropped
+    /// it and no sync recounted it yet.
+    static func serverCount(_ db: Database, _ collection: SyncCollection) throws -> Int {
+        if let held = try Int.fetchOne(db, sql: "SELECT n FROM heldCounts WHERE collection = ?", arguments: [collection.rawValue]) {
+            return held
+        }
+        return try countHeld(db, collection)
+    }
+
+    /// Counts a list's server items: all its rows less the ones without a server version (both counts read an index
+    /// only: the primary key's, and the partial index of rows without one).
+    static func countHeld(_ db: Database, _ collection: SyncCollection) throws -> Int {
         try Int.fetchOne(
-            db, sql: "SELECT COUNT(*) FROM items WHERE collection = ? AND parent = ? AND server IS NOT NULL",
-            arguments: [collection.rawValue, parent]) ?? 0
+            db,
+            sql: """
+                SELECT (SELECT COUNT(*) FROM items WHERE collection = ?1 AND parent = '')
+                    - (SELECT COUNT(*) FROM items WHERE collection = ?1 AND parent = '' AND server IS NULL)
+                """, arguments: [collection.rawValue]) ?? 0
+    }
+
+    /// Counts again, and keeps, each list's count that a clear dropped (at the end of a sync's transaction).
+    static func recountHeld(_ db: Database, _ collections: [SyncCollection]) throws {
+        for collection in collections {
+            try db.execute(
+                sql: "INSERT INTO heldCounts (collection, n) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM heldCounts WHERE collection = ?)",
+                arguments: [collection.rawValue, try countHeld(db, collection), collection.rawValue])
+        }
     }
 }

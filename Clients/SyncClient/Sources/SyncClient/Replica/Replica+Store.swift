@@ -79,6 +79,10 @@ extension Replica {
             try db.execute(sql: "UPDATE items SET server = NULL, etag = NULL WHERE collection = ?", arguments: [child.name.rawValue])
             try db.execute(sql: "DELETE FROM meta WHERE key LIKE ?", arguments: ["nomore.\(child.name.rawValue).%"])
         }
+        if parent == nil || parent == "" {
+            // Its held count goes with it (the rows below then skip the count's update), counted again at the sync's end.
+            try db.execute(sql: "DELETE FROM heldCounts WHERE collection = ?", arguments: [collection.name.rawValue])
+        }
         try db.execute(
             sql: "DELETE FROM items WHERE collection = ?\(scope) AND local IS NULL AND localDeleted = 0", arguments: arguments)
         try db.execute(sql: "UPDATE items SET server = NULL, etag = NULL WHERE collection = ?\(scope)", arguments: arguments)
@@ -88,7 +92,7 @@ extension Replica {
     /// (logout, reset, another account); the model stays. The file stays, so open observations keep working and see
     /// empty results.
     static func eraseData(_ db: Database, keepingFailed: Bool = false) throws {
-        try db.execute(sql: "DELETE FROM items; DELETE FROM queue; DELETE FROM conflicts")
+        try db.execute(sql: "DELETE FROM heldCounts; DELETE FROM items; DELETE FROM queue; DELETE FROM conflicts")
         if keepingFailed {
             // The account stays with its failed writes: the same account signing in again finds them; another
             // account's sign-in erases them.

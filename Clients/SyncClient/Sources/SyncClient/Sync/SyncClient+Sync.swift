@@ -189,8 +189,10 @@ extension SyncClient {
         }
     }
 
-    /// The date moves with the data, in the same transaction, never ahead of it; with it, the collections it covers.
+    /// The date moves with the data, in the same transaction, never ahead of it; with it, the collections it covers,
+    /// and the held count of each list the answers replaced.
     static func recordSynced(_ db: Database, _ endpoints: [SyncEndpoint], date: String) throws {
+        try Replica.recountHeld(db, endpoints.flatMap(\.members).map(\.name))
         var names = Set<String>()
         for member in endpoints.flatMap(\.members) {
             names.insert(member.name.rawValue)
