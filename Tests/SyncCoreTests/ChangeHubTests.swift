@@ -79,4 +79,30 @@ struct ChangeHubTests {
         await cancelled.value
         #expect(hub.waiting == 0 && hub.subscriptions == 3)
     }
+
+    @Test("a stopped WaitStop ends the wait it filed at once, and every later wait of its stream, of one family or several")
+    func stopEndsWaits() async throws {
+        let hub = ChangeHub()
+        let seen = ["a": hub.subscribe(family: "a"), "b": hub.subscribe(family: "b")]
+        let one = WaitStop()
+        let several = WaitStop()
+        let other = WaitStop()
+        let first = Task { await hub.wait(family: "a", seen: seen["a"]!, timeout: .seconds(600), stop: one) }
+        let second = Task { await hub.wait(any: seen, timeout: .seconds(600), stop: several) }
+        let untouched = Task { await hub.wait(family: "b", seen: seen["b"]!, timeout: .seconds(600), stop: other) }
+        #expect(try await eventually { hub.waiting == 4 })
+        one.stop()
+        several.stop()
+        // Woken with the generation unchanged: no notice came.
+        #expect(await first.value == seen["a"]!)
+        await second.value
+        #expect(hub.waiting == 1, "the other stream's wait stays filed")
+        // Stopped for good: a later wait files nothing and returns at once.
+        #expect(await hub.wait(family: "a", seen: seen["a"]!, timeout: .seconds(600), stop: one) == seen["a"]!)
+        await hub.wait(any: seen, timeout: .seconds(600), stop: several)
+        #expect(hub.waiting == 1)
+        other.stop()
+        #expect(await untouched.value == seen["b"]!)
+        #expect(hub.waiting == 0)
+    }
 }

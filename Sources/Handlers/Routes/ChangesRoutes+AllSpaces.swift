@@ -30,7 +30,7 @@ extension ChangesRoutes {
         }
         let (hub, ping, maxDuration) = (hub, configuration.changesPingInterval, configuration.changesMaxDuration)
         let recheck = hub == nil ? configuration.changesPollInterval : configuration.changesRecheckInterval
-        return eventStream(context, slot: slot, wakes: accountKey) { writer, watch in
+        return eventStream(context, slot: slot, wakes: accountKey) { writer, watch, stop in
             let clock = ContinuousClock()
             let end = clock.now + maxDuration
             var lastCheck = clock.now
@@ -49,11 +49,11 @@ extension ChangesRoutes {
                 let timeout = max(.milliseconds(10), min(recheck - (clock.now - lastCheck), pacer.untilPing, end - clock.now))
                 let seen = current.generations
                 if let hub {
-                    await cancelWhenGracefulShutdown { await hub.wait(any: seen, timeout: timeout) }
+                    await hub.wait(any: seen, timeout: timeout, stop: stop)
                 } else {
                     try? await cancelWhenGracefulShutdown { try await Task.sleep(for: timeout) }
                 }
-                guard clock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully, !slot.isReleased else { return }
+                guard clock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully, !stop.isStopped, !slot.isReleased else { return }
                 let notified = hub.map { hub in seen.contains { hub.generation(family: $0.key) != $0.value } } ?? false
                 let due = clock.now - lastCheck >= recheck
                 guard notified || due else { continue }

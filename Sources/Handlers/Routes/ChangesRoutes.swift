@@ -78,9 +78,9 @@ struct ChangesRoutes {
             hub: hub, family: family, generation: generation, poll: configuration.changesPollInterval,
             recheck: configuration.changesRecheckInterval)
         let (engine, accounts, ping, maxDuration) = (engine, accounts, configuration.changesPingInterval, configuration.changesMaxDuration)
-        return eventStream(context, slot: slot, wakes: family) { writer, watch in
+        return eventStream(context, slot: slot, wakes: family) { writer, watch, stop in
             try await Self.stream(
-                to: &writer, from: start, wakeup: wakeup, ping: ping, for: maxDuration, watch: watch,
+                to: &writer, from: start, wakeup: wakeup, ping: ping, for: maxDuration, watch: watch, stop: stop,
                 position: { try await engine.currentPosition(session) },
                 date: { version in try await engine.date(atVersion: version, session) },
                 stillValid: {
@@ -91,11 +91,15 @@ struct ChangesRoutes {
     }
 
     /// The `200 text/event-stream` answer of a stream whose slot is reserved and whose start is read: `events` writes
-    /// after the `retry:` hint, with `watch` around each write. `wakes`: the hub key whose streams wake when the client
-    /// goes away (so that this one ends at once).
+    /// after the `retry:` hint, with `watch` around each write and `stop` stopped when the server begins a graceful
+    /// shutdown (its waits on the hub then end at once). `wakes`: the hub key whose streams wake when the client goes
+    /// away (so that this one ends at once).
     func eventStream(
         _ context: AppRequestContext, slot: StreamSlot, wakes key: String,
-        events: @escaping @Sendable (inout any ResponseBodyWriter, _ watch: @escaping @Sendable () -> @Sendable () -> Void) async throws -> Void
+        events:
+            @escaping @Sendable (
+                inout any ResponseBodyWriter, _ watch: @escaping @Sendable () -> @Sendable () -> Void, _ stop: WaitStop
+            ) async throws -> Void
     ) -> Response {
         // The body's 5 s to start count from here, once the start is read (counted from before the start's reads, a
         // start slower than that would leave a 200 whose body sends nothing).
@@ -125,7 +129,13 @@ struct ChangesRoutes {
             let opened = watch()
             try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
             opened()
-            try await events(&writer, watch)
+            // One graceful-shutdown handler for the stream's whole life, not one per wait.
+            let stop = WaitStop()
+            try await withGracefulShutdownHandler {
+                try await events(&writer, watch, stop)
+            } onGracefulShutdown: {
+                stop.stop()
+            }
             try await writer.finish(nil)
         }
         return Response(
@@ -150,7 +160,7 @@ struct ChangesRoutes {
     /// stream reads no change from the database at all; every `recheck` it checks its token (from the session cache).
     static func stream(
         to writer: inout any ResponseBodyWriter, from start: (since: Int64?, now: (date: String, version: Int64)), wakeup: Wakeup,
-        ping: Duration, for maxDuration: Duration, watch: @Sendable () -> @Sendable () -> Void = { {} },
+        ping: Duration, for maxDuration: Duration, watch: @Sendable () -> @Sendable () -> Void = { {} }, stop: WaitStop? = nil,
         position: () async throws -> (date: String, version: Int64, horizon: Int64),
         date: (Int64) async throws -> String, stillValid: () async throws -> Bool
     ) async throws {
@@ -174,12 +184,12 @@ struct ChangesRoutes {
             if let hub = wakeup.hub {
                 let seen = generation
                 let family = wakeup.family
-                generation = await cancelWhenGracefulShutdown { await hub.wait(family: family, seen: seen, timeout: timeout) }
+                generation = await hub.wait(family: family, seen: seen, timeout: timeout, stop: stop)
                 notified = generation != seen
             } else {
                 try? await cancelWhenGracefulShutdown { try await Task.sleep(for: timeout) }
             }
-            guard clock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully else { return }
+            guard clock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully, stop?.isStopped != true else { return }
             // Only a notice, a poll or the recheck reads the database; a ping does not.
             let due = clock.now - lastCheck >= wakeup.recheck
             guard notified || due else { continue }

@@ -97,8 +97,8 @@ public final class ChangeHub: Sendable {
     }
 
     /// Returns the family's generation as soon as it differs from `seen`, or after `timeout`, or when the task is
-    /// cancelled, whichever comes first.
-    public func wait(family: String, seen: UInt64, timeout: Duration) async -> UInt64 {
+    /// cancelled, or once `stop` is stopped, whichever comes first.
+    public func wait(family: String, seen: UInt64, timeout: Duration, stop: WaitStop? = nil) async -> UInt64 {
         let id = state.withLock { state -> Int in
             state.nextWaiter += 1
             return state.nextWaiter
@@ -107,7 +107,9 @@ public final class ChangeHub: Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<UInt64, Never>) in
                 let current: UInt64? = state.withLock { state in
                     let generation = state.families[family]?.generation ?? 0
-                    guard generation == seen, !Task.isCancelled else { return generation }
+                    guard generation == seen, !Task.isCancelled, stop?.arm({ self.release(family: family, waiter: id) }) != false else {
+                        return generation
+                    }
                     state.families[family, default: Family()].waiters[id] = Waiter(continuation: continuation)
                     return nil
                 }
@@ -137,11 +139,11 @@ public final class ChangeHub: Sendable {
     }
 
     /// Returns as soon as one of the families' generations differs from the one `seen` names, or after `timeout`, or
-    /// when the task is cancelled (a stream of several spaces, `GET /changes?spaces=all`): one waiter filed under every
-    /// family, with one timer, whichever family's notice comes first.
-    public func wait(any seen: [String: UInt64], timeout: Duration) async {
+    /// when the task is cancelled, or once `stop` is stopped (a stream of several spaces, `GET /changes?spaces=all`):
+    /// one waiter filed under every family, with one timer, whichever family's notice comes first.
+    public func wait(any seen: [String: UInt64], timeout: Duration, stop: WaitStop? = nil) async {
         if seen.count == 1, let (family, generation) = seen.first {
-            _ = await wait(family: family, seen: generation, timeout: timeout)
+            _ = await wait(family: family, seen: generation, timeout: timeout, stop: stop)
             return
         }
         let id = state.withLock { state -> Int in
@@ -153,7 +155,9 @@ public final class ChangeHub: Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 wake.arm(continuation)
                 let filed = state.withLock { state -> Bool in
-                    guard !Task.isCancelled, seen.allSatisfy({ (state.families[$0.key]?.generation ?? 0) == $0.value }) else { return false }
+                    guard !Task.isCancelled, seen.allSatisfy({ (state.families[$0.key]?.generation ?? 0) == $0.value }),
+                        stop?.arm({ wake.wake() }) != false
+                    else { return false }
                     for family in seen.keys { state.families[family, default: Family()].waiters[id] = Waiter(shared: wake) }
                     return true
                 }
@@ -193,6 +197,38 @@ public final class ChangeHub: Sendable {
 
     /// Streams waiting for a notice now, over every family (for tests).
     var waiting: Int { state.withLock { $0.families.values.reduce(0) { $0 + $1.waiters.count } } }
+}
+
+/// Ends a stream's waits on the hub at once and for good: a stream stops it when the instance begins a graceful
+/// shutdown. One per stream, registered once for the stream's life (`withGracefulShutdownHandler`), not once per
+/// wait: the shutdown manager keeps its handlers in an array and removes each by a linear search, so a registration
+/// per wait made every wake of N streams cost O(N).
+public final class WaitStop: Sendable {
+    private let state = Mutex<(stopped: Bool, wake: (@Sendable () -> Void)?)>((false, nil))
+
+    public init() {}
+
+    /// Stops every wait from now on, and wakes the one filed now, if any.
+    public func stop() {
+        let wake = state.withLock { state -> (@Sendable () -> Void)? in
+            state.stopped = true
+            defer { state.wake = nil }
+            return state.wake
+        }
+        wake?()
+    }
+
+    public var isStopped: Bool { state.withLock { $0.stopped } }
+
+    /// Records how to wake the wait being filed; false when stopped already (the wait then returns at once). Called
+    /// under the hub's lock; `stop` calls `wake` outside its own lock, so the two locks never nest the other way.
+    fileprivate func arm(_ wake: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            guard !state.stopped else { return false }
+            state.wake = wake
+            return true
+        }
+    }
 }
 
 /// The wake-up of a stream waiting on several families: resumed once, by the first notice, its timer or its
