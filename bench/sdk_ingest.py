@@ -154,10 +154,10 @@ finally:
 raw_s = statistics.median(r["seconds"] for r in raws)
 summary = {"contacts": args.contacts, "runs": args.runs, "rawRows": raws[0]["rows"], "rawSeconds": raw_s,
            "rawRowsPerSecond": raws[0]["rows"] / raw_s, "rawWireMiB": raws[0]["wireBytes"] / 2**20, "sdk": {}}
-print(f"| case | rows | seconds (median of {args.runs}) | rows/s | ratio to raw | peak RSS after sync | after `all(Contact.self)` | one remote change, sync (median, max) |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
+print(f"| case | rows | seconds (median of {args.runs}) | rows/s | ratio to raw | peak RSS after sync | after `all(Contact.self)` | one remote change, sync (median, max) | no change, sync (median) |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 print(f"| raw `GET /api/v1/ctcsync` (curl, gzip, {summary['rawWireMiB']:.1f} MiB on the wire) | {raws[0]['rows']:,} | "
-      f"{raw_s:.3f} | {summary['rawRowsPerSecond']:,.0f} | 1 | | | |")
+      f"{raw_s:.3f} | {summary['rawRowsPerSecond']:,.0f} | 1 | | | | |")
 for label, reports in runs.items():
     sdk_s = statistics.median(s["syncSeconds"] for s in reports)
     rows = reports[0]["rows"]
@@ -169,11 +169,12 @@ for label, reports in runs.items():
         "readSeconds": statistics.median(s["readSeconds"] for s in reports), "replicaMiB": reports[0]["replicaMiB"],
         "applyMedianMs": statistics.median(s.get("applyMedianMs", 0) for s in reports),
         "applyMaxMs": max(s.get("applyMaxMs", 0) for s in reports),
+        "idleMedianMs": statistics.median(s.get("idleMedianMs", 0) for s in reports),
     }
     summary["sdk"][label] = one
     print(f"| {label}: first `sync()` | {rows:,} | {sdk_s:.3f} | {one['rowsPerSecond']:,.0f} | {one['ratioToRaw']:.2f} | "
           f"{one['peakRSSAfterSyncMiB']:.0f} MiB | {one['peakRSSAfterReadMiB']:.0f} MiB (read {one['readSeconds']:.2f} s) | "
-          f"{one['applyMedianMs']:.1f} ms, {one['applyMaxMs']:.1f} ms |")
+          f"{one['applyMedianMs']:.1f} ms, {one['applyMaxMs']:.1f} ms | {one['idleMedianMs']:.1f} ms |")
 print(json.dumps(summary))
 if not args.work:
     shutil.rmtree(work, ignore_errors=True)

@@ -7,7 +7,8 @@
 // Prints one JSON line: syncSeconds, rows, rowsPerSecond, peakRSSAfterSyncMiB, readSeconds, peakRSSAfterReadMiB
 // (the read: `all(Contact.self)`, or `items(.contacts)` with SDK_INGEST_NO_READ=1), then applyMedianMs and applyMaxMs:
 // SDK_INGEST_APPLY times (default 9) one contact is changed on the server (a plain PUT) and the next `sync()` timed,
-// the whole round trip of one remote change into the full replica (request, answer, apply, commit).
+// the whole round trip of one remote change into the full replica (request, answer, apply, commit); then idleMedianMs:
+// as many syncs with nothing changed.
 import Foundation
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -84,12 +85,22 @@ for round in 0..<applyRounds {
     try await client.sync()
     applyTimes.append(seconds(ContinuousClock.now - applyStart) * 1000)
 }
+// The same number of syncs with nothing changed: what a sync costs whatever it applies (the round trip, the server's
+// group, the status), so that the difference is what applying one change costs.
+var idleTimes: [Double] = []
+for _ in 0..<applyRounds {
+    let idleStart = ContinuousClock.now
+    try await client.sync()
+    idleTimes.append(seconds(ContinuousClock.now - idleStart) * 1000)
+}
 applyTimes.sort()
+idleTimes.sort()
 let report: [String: Double] = [
     "syncSeconds": seconds(syncTime), "rows": Double(count), "rowsPerSecond": Double(count) / seconds(syncTime),
     "rssBeforeSyncMiB": rssBefore, "peakRSSAfterSyncMiB": peakAfterSync, "readSeconds": seconds(readTime),
     "peakRSSAfterReadMiB": peakAfterRead,
     "applyMedianMs": applyTimes.isEmpty ? 0 : applyTimes[applyTimes.count / 2], "applyMaxMs": applyTimes.last ?? 0,
+    "idleMedianMs": idleTimes.isEmpty ? 0 : idleTimes[idleTimes.count / 2],
 ]
 let json = try JSONSerialization.data(withJSONObject: report, options: [.sortedKeys])
 print(String(decoding: json, as: UTF8.self))

@@ -71,9 +71,12 @@ extension Replica {
     /// Counts again, and keeps, each list's count that a clear dropped (at the end of a sync's transaction).
     static func recountHeld(_ db: Database, _ collections: [SyncCollection]) throws {
         for collection in collections {
+            // Only a dropped count is counted: a kept one is exact, and counting reads the whole list's index.
+            guard try Int.fetchOne(db, sql: "SELECT n FROM heldCounts WHERE collection = ?", arguments: [collection.rawValue]) == nil else {
+                continue
+            }
             try db.execute(
-                sql: "INSERT INTO heldCounts (collection, n) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM heldCounts WHERE collection = ?)",
-                arguments: [collection.rawValue, try countHeld(db, collection), collection.rawValue])
+                sql: "INSERT INTO heldCounts (collection, n) VALUES (?, ?)", arguments: [collection.rawValue, try countHeld(db, collection)])
         }
     }
 }
