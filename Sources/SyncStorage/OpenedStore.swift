@@ -73,14 +73,14 @@ public struct OpenedStore: Sendable {
             }
             guard !pooler, listen == nil else { throw DatabaseURLError("--database-pooler and --listen-database are for PostgreSQL") }
             do {
-                let hub = ChangeHub()
+                let hub = ChangeHub(timers: timers)
                 return OpenedStore(store: try SQLiteStore(path: path, hub: hub), postgresClient: nil, hub: hub, listener: nil)
             } catch {
                 throw DatabaseURLError("cannot open the SQLite database \(path): \(error.localizedDescription)")
             }
         case .postgres:
             let client = try postgresClient(url, pool: pool, logger: logger)
-            let hub = ChangeHub(revocationsLive: false)
+            let hub = ChangeHub(revocationsLive: false, timers: timers)
             var listenClient: PostgresClient?
             if let listen {
                 guard case .postgres = listen else { throw DatabaseURLError("--listen-database must be a postgres:// URL") }

@@ -12,7 +12,7 @@ import Testing
 struct ChangeHubTests {
     @Test("a notice wakes the family's waiting stream with the new generation, and only that family's")
     func noticeWakes() async throws {
-        let hub = ChangeHub()
+        let hub = ChangeHub(timers: TimerWheel(resolution: .milliseconds(10)))
         let seen = hub.subscribe(family: "f1")
         let other = Task { await hub.wait(family: "f2", seen: 0, timeout: .seconds(60)) }
         let waiter = Task { await hub.wait(family: "f1", seen: seen, timeout: .seconds(60)) }
@@ -30,7 +30,7 @@ struct ChangeHubTests {
 
     @Test("a wait ends after its time limit with no notice, and at once when the generation moved already")
     func timeLimit() async throws {
-        let hub = ChangeHub()
+        let hub = ChangeHub(timers: TimerWheel(resolution: .milliseconds(10)))
         let seen = hub.subscribe(family: "f1")
         let start = ContinuousClock.now
         #expect(await hub.wait(family: "f1", seen: seen, timeout: .milliseconds(100)) == seen)
@@ -44,7 +44,7 @@ struct ChangeHubTests {
     func wokenWaitFreesItsTimer() async throws {
         weak var weakHub: ChangeHub?
         do {
-            let hub = ChangeHub()
+            let hub = ChangeHub(timers: TimerWheel(resolution: .milliseconds(10)))
             weakHub = hub
             let seen = hub.subscribe(family: "f1")
             let waiters = (0..<3).map { _ in Task { await hub.wait(family: "f1", seen: seen, timeout: .seconds(60)) } }
@@ -64,7 +64,7 @@ struct ChangeHubTests {
 
     @Test("a wait on several families wakes at the first notice of any of them, once, and leaves nothing filed")
     func waitOnSeveral() async throws {
-        let hub = ChangeHub()
+        let hub = ChangeHub(timers: TimerWheel(resolution: .milliseconds(10)))
         let seen = ["a": hub.subscribe(family: "a"), "b": hub.subscribe(family: "b"), "@x": hub.subscribe(family: "@x")]
         let waiter = Task { await hub.wait(any: seen, timeout: .seconds(60)) }
         #expect(try await eventually { hub.waiting == 3 })
@@ -82,7 +82,7 @@ struct ChangeHubTests {
 
     @Test("a stopped WaitStop ends the wait it filed at once, and every later wait of its stream, of one family or several")
     func stopEndsWaits() async throws {
-        let hub = ChangeHub()
+        let hub = ChangeHub(timers: TimerWheel(resolution: .milliseconds(10)))
         let seen = ["a": hub.subscribe(family: "a"), "b": hub.subscribe(family: "b")]
         let one = WaitStop()
         let several = WaitStop()

@@ -14,7 +14,7 @@ struct SQLiteCommitNoticesTests {
     /// A store with a hub in a folder of its own, and a space with one owner, alice.
     static func store() async throws -> (store: SQLiteStore, hub: ChangeHub, space: String, folder: String) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("syncapi-notices-\(UUID().uuidString)").path
-        let hub = ChangeHub()
+        let hub = ChangeHub(timers: TimerWheel(resolution: .milliseconds(10)))
         let store = try SQLiteStore(path: "\(folder)/db.sqlite", hub: hub)
         try await store.migrate()
         let space = DatabaseIdentity.uuid()

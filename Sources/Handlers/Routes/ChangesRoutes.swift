@@ -112,15 +112,18 @@ struct ChangesRoutes {
         }
         // A write that does not complete within 10 s (a peer that vanished while the connection looks open, so the
         // write waits for room that never comes) gives the slot back and closes the connection.
-        let eventLoop = context.socketEventLoop
+        // On the application's wheel: cancelling an event-loop timer searches the loop's whole timer heap, and every
+        // write of every stream cancels one.
         let closeConnection = context.closeConnection
+        let timers = self.timers
+        let live = context.socketEventLoop != nil
         let watch: @Sendable () -> @Sendable () -> Void = {
-            guard let eventLoop else { return {} }
-            let timer = eventLoop.scheduleTask(in: .seconds(10)) {
+            guard live else { return {} }
+            let timer = timers.schedule(in: .seconds(10)) {
                 slot.release()
                 closeConnection?()
             }
-            return { timer.cancel() }
+            return { timers.cancel(timer) }
         }
         let body = ResponseBody { writer in
             defer { slot.release() }

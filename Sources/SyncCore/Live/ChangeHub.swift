@@ -1,5 +1,3 @@
-import NIOCore
-import NIOPosix
 import Synchronization
 
 /// One watcher per instance (design: "One watcher per instance"): live change streams wait here for their family,
@@ -17,17 +15,18 @@ public final class ChangeHub: Sendable {
         var waiters: [Int: Waiter] = [:]
     }
 
-    /// A stream waiting for its family, and the timer of its wait: cancelled when the stream wakes, since an armed
-    /// timer stays in its event loop's queue until it fires (one per wake-up, for up to the recheck interval).
+    /// A stream waiting for its family, and the timer of its wait: cancelled when the stream wakes, so that nothing
+    /// stays armed for up to the recheck interval. The timers are the application's wheel's, not event-loop timers:
+    /// cancelling an event-loop timer searches its loop's whole timer heap, so a notice that woke N streams cost O(N²).
     private struct Waiter {
         /// A stream of one family: resumed with the generation.
         var continuation: CheckedContinuation<UInt64, Never>?
         /// A stream of several families, filed under each of them: the first notice wakes it (`wait(any:timeout:)`).
         var shared: SharedWake?
-        var timer: Scheduled<Void>?
+        var timer: TimerWheel.Handle?
 
-        func wake(_ generation: UInt64) {
-            timer?.cancel()
+        func wake(_ generation: UInt64, _ timers: TimerWheel) {
+            if let timer { timers.cancel(timer) }
             continuation?.resume(returning: generation)
             shared?.wake()
         }
@@ -36,11 +35,14 @@ public final class ChangeHub: Sendable {
     private let state = Mutex<(families: [String: Family], nextWaiter: Int)>(([:], 0))
     /// Sessions of recent tokens; the hub's revocation notices keep it exact.
     public let sessions: SessionCache
+    /// The time limits of the waits.
+    let timers: TimerWheel
 
     /// `revocationsLive`: whether revocations reach the hub from the start (SQLite's in-process write path); on
-    /// PostgreSQL the listener turns them on once it listens.
-    public init(revocationsLive: Bool = true) {
+    /// PostgreSQL the listener turns them on once it listens. `timers`: the application's wheel.
+    public init(revocationsLive: Bool = true, timers: TimerWheel) {
         sessions = SessionCache(live: revocationsLive)
+        self.timers = timers
     }
 
     /// A token of the family was revoked (logout, password change): its cached sessions go first, then its streams
@@ -82,7 +84,7 @@ public final class ChangeHub: Sendable {
             state.families[family]!.waiters = [:]
             return (waiters, state.families[family]!.generation)
         }
-        for waiter in woken.0.values { waiter.wake(woken.1) }
+        for waiter in woken.0.values { waiter.wake(woken.1, timers) }
     }
 
     /// The highest counter value notified for `family` while it had streams, if any.
@@ -117,16 +119,14 @@ public final class ChangeHub: Sendable {
                     continuation.resume(returning: current)
                     return
                 }
-                let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(timeout.wholeNanoseconds)) {
-                    self.release(family: family, waiter: id)
-                }
+                let timer = timers.schedule(in: timeout) { self.release(family: family, waiter: id) }
                 // Kept with its waiter, or cancelled at once when the waiter was woken before (outside the lock).
                 let kept = state.withLock { state in
                     guard state.families[family]?.waiters[id] != nil else { return false }
                     state.families[family]?.waiters[id]?.timer = timer
                     return true
                 }
-                if !kept { timer.cancel() }
+                if !kept { timers.cancel(timer) }
             }
         } onCancel: {
             release(family: family, waiter: id)
@@ -150,7 +150,7 @@ public final class ChangeHub: Sendable {
             state.nextWaiter += 1
             return state.nextWaiter
         }
-        let wake = SharedWake()
+        let wake = SharedWake(timers: timers)
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 wake.arm(continuation)
@@ -162,8 +162,7 @@ public final class ChangeHub: Sendable {
                     return true
                 }
                 guard filed else { return wake.wake() }
-                wake.setTimer(
-                    MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(timeout.wholeNanoseconds)) { wake.wake() })
+                wake.setTimer(timers.schedule(in: timeout) { wake.wake() })
             }
         } onCancel: {
             wake.wake()
@@ -186,7 +185,7 @@ public final class ChangeHub: Sendable {
             Self.forgetIfIdle(family, in: &state.families)
             return (waiter, generation)
         }
-        if let (waiter, generation) = woken { waiter.wake(generation) }
+        if let (waiter, generation) = woken { waiter.wake(generation, timers) }
     }
 
     /// Families with streams (for tests and metrics).
@@ -239,7 +238,12 @@ final class SharedWake: Sendable {
         case woken
     }
 
-    private let state = Mutex<(phase: Phase, timer: Scheduled<Void>?)>((.waiting(nil), nil))
+    private let state = Mutex<(phase: Phase, timer: TimerWheel.Handle?)>((.waiting(nil), nil))
+    private let timers: TimerWheel
+
+    init(timers: TimerWheel) {
+        self.timers = timers
+    }
 
     func arm(_ continuation: CheckedContinuation<Void, Never>) {
         let woken = state.withLock { state -> Bool in
@@ -259,16 +263,16 @@ final class SharedWake: Sendable {
         continuation?.resume()
     }
 
-    func setTimer(_ timer: Scheduled<Void>) {
+    func setTimer(_ timer: TimerWheel.Handle) {
         let keep = state.withLock { state -> Bool in
             guard case .waiting = state.phase else { return false }
             state.timer = timer
             return true
         }
-        if !keep { timer.cancel() }
+        if !keep { timers.cancel(timer) }
     }
 
     func cancelTimer() {
-        state.withLock { $0.timer }?.cancel()
+        if let timer = state.withLock({ $0.timer }) { timers.cancel(timer) }
     }
 }

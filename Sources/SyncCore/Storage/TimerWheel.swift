@@ -13,7 +13,7 @@ import Synchronization
 public final class TimerWheel: Sendable {
 
     /// A pending limit, to cancel it.
-    struct Handle: Sendable {
+    package struct Handle: Sendable {
         fileprivate let slot: Int64
         fileprivate let id: UInt64
     }
@@ -39,7 +39,7 @@ public final class TimerWheel: Sendable {
     }
 
     /// Runs `action` on the wheel's event loop once `delay` has passed, unless cancelled first.
-    func schedule(in delay: Duration, _ action: @escaping @Sendable () -> Void) -> Handle {
+    package func schedule(in delay: Duration, _ action: @escaping @Sendable () -> Void) -> Handle {
         let (due, overflow) = Self.nanoseconds().addingReportingOverflow(max(0, delay.wholeNanoseconds))
         let slot = overflow ? .max : due / resolution + (due % resolution == 0 ? 0 : 1)
         let (handle, start) = state.withLock { state -> (Handle, Bool) in
@@ -56,7 +56,7 @@ public final class TimerWheel: Sendable {
 
     /// Drops a pending limit (its action and what it holds are released at once); false when it has fired already.
     @discardableResult
-    func cancel(_ handle: Handle) -> Bool {
+    package func cancel(_ handle: Handle) -> Bool {
         let action = state.withLock { state -> (@Sendable () -> Void)? in
             guard let action = state.slots[handle.slot]?.removeValue(forKey: handle.id) else { return nil }
             if state.slots[handle.slot]?.isEmpty == true { state.slots[handle.slot] = nil }
