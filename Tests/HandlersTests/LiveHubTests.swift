@@ -127,4 +127,34 @@ struct LiveHubTests {
             }
         }
     }
+
+    @Test("a stream whose client goes away wakes no other stream: 30 of 40 streams leaving cost no read of the others")
+    func leavingWakesNoOne() async throws {
+        let url = try await TestPostgres.shared.newDatabaseURL()
+        let app = try await Self.app(try DatabaseURL(parsing: url), maxDuration: .seconds(120))
+        try await TransactionProbe(url: url).run { probe in
+            try await HangWatch.watched(app, "app", mode: .live) { client in
+                let api = try await APIClient.signedUp(client)
+                let port = try #require(client.port)
+                var streams: [EventStreamReader] = []
+                for _ in 0..<40 {
+                    let stream = try EventStreamReader(port: port, path: "/api/v1/changes", token: api.token)
+                    // Without a date, a stream opens with the current one.
+                    _ = try await stream.next(where: { $0.name == "change" })
+                    streams.append(stream)
+                }
+                try await HardeningHTTPTests.waitForStreams(client, count: 40)
+                let before = try await probe.settled()
+                for stream in streams.prefix(30) { stream.disconnect() }
+                try await HardeningHTTPTests.waitForStreams(client, count: 10)
+                let spent = try await probe.flushed() - before
+                print("leaving streams: 30 of 40 streams leaving cost \(spent) transactions")
+                // The pools' keep-alives and the listener's heartbeat over the wait and the report (about 20). When a
+                // stream's leaving woke its family, each of the others read its position: hundreds of reads in
+                // 30 wakes (batched: 128 transactions in a run before the change, 8 after).
+                #expect(spent < 40, "\(spent) transactions")
+                for stream in streams.suffix(10) { stream.disconnect() }
+            }
+        }
+    }
 }

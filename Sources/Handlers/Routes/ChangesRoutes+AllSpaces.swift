@@ -30,7 +30,7 @@ extension ChangesRoutes {
         }
         let (hub, ping, maxDuration) = (hub, configuration.changesPingInterval, configuration.changesMaxDuration)
         let recheck = hub == nil ? configuration.changesPollInterval : configuration.changesRecheckInterval
-        return eventStream(context, slot: slot, wakes: accountKey) { writer, watch, stop in
+        return eventStream(context, slot: slot) { writer, watch, stop in
             let clock = ContinuousClock()
             let end = clock.now + maxDuration
             var lastCheck = clock.now

@@ -78,7 +78,7 @@ struct ChangesRoutes {
             hub: hub, family: family, generation: generation, poll: configuration.changesPollInterval,
             recheck: configuration.changesRecheckInterval)
         let (engine, accounts, ping, maxDuration) = (engine, accounts, configuration.changesPingInterval, configuration.changesMaxDuration)
-        return eventStream(context, slot: slot, wakes: family) { writer, watch, stop in
+        return eventStream(context, slot: slot) { writer, watch, stop in
             try await Self.stream(
                 to: &writer, from: start, wakeup: wakeup, ping: ping, for: maxDuration, watch: watch, stop: stop,
                 position: { try await engine.currentPosition(session) },
@@ -92,10 +92,9 @@ struct ChangesRoutes {
 
     /// The `200 text/event-stream` answer of a stream whose slot is reserved and whose start is read: `events` writes
     /// after the `retry:` hint, with `watch` around each write and `stop` stopped when the server begins a graceful
-    /// shutdown (its waits on the hub then end at once). `wakes`: the hub key whose streams wake when the client goes
-    /// away (so that this one ends at once).
+    /// shutdown or when its client goes away (its waits on the hub then end at once).
     func eventStream(
-        _ context: AppRequestContext, slot: StreamSlot, wakes key: String,
+        _ context: AppRequestContext, slot: StreamSlot,
         events:
             @escaping @Sendable (
                 inout any ResponseBodyWriter, _ watch: @escaping @Sendable () -> @Sendable () -> Void, _ stop: WaitStop
@@ -104,11 +103,12 @@ struct ChangesRoutes {
         // The body's 5 s to start count from here, once the start is read (counted from before the start's reads, a
         // start slower than that would leave a 200 whose body sends nothing).
         if context.socketEventLoop != nil { slot.armStartLimit(.seconds(5)) }
-        // A client that goes away gives its slot back at once, and its stream wakes to end.
-        let hub = self.hub
+        // A client that goes away gives its slot back at once, and its stream (only its stream: waking the family's
+        // would make each of its other streams read its position) wakes to end.
+        let stop = WaitStop()
         context.closeFuture?.whenComplete { _ in
             slot.release()
-            hub?.notify(family: key)
+            stop.stop()
         }
         // A write that does not complete within 10 s (a peer that vanished while the connection looks open, so the
         // write waits for room that never comes) gives the slot back and closes the connection.
@@ -133,7 +133,6 @@ struct ChangesRoutes {
             try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
             opened()
             // One graceful-shutdown handler for the stream's whole life, not one per wait.
-            let stop = WaitStop()
             try await withGracefulShutdownHandler {
                 try await events(&writer, watch, stop)
             } onGracefulShutdown: {

@@ -199,7 +199,7 @@ public final class ChangeHub: Sendable {
 }
 
 /// Ends a stream's waits on the hub at once and for good: a stream stops it when the instance begins a graceful
-/// shutdown. One per stream, registered once for the stream's life (`withGracefulShutdownHandler`), not once per
+/// shutdown, or when its client goes away. One per stream, registered once for the stream's life (`withGracefulShutdownHandler`), not once per
 /// wait: the shutdown manager keeps its handlers in an array and removes each by a linear search, so a registration
 /// per wait made every wake of N streams cost O(N).
 public final class WaitStop: Sendable {
