@@ -95,66 +95,72 @@ struct LiveHubTests {
         }
     }
 
+    /// A PostgreSQL application whose streams last `maxDuration`, served in `mode`, with a probe of its database's
+    /// transactions.
+    static func probed(
+        mode: TestingSetup, maxDuration: Duration,
+        _ body: @escaping @Sendable (TransactionProbe, any TestClientProtocol) async throws -> Void
+    ) async throws {
+        let url = try await TestPostgres.shared.newDatabaseURL()
+        let app = try await Self.app(try DatabaseURL(parsing: url), maxDuration: maxDuration)
+        try await TransactionProbe(url: url).run { probe in
+            try await HangWatch.watched(app, "app", mode: mode) { client in try await body(probe, client) }
+        }
+    }
+
     @Test("10 writes wake 50 streams without a database read per stream: the notice names the new version")
     func wokenStreams() async throws {
-        let url = try await TestPostgres.shared.newDatabaseURL()
-        let app = try await Self.app(try DatabaseURL(parsing: url), maxDuration: .seconds(25))
-        try await TransactionProbe(url: url).run { probe in
-            try await HangWatch.watched(app, "app", mode: .router) { client in
-                let api = try await APIClient.signedUp(client)
-                let date = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
-                try await withThrowingTaskGroup(of: Int.self) { streams in
-                    for _ in 0..<50 {
-                        streams.addTask { ChangesHTTPTests.events(try await api.call(.get, "/api/v1/changes?date=\(date)").body).count }
-                    }
-                    // The writes come once the 50 streams are open, their opening reads counted before.
-                    try await HardeningHTTPTests.waitForStreams(client, count: 50)
-                    let before = try await probe.settled()
-                    for n in 0..<10 {
-                        #expect(try await api.call(.put, "/api/v1/contacts/c\(n)", body: #"{"firstName":"N"}"#).status == .ok)
-                        try await Task.sleep(for: .milliseconds(100))
-                    }
-                    let spent = try await probe.flushed() - before
-                    print("woken streams: 10 writes with 50 streams open cost \(spent) transactions")
-                    // 10 writes, the probe's own queries, and over the writes and the 6.5 s of the report the pools'
-                    // keep-alives and the listener's heartbeat (about 50); a read per woken stream would be 500 more. A
-                    // listener that reconnects meanwhile (a loaded machine can delay its heartbeat past the deaf bound;
-                    // seen once in a clean-clone CI run) wakes each stream once more: 50 more.
-                    #expect(spent < 200, "\(spent) transactions")
-                    let events = try await streams.reduce(into: [Int]()) { $0.append($1) }
-                    #expect(events.allSatisfy { $0 >= 1 }, "every stream heard the writes: \(events)")
+        try await Self.probed(mode: .router, maxDuration: .seconds(25)) { probe, client in
+            let api = try await APIClient.signedUp(client)
+            let date = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
+            try await withThrowingTaskGroup(of: Int.self) { streams in
+                for _ in 0..<50 {
+                    streams.addTask { ChangesHTTPTests.events(try await api.call(.get, "/api/v1/changes?date=\(date)").body).count }
                 }
+                // The writes come once the 50 streams are open, their opening reads counted before.
+                try await HardeningHTTPTests.waitForStreams(client, count: 50)
+                let before = try await probe.settled()
+                for n in 0..<10 {
+                    #expect(try await api.call(.put, "/api/v1/contacts/c\(n)", body: #"{"firstName":"N"}"#).status == .ok)
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                let spent = try await probe.flushed() - before
+                print("woken streams: 10 writes with 50 streams open cost \(spent) transactions")
+                // 10 writes, the probe's own queries, and over the writes and the 6.5 s of the report the pools'
+                // keep-alives and the listener's heartbeat (about 50); a read per woken stream would be 500 more. A
+                // listener that reconnects meanwhile (a loaded machine can delay its heartbeat past the deaf bound;
+                // seen once in a clean-clone CI run) wakes each stream once more: 50 more.
+                #expect(spent < 200, "\(spent) transactions")
+                let events = try await streams.reduce(into: [Int]()) { $0.append($1) }
+                #expect(events.allSatisfy { $0 >= 1 }, "every stream heard the writes: \(events)")
             }
         }
     }
 
     @Test("a stream whose client goes away wakes no other stream: 30 of 40 streams leaving cost no read of the others")
     func leavingWakesNoOne() async throws {
-        let url = try await TestPostgres.shared.newDatabaseURL()
-        let app = try await Self.app(try DatabaseURL(parsing: url), maxDuration: .seconds(120))
-        try await TransactionProbe(url: url).run { probe in
-            try await HangWatch.watched(app, "app", mode: .live) { client in
-                let api = try await APIClient.signedUp(client)
-                let port = try #require(client.port)
-                var streams: [EventStreamReader] = []
-                for _ in 0..<40 {
-                    let stream = try EventStreamReader(port: port, path: "/api/v1/changes", token: api.token)
-                    // Without a date, a stream opens with the current one.
-                    _ = try await stream.next(where: { $0.name == "change" })
-                    streams.append(stream)
-                }
-                try await HardeningHTTPTests.waitForStreams(client, count: 40)
-                let before = try await probe.settled()
-                for stream in streams.prefix(30) { stream.disconnect() }
-                try await HardeningHTTPTests.waitForStreams(client, count: 10)
-                let spent = try await probe.flushed() - before
-                print("leaving streams: 30 of 40 streams leaving cost \(spent) transactions")
-                // The pools' keep-alives and the listener's heartbeat over the wait and the report (about 20). When a
-                // stream's leaving woke its family, each of the others read its position: hundreds of reads in
-                // 30 wakes (batched: 128 transactions in a run before the change, 8 after).
-                #expect(spent < 40, "\(spent) transactions")
-                for stream in streams.suffix(10) { stream.disconnect() }
+        // Streams that last an hour: every stream below ends because its client leaves.
+        try await Self.probed(mode: .live, maxDuration: .seconds(3600)) { probe, client in
+            let api = try await APIClient.signedUp(client)
+            let port = try #require(client.port)
+            var streams: [EventStreamReader] = []
+            for _ in 0..<40 {
+                let stream = try EventStreamReader(port: port, path: "/api/v1/changes", token: api.token)
+                // Without a date, a stream opens with the current one.
+                _ = try await stream.next(where: { $0.name == "change" })
+                streams.append(stream)
             }
+            try await HardeningHTTPTests.waitForStreams(client, count: 40)
+            let before = try await probe.settled()
+            for stream in streams.prefix(30) { stream.disconnect() }
+            try await HardeningHTTPTests.waitForStreams(client, count: 10)
+            let spent = try await probe.flushed() - before
+            print("leaving streams: 30 of 40 streams leaving cost \(spent) transactions")
+            // The pools' keep-alives and the listener's heartbeat over the wait and the report. A leaving stream
+            // that woke its family would make each of the others read its position: hundreds of reads in 30 wakes,
+            // batched into far more transactions than this bound.
+            #expect(spent < 40, "\(spent) transactions")
+            for stream in streams.suffix(10) { stream.disconnect() }
         }
     }
 }

@@ -90,9 +90,17 @@ struct ChangeHubTests {
         let first = Task { await hub.wait(family: "a", seen: seen["a"]!, timeout: .seconds(600), stop: one) }
         let second = Task { await hub.wait(any: seen, timeout: .seconds(600), stop: several) }
         let untouched = Task { await hub.wait(family: "b", seen: seen["b"]!, timeout: .seconds(600), stop: other) }
+        // A failed check below ends the test; its waits end with it.
+        defer {
+            first.cancel()
+            second.cancel()
+            untouched.cancel()
+        }
         #expect(try await eventually { hub.waiting == 4 })
         one.stop()
         several.stop()
+        // Woken at once (their 600 s limits are far away), the other stream's wait still filed.
+        try #require(try await eventually { hub.waiting == 1 })
         // Woken with the generation unchanged: no notice came.
         #expect(await first.value == seen["a"]!)
         await second.value
@@ -102,6 +110,7 @@ struct ChangeHubTests {
         await hub.wait(any: seen, timeout: .seconds(600), stop: several)
         #expect(hub.waiting == 1)
         other.stop()
+        try #require(try await eventually { hub.waiting == 0 })
         #expect(await untouched.value == seen["b"]!)
         #expect(hub.waiting == 0)
     }

@@ -17,7 +17,8 @@ public final class ChangeHub: Sendable {
 
     /// A stream waiting for its family, and the timer of its wait: cancelled when the stream wakes, so that nothing
     /// stays armed for up to the recheck interval. The timers are the application's wheel's, not event-loop timers:
-    /// cancelling an event-loop timer searches its loop's whole timer heap, so a notice that woke N streams cost O(N²).
+    /// cancelling an event-loop timer searches its loop's whole timer heap, so a notice waking N streams would cost
+    /// O(N²).
     private struct Waiter {
         /// A stream of one family: resumed with the generation.
         var continuation: CheckedContinuation<UInt64, Never>?
@@ -199,9 +200,9 @@ public final class ChangeHub: Sendable {
 }
 
 /// Ends a stream's waits on the hub at once and for good: a stream stops it when the instance begins a graceful
-/// shutdown, or when its client goes away. One per stream, registered once for the stream's life (`withGracefulShutdownHandler`), not once per
-/// wait: the shutdown manager keeps its handlers in an array and removes each by a linear search, so a registration
-/// per wait made every wake of N streams cost O(N).
+/// shutdown, or when its client goes away. One per stream, registered once for the stream's life
+/// (`withGracefulShutdownHandler`), not once per wait: the shutdown manager keeps its handlers in an array and removes
+/// each by a linear search, so a registration per wait would make every wake of N streams cost O(N).
 public final class WaitStop: Sendable {
     private let state = Mutex<(stopped: Bool, wake: (@Sendable () -> Void)?)>((false, nil))
 

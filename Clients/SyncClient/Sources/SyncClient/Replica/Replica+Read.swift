@@ -51,10 +51,12 @@ extension Replica {
     /// How many server items of a list the replica holds: the row the triggers keep, or a count when a clear dropped
     /// it and no sync recounted it yet.
     static func serverCount(_ db: Database, _ collection: SyncCollection) throws -> Int {
-        if let held = try Int.fetchOne(db, sql: "SELECT n FROM heldCounts WHERE collection = ?", arguments: [collection.rawValue]) {
-            return held
-        }
-        return try countHeld(db, collection)
+        try keptCount(db, collection) ?? countHeld(db, collection)
+    }
+
+    /// The count the triggers keep for a list; nil when a clear dropped it.
+    static func keptCount(_ db: Database, _ collection: SyncCollection) throws -> Int? {
+        try Int.fetchOne(db, sql: "SELECT n FROM heldCounts WHERE collection = ?", arguments: [collection.rawValue])
     }
 
     /// Counts a list's server items: all its rows less the ones without a server version (both counts read an index
@@ -72,9 +74,7 @@ extension Replica {
     static func recountHeld(_ db: Database, _ collections: [SyncCollection]) throws {
         for collection in collections {
             // Only a dropped count is counted: a kept one is exact, and counting reads the whole list's index.
-            guard try Int.fetchOne(db, sql: "SELECT n FROM heldCounts WHERE collection = ?", arguments: [collection.rawValue]) == nil else {
-                continue
-            }
+            guard try keptCount(db, collection) == nil else { continue }
             try db.execute(
                 sql: "INSERT INTO heldCounts (collection, n) VALUES (?, ?)", arguments: [collection.rawValue, try countHeld(db, collection)])
         }
