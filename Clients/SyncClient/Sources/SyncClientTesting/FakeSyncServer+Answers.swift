@@ -19,10 +19,11 @@ extension FakeSyncServer {
         return json(status, body, headers: retryAfter ? ["Retry-After": "1"] : [:])
     }
 
-    static func now() -> String {
+    /// The time as the server writes it, from `time` when a test set it.
+    static func now(_ state: State) -> String {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date())
+        return formatter.string(from: state.time ?? Date())
     }
 
     /// Stores an item with its server-set fields (as its collection's model says); answers it.
@@ -38,7 +39,7 @@ extension FakeSyncServer {
         if let children = layout?.children { json[children.rawValue] = nil }
         if let orderField = layout?.orderField { json[orderField] = nil }
         json["id"] = .string(id)
-        let now = Self.now()
+        let now = Self.now(state)
         if layout?.authored == true || layout?.kind == .child {
             json["author"] = previous?.json["author"] ?? .string(author)
             json["created"] = previous?.json["created"] ?? .string(now)
@@ -47,6 +48,7 @@ extension FakeSyncServer {
         json["modified"] = .string(now)
         let item = Item(json: json, version: state.version)
         state.items[key, default: [:]][id] = item
+        state.tombstones[key]?[id] = nil
         return item
     }
 

@@ -42,19 +42,22 @@ extension FakeSyncServer {
             for (field, value) in patch { merged[field] = value == .null ? nil : value }
             return stored(Self.store(&state, layout, parent, id, merged, author: accountID))
         case "DELETE":
-            state.version += 1
-            state.items[key]?[id] = nil
+            state.delete(key, id)
             return HTTPAnswer(status: 204, headers: [:], body: Data())
         default:
             return Self.problem(405, code: "method_not_allowed")
         }
     }
 
-    /// The whole answer of a sync endpoint of the model (`sync: false`: the protocol allows it, and it is exact).
+    /// The answer of a sync endpoint of the model: for a list or a singleton sync, what moved since a date this space
+    /// gave (`sync: true`), else everything (`sync: false`); a paginated sync always answers its first page whole
+    /// (`sync: false`: the protocol allows it, and it is exact).
     func syncAnswer(_ state: inout State, _ endpoint: SyncEndpoint, query: String) -> JSONValue {
         let date = JSONValue.string("fake.\(state.version)")
-        func live(_ collection: SyncCollection, parent: String = "") -> [JSONValue] {
-            (state.items[collection.rawValue + "/" + parent] ?? [:]).sorted { $0.key < $1.key }.map { .object($0.value.json) }
+        let since = Self.since(query, state)
+        func list(_ collection: SyncCollection) -> JSONValue {
+            let (updated, deleted) = Self.changes(state, collection.rawValue + "/", since: since)
+            return ["updated": .array(updated), "deleted": .array(deleted)]
         }
         func sorted(_ collection: SyncCollection, by field: String, parent: String = "") -> [JSONObject] {
             (state.items[collection.rawValue + "/" + parent] ?? [:]).values.map(\.json).sorted {
@@ -64,8 +67,11 @@ extension FakeSyncServer {
             }
         }
         switch endpoint.shape {
-        case .list(let list):
-            return ["date": date, "sync": false, "updated": .array(live(list.name)), "deleted": []]
+        case .list(let collection):
+            guard case .object(var answer) = list(collection.name) else { return [:] }
+            answer["date"] = date
+            answer["sync"] = .bool(since != nil)
+            return .object(answer)
         case .paginated(let list):
             let nb = Int(Self.queryValue(query, "nb") ?? "") ?? 20
             let all = sorted(list.name, by: list.sortField ?? "created")
@@ -80,18 +86,24 @@ extension FakeSyncServer {
             }
             return ["date": date, "sync": false, "updated": .array(Array(page)), "deleted": [], "crop": false, "nomore": .bool(all.count <= nb)]
         case .bundle(let members):
-            var answer: JSONObject = ["date": date, "sync": false]
+            var answer: JSONObject = ["date": date, "sync": .bool(since != nil)]
             for member in members {
                 switch member.kind {
                 case .singleton:
+                    // Null when unchanged since the date (protocol §5); its defaults when never written.
                     let id = member.scope == "account" ? accountID : familyID
-                    answer[member.name.rawValue] = .object(state.items[member.name.rawValue + "/"]?[id]?.json ?? ["id": .string(id)])
+                    let stored = state.items[member.name.rawValue + "/"]?[id]
+                    if let since, (stored?.version ?? 0) <= since {
+                        answer[member.name.rawValue] = .null
+                    } else {
+                        answer[member.name.rawValue] = .object(stored?.json ?? ["id": .string(id)])
+                    }
                 case _ where member.isReadOnly:
-                    answer[member.name.rawValue] = [
-                        "updated": [["id": .string(accountID), "username": "alice", "displayName": "alice"]], "deleted": [],
-                    ]
+                    // The account's profile, which the fake never changes: sent whole only.
+                    let profile: JSONValue = ["id": .string(accountID), "username": "alice", "displayName": "alice"]
+                    answer[member.name.rawValue] = ["updated": since == nil ? [profile] : [], "deleted": []]
                 default:
-                    answer[member.name.rawValue] = ["updated": .array(live(member.name)), "deleted": []]
+                    answer[member.name.rawValue] = list(member.name)
                 }
             }
             return .object(answer)

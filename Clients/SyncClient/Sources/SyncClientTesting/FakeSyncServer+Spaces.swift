@@ -18,9 +18,14 @@ extension FakeSyncServer {
     }
 
     /// The account leaves `space` (or is removed from it): its paths answer 404, and open all-spaces streams get the
-    /// listing without it. Its items stay, for a later `join`.
+    /// listing without it; its live streams end. Its items stay, for a later `join`.
     public func leave(space: String) {
-        inSpace(nil) { state in state.memberships.removeAll { $0.id == space } }
+        let ended = inSpace(nil) { state in
+            state.memberships.removeAll { $0.id == space }
+            return state.liveStreams.values.filter { $0.space == space }.map(\.continuation)
+        }
+        // Its live streams end (outside the lock: finishing runs their termination handlers, which take it).
+        for stream in ended { stream.finish() }
     }
 
     /// Every token stops working (a logout elsewhere, a password change): authenticated calls answer 401 until the
@@ -28,8 +33,11 @@ extension FakeSyncServer {
     public func revokeSessions() {
         let open = state.withLock { state in
             state.revoked = true
-            defer { state.listeners = [:] }
-            return Array(state.listeners.values)
+            defer {
+                state.listeners = [:]
+                state.liveStreams = [:]
+            }
+            return Array(state.listeners.values) + state.liveStreams.values.map(\.continuation)
         }
         // Outside the lock: finishing runs the streams' termination handlers, which take it.
         for stream in open { stream.finish() }
@@ -103,8 +111,8 @@ extension FakeSyncServer {
         return (refusal.status, bytes)
     }
 
-    /// Tells open all-spaces streams what changed since they were last told: the listing, and each space whose date
-    /// moved (or that is newly listed).
+    /// Tells open streams what changed since they were last told: all-spaces streams the listing and each space whose
+    /// date moved (or that is newly listed), a space's live streams its new date.
     static func announce(_ state: inout State) {
         var text = ""
         if state.memberships != state.announced.spaces {
@@ -119,6 +127,7 @@ extension FakeSyncServer {
             }
         }
         state.announced.dates = dates
+        announceLive(&state)
         guard !text.isEmpty else { return }
         for listener in state.listeners.values { listener.yield(Data(text.utf8)) }
     }
@@ -129,11 +138,18 @@ extension FakeSyncServer {
 }
 
 extension FakeSyncServer.State {
-    /// Makes `space`'s data the one `version` and `items` are.
+    /// Deletes an item of the current space (`key`: "collection/parent") at a new version, kept as a tombstone.
+    mutating func delete(_ key: String, _ id: String) {
+        version += 1
+        items[key]?[id] = nil
+        tombstones[key, default: [:]][id] = version
+    }
+
+    /// Makes `space`'s data the one `version`, `items` and `tombstones` are.
     mutating func enter(_ space: String) {
         guard space != self.space else { return }
-        otherSpaces[self.space] = (version, items)
-        (version, items) = otherSpaces.removeValue(forKey: space) ?? (1, [:])
+        otherSpaces[self.space] = (version, items, tombstones)
+        (version, items, tombstones) = otherSpaces.removeValue(forKey: space) ?? (1, [:], [:])
         self.space = space
     }
 

@@ -5,7 +5,11 @@ import SyncClient
 /// (`configuration.transport = server`) and script it. It takes sign-up and login, `POST /group`, the item calls
 /// (PUT, PATCH, GET, DELETE, with ETags and `If-Match`), `GET /model` and the sync endpoints of its model (the
 /// default model's unless given another, e.g. an app's generated `ServerModel`), and media. Every
-/// sync is answered whole (`sync: false`), which the protocol allows and keeps the fake exact. Its `limits` are served
+/// list and the singleton sync answers a date it gave with what moved since (`sync: true`: the items written after it and
+/// the ids deleted after it); a paginated sync is answered whole (`sync: false`, which the protocol allows). Live mode's
+/// `GET /changes` tells each write (another device's as the client's own) as a `change` notice, as the server does.
+/// `time` sets the clock `created` and `modified` are read from. Several clients (devices) may share one fake: they
+/// sign in to the same account and see each other's writes. Its `limits` are served
 /// and enforced (400 `invalid_group`, 413), and may be lowered mid-test. Spaces (protocol §15):
 /// the account is the owner of its home space, `familyID`; `join(space:role:)` and `leave(space:)` change its
 /// memberships; each space has its own items and date of sync, served under `/spaces/{id}` (404 outside the account's
@@ -28,13 +32,19 @@ public final class FakeSyncServer: HTTPTransport, Sendable {
         var space = FakeSyncServer.home
         var version = 1
         var items: [String: [String: Item]] = [:]  // "collection/parent" → id → item
-        /// The other spaces' counters and items.
-        var otherSpaces: [String: (version: Int, items: [String: [String: Item]])] = [:]
+        /// The deleted items' versions, as `items` keys them (a delta answer lists those after its date).
+        var tombstones: [String: [String: Int]] = [:]
+        /// The other spaces' counters, items and tombstones.
+        var otherSpaces: [String: (version: Int, items: [String: [String: Item]], tombstones: [String: [String: Int]])] = [:]
         /// The account's spaces, in join order.
         var memberships = [SpaceRoleInfo(id: FakeSyncServer.home, role: "owner")]
         /// The open `GET /changes?spaces=all` streams, and what they were last told (listing, date per space).
         var listeners: [UUID: AsyncThrowingStream<Data, any Error>.Continuation] = [:]
         var announced: (spaces: [SpaceRoleInfo], dates: [String: String]) = ([], [:])
+        /// The open `GET /changes` streams of one space (live mode), and the date each was last told.
+        var liveStreams: [UUID: (space: String, told: String, continuation: AsyncThrowingStream<Data, any Error>.Continuation)] = [:]
+        /// The time `created` and `modified` are stamped with; nil: the real clock.
+        var time: Date?
         /// `revokeSessions()` was called: authenticated calls answer 401 until the next sign-in.
         var revoked = false
         var media: [String: Data] = [:]
@@ -82,6 +92,13 @@ public final class FakeSyncServer: HTTPTransport, Sendable {
         set { state.withLock { $0.limits = newValue } }
     }
 
+    /// The time the server stamps `created` and `modified` with: set it (and move it) for answers a test compares
+    /// whole; nil (the default) reads the real clock.
+    public var time: Date? {
+        get { state.withLock { $0.time } }
+        set { state.withLock { $0.time = newValue } }
+    }
+
     /// While true, no call gets an answer (offline).
     public var isOffline: Bool {
         get { state.withLock { $0.offline } }
@@ -99,8 +116,7 @@ public final class FakeSyncServer: HTTPTransport, Sendable {
     /// Another device deletes an item.
     public func remove(_ collection: SyncCollection, id: String, parent: String? = nil, space: String? = nil) {
         inSpace(space) { state in
-            state.version += 1
-            state.items[collection.rawValue + "/" + (parent ?? ""), default: [:]][id] = nil
+            state.delete(collection.rawValue + "/" + (parent ?? ""), id)
         }
     }
 
@@ -148,10 +164,7 @@ public final class FakeSyncServer: HTTPTransport, Sendable {
 
     public func stream(_ call: HTTPCall) async throws -> (status: Int, bytes: AsyncThrowingStream<Data, any Error>) {
         if Self.queryValue(Self.apiPath(call.url), "spaces") != nil { return try allSpaces(call) }
-        if Self.apiPath(call.url).hasPrefix("/changes") {
-            // No live notices: the stream stays open, silent, until cancelled.
-            return (200, AsyncThrowingStream { _ in })
-        }
+        if let space = Self.liveStreamSpace(Self.apiPath(call.url)) { return try liveStream(call, space: space) }
         let answer = try await send(call)
         return (
             answer.status,

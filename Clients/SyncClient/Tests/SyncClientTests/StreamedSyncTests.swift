@@ -270,7 +270,7 @@ struct StreamedSyncTests {
 
         for i in 200..<400 { transport.server.edit(.contacts, id: "c\(i)", json: ["firstName": .string("First \(i)")]) }
         transport.server.remove(.contacts, id: "c0")
-        transport.cutAfter.withLock { $0 = 20_000 }
+        transport.cutAfter.withLock { $0 = 5_000 }
         await #expect(throws: SyncClientError.self) { try await client.sync() }
         #expect(client.status.state == .offline)
         #expect(try Self.dump(client.replica) == before, "the previous replica, whole")
