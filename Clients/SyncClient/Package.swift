@@ -8,7 +8,7 @@ let swiftSettings: [SwiftSetting] = [
 ]
 
 /// The Swift client SDK of SyncAPI: an exact offline replica of a family's data for apps, and the command line built
-/// on it. It depends on GRDB and Foundation only, so an app never resolves a server package.
+/// on it. It depends on GRDB, swift-log and Foundation only, so an app never resolves a server package.
 let package = Package(
     name: "SyncClient",
     platforms: [.iOS(.v16), .macOS(.v13)],
@@ -20,6 +20,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        // The SDK's logs (`SyncClientLog`): the app picks where they go (`LoggingSystem.bootstrap`).
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         // `swift package generate-documentation --target SyncClient` (CI: no warnings). Plugins are never resolved
         // for an app that installs the SDK from the root package.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
@@ -27,7 +29,7 @@ let package = Package(
     targets: [
         .target(
             name: "SyncClient",
-            dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -42,7 +44,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncClientTests",
-            dependencies: ["SyncClient", "SyncClientCommands", "SyncClientTesting", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "SyncClient", "SyncClientCommands", "SyncClientTesting", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
     ],

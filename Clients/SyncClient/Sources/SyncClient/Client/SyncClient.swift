@@ -28,11 +28,14 @@ public final class SyncClient: Sendable {
     let pushTask = Locked<Task<Void, Never>?>(nil)
     /// The server's model as last read (kept in the replica), and when this process last read it.
     let modelState: Locked<(model: ServerModel?, checked: ContinuousClock.Instant?)>
+    /// The loggers of each subsystem (`SyncClientLog`).
+    let log: ClientLoggers
 
     /// Opens (and migrates) the replica and loads the stored session, if any. No network.
     public init(configuration: SyncClientConfiguration) throws {
         try Self.checkScheme(configuration)
         self.configuration = configuration
+        log = ClientLoggers(configuration.makeLogger)
         replica = try Replica(path: configuration.replicaPath)
         mediaStore = try MediaStore(replicaPath: configuration.replicaPath, limit: configuration.mediaCacheBytes)
         try configuration.fileProtection?.apply(to: ["", "-wal", "-shm", ".media", ".token"].map { configuration.replicaPath + $0 })

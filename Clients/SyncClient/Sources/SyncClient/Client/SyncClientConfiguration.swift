@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Where the server is and where the replica lives, plus the parts an app or a test may replace (transport, token
 /// storage, retry timing, page sizes).
@@ -58,6 +59,10 @@ public struct SyncClientConfiguration: Sendable {
     /// How long a conflict handler may take (it may ask the user); past it the server's values of the fields both
     /// sides changed are kept, and the push goes on.
     public var conflictHandlerTimeout: Duration = .seconds(30)
+    /// Makes the client's logger of each subsystem (`SyncClientLog`'s labels): by default swift-log's, which go where
+    /// the app bootstrapped `LoggingSystem` (nowhere but the standard error until it does; on Apple platforms
+    /// `UnifiedLogHandler` writes to the unified log). Give a handler of its own here to keep the SDK's logs apart.
+    public var makeLogger: @Sendable (_ label: String) -> Logger = { Logger(label: $0) }
 
     public init(serverURL: URL, replicaPath: String) {
         self.serverURL = serverURL

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// How `followEventStream` ended.
 enum EventStreamEnd: Sendable {
@@ -42,6 +43,7 @@ extension SyncClient {
                 }
                 guard status == 200 else { throw SyncClientError.unavailable(status: status, code: .http(status), retryAfter: nil) }
                 failures = 0
+                log.live.info("stream connected", metadata: ["path": "\(url.path)"])
                 connected(true)
                 defer { connected(false) }
                 var parser = ServerEventParser()
@@ -51,9 +53,12 @@ extension SyncClient {
                     if let retry = parser.retry { serverRetry = .milliseconds(retry) }
                     if !events.isEmpty { try await handle(events) }
                 }
+                log.live.info("stream ended by the server")
             } catch {
                 if Task.isCancelled { return .cancelled }
                 failures += 1
+                log.live.notice(
+                    "stream dropped", metadata: SyncClientError.wrapping(error).logMetadata.merging(["failures": "\(failures)"]) { a, _ in a })
             }
             let backoff = configuration.retryPolicy.delay(after: min(failures, 8), retryAfter: nil)
             let delay = failures == 0 ? (serverRetry ?? backoff) : max(backoff, serverRetry ?? .zero)

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Logging
 
 extension SyncClient {
     /// Queues the upload of a photo or video (protocol §10) and answers its URL at once, offline too: the URL is the
@@ -55,11 +56,26 @@ extension SyncClient {
         if let external = try Self.externalMediaURL(url, configuration) {
             let key = "external-" + SHA256.hex(Array(external.absoluteString.utf8))
             if let file = mediaStore.file(key) { return file }
-            return URL(fileURLWithPath: try await mediaDownloads.file(key) { try await self.fetchExternalMedia(external, key: key) })
+            return URL(
+                fileURLWithPath: try await logged(url) {
+                    try await self.mediaDownloads.file(key) { try await self.fetchExternalMedia(external, key: key) }
+                })
         }
         guard let sha = Self.mediaSHA(url) else { throw SyncClientError.invalid("not a media URL of this server: \(url)") }
         if let file = mediaStore.file(sha) { return file }
-        return URL(fileURLWithPath: try await mediaDownloads.file(sha) { try await self.fetchMedia(sha) })
+        return URL(fileURLWithPath: try await logged(url) { try await self.mediaDownloads.file(sha) { try await self.fetchMedia(sha) } })
+    }
+
+    /// A download, its failure logged (a cancelled one aside: the view that wanted it went away).
+    private func logged(_ url: String, _ download: () async throws -> String) async throws -> String {
+        do {
+            return try await download()
+        } catch {
+            if !(error is CancellationError) {
+                log.media.warning("download failed", metadata: SyncClientError.wrapping(error).logMetadata.merging(["url": "\(url)"]) { a, _ in a })
+            }
+            throw error
+        }
     }
 
     /// An absolute URL of another server than this one's media (nil for this server's media URLs, absolute or not).

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Logging
 
 extension SyncClient {
     /// Pushes the queue now (a sync pushes first anyway), retrying network errors, 429 and 503 with backoff. Returns
@@ -70,8 +71,7 @@ extension SyncClient {
             } else {
                 // Alone and still refused: only a body over the limit is refused for good.
                 guard case .server(let status, let code, let detail) = error, status == 413 else { throw error }
-                try await replica.pool.write { db in try Replica.refused(db, left[0], status: status, code: code.rawValue, detail: detail) }
-                report.failed += 1
+                try await refuse(left[0], status: status, code: code.rawValue, detail: detail, into: &report)
                 try refreshCounts()
                 return
             }
@@ -197,10 +197,21 @@ extension SyncClient {
                 // Refused for good (validation, a parent that is gone): inspectable, and the queue goes on.
                 let code = answer.body?["code"]?.stringValue ?? "http_\(answer.status)"
                 let detail = answer.body?["detail"]?.stringValue ?? ""
-                try await replica.pool.write { db in try Replica.refused(db, op, status: answer.status, code: code, detail: detail) }
-                report.failed += 1
+                try await refuse(op, status: answer.status, code: code, detail: detail, into: &report)
             }
         }
+    }
+
+    /// A write the server refused for good: moved to the failed list (`failedOperations`), logged and counted.
+    private func refuse(_ op: PendingOperation, status: Int, code: String, detail: String, into report: inout SyncReport) async throws {
+        try await replica.pool.write { db in try Replica.refused(db, op, status: status, code: code, detail: detail) }
+        log.push.warning(
+            "write refused: moved to failedOperations",
+            metadata: [
+                "collection": "\(op.collection.rawValue)", "id": "\(op.id)", "method": "\(op.kind.rawValue)", "status": "\(status)",
+                "code": "\(code)",
+            ])
+        report.failed += 1
     }
 
     /// What the app holds locally for a write: the PUT's state, the patch applied to the base, nothing for a delete.
@@ -290,6 +301,12 @@ extension SyncClient {
             }
             try Replica.journal(db, op, journaled, fields: conflicting, base: base, local: local, server: server, result: result)
         }
+        log.push.info(
+            "conflict settled",
+            metadata: [
+                "collection": "\(op.collection.rawValue)", "id": "\(op.id)", "resolution": "\(journaled.rawValue)",
+                "fields": "\(conflicting.joined(separator: ","))",
+            ])
     }
 
     static func outcome(_ resolution: ConflictResolution) -> ConflictRecord.Resolution {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Logging
 
 extension SyncClient {
     /// Creates a family and its first account, and signs in (`POST /signup`). The new account is another account than
@@ -71,6 +72,7 @@ extension SyncClient {
         }
         try configuration.tokenStore.save(new)
         session.withLock { $0 = new }
+        log.session.info("signed in", metadata: ["account": "\(new.accountID)", "space": "\(new.familyID)"])
         try refreshCounts()
         statusCenter.update {
             $0.signedIn = true
@@ -108,6 +110,7 @@ extension SyncClient {
             _ = try? await call("POST", "/logout")
         }
         try await signedOut(erasingFailedWrites: erasingFailedWrites)
+        log.session.info("signed out")
     }
 
     /// Forgets the session and erases the replica's data (and its failed writes when asked), after a sync that was
@@ -147,6 +150,7 @@ extension SyncClient {
     /// The token stopped working (logout elsewhere, password change, expiry): the session is forgotten; the replica
     /// stays until the app signs in again (the same account keeps it, another erases it).
     func sessionEnded() {
+        log.session.notice("session ended by the server (401): signed out")
         try? configuration.tokenStore.clear()
         session.withLock { $0 = nil }
         statusCenter.update {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Logging
 
 extension SyncClient {
     /// Pushes unsent writes, then sends one `POST /group` with every sync of an app start from the stored date, and
@@ -14,9 +15,17 @@ extension SyncClient {
     /// `verifying` adds `GET /verify` to the same group.
     func runSync(fresh: Set<SyncCollection> = [], verifying: Bool = false) async throws -> SyncReport {
         statusCenter.update { $0.state = .syncing }
+        let started = ContinuousClock.now
         do {
             let report = try await configuration.retryPolicy.run { try await self.syncOnce(fresh: fresh, verifying: verifying) }
             try refreshCounts()
+            log.sync.info(
+                "sync finished",
+                metadata: [
+                    "date": "\(report.date ?? "")", "pushed": "\(report.pushed)", "failed": "\(report.failed)",
+                    "conflicts": "\(report.conflicts)", "replaced": "\(report.replaced.joined(separator: ","))",
+                    "ms": "\((ContinuousClock.now - started).wholeMilliseconds)",
+                ])
             statusCenter.update {
                 $0.state = .idle
                 $0.lastSuccessfulSync = Date()
@@ -27,6 +36,7 @@ extension SyncClient {
             let error = await spaceRemoval(error)
             try? refreshCounts()
             let sdkError = SyncClientError.wrapping(error)
+            log.sync.log(level: sdkError.isTransient ? .notice : .warning, "sync failed", metadata: sdkError.logMetadata)
             statusCenter.update {
                 $0.state = sdkError.isTransient ? .offline : .error(sdkError)
                 $0.lastError = sdkError
@@ -54,6 +64,7 @@ extension SyncClient {
             if verifying { requests.append(try await verifyRequest(endpoints)) }
             if requests.count > limits.groupMaxRequests, !refreshed {
                 refreshed = true
+                log.sync.notice("limits read again: the sync needs more calls than a group takes", metadata: ["calls": "\(requests.count)"])
                 limits = try await self.limits(refresh: true)
                 continue
             }
@@ -67,6 +78,7 @@ extension SyncClient {
                 break
             } catch let error as SyncClientError where error.refusesGroupSize && !refreshed {
                 refreshed = true
+                log.sync.notice("limits read again: the server refused the group's size", metadata: error.logMetadata)
                 limits = try await self.limits(refresh: true)
             }
         }
