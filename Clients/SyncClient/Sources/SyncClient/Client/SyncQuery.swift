@@ -79,10 +79,15 @@ public struct SkippedItem: Sendable, Equatable {
 extension SyncClient {
     /// The items of `query`, read now from the replica (unsent local edits applied).
     public func fetch<M: SyncModel>(_ query: SyncQuery<M>) throws -> SyncQueryResult<M> {
+        try fetchRows(query).result
+    }
+
+    /// `fetch`, with the rows the answer was decoded from (for `observe(_:after:)`).
+    func fetchRows<M: SyncModel>(_ query: SyncQuery<M>) throws -> (result: SyncQueryResult<M>, rows: [QueryPlan.Match]) {
         let plan = try QueryPlan(query)
         try ensureIndexes(plan)
         let rows = try replica.pool.read { db in try plan.rows(db) }
-        return Self.decoded(rows, M.self, parent: query.parent)
+        return (Self.decoded(rows, M.self, parent: query.parent), rows)
     }
 
     /// How many items `query` matches (its limit aside).
@@ -95,6 +100,11 @@ extension SyncClient {
     /// `query`'s items now, then again each time a sync or a local write changes them (a change to other items of the
     /// collection, or to other collections, yields nothing).
     public func observe<M: SyncModel>(_ query: SyncQuery<M>) -> AsyncThrowingStream<SyncQueryResult<M>, any Error> {
+        observe(query, after: nil)
+    }
+
+    /// `observe`, from `seen`: rows the caller holds already are not yielded again.
+    func observe<M: SyncModel>(_ query: SyncQuery<M>, after seen: [QueryPlan.Match]?) -> AsyncThrowingStream<SyncQueryResult<M>, any Error> {
         let pool = replica.pool
         let collection = M.syncCollection
         let stamps = ValueObservation.tracking { db in try Replica.stamp(db, collection) }.removeDuplicates().values(in: pool)
@@ -104,7 +114,7 @@ extension SyncClient {
                 do {
                     let plan = try plan.get()
                     try self.ensureIndexes(plan)
-                    var last: [QueryPlan.Match]?
+                    var last = seen
                     for try await _ in stamps {
                         let rows = try await pool.read { db in try plan.rows(db) }
                         if rows != last {
