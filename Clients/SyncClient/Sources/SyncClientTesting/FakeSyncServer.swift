@@ -99,10 +99,22 @@ public final class FakeSyncServer: HTTPTransport, Sendable {
         set { state.withLock { $0.time = newValue } }
     }
 
-    /// While true, no call gets an answer (offline).
+    /// While true, no call gets an answer (offline), and the open event streams drop as it goes offline.
     public var isOffline: Bool {
         get { state.withLock { $0.offline } }
-        set { state.withLock { $0.offline = newValue } }
+        set {
+            let dropped = state.withLock { state in
+                state.offline = newValue
+                guard newValue else { return [AsyncThrowingStream<Data, any Error>.Continuation]() }
+                defer {
+                    state.listeners = [:]
+                    state.liveStreams = [:]
+                }
+                return Array(state.listeners.values) + state.liveStreams.values.map(\.continuation)
+            }
+            // Outside the lock: finishing runs the streams' termination handlers, which take it.
+            for stream in dropped { stream.finish(throwing: Offline()) }
+        }
     }
 
     /// Another device writes an item (its version moves: a push of the same item based on the old one gets a 412), in

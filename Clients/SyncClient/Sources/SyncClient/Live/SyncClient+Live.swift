@@ -42,6 +42,8 @@ extension SyncClient {
         }
         task?.cancel()
         await task?.value
+        // Unless live mode was started again meanwhile (its status is its own).
+        guard liveTask.withLock({ $0 == nil }) else { return }
         statusCenter.update {
             $0.live = false
             $0.liveConnected = false
