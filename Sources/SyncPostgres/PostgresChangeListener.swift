@@ -146,7 +146,12 @@ public struct PostgresChangeListener: Service {
         var suspected = false
         while true {
             let payload = "\(Self.pingPrefix)\(instance):\(n)"
-            try await pings.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+            // Bounded like the check below: a statement written to a pooled connection the server has just closed is
+            // never answered (PostgresNIO drops it), and an unbounded ping would stop the listener, and the
+            // application's shutdown, for good. Past the limit the listener fails and is replaced.
+            try await Deadline.run(within: deafAfter, timers: timers) { [pings, logger] in
+                _ = try await pings.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+            }
             let sent = ContinuousClock.now
             while heard.last < n {
                 if !suspected, ContinuousClock.now >= sent + suspectAfter {

@@ -9,6 +9,20 @@ extension PostgresStore {
         familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
         page: @escaping @Sendable (LiveBodies) async throws -> Void
     ) async throws {
+        // Under a deadline of its own, as a run of reads (`withReadSnapshot`): a producer that is cancelled (its answer
+        // cancelled, the application stopping) leaves at once, whatever its statement does. PostgresNIO's statements do
+        // not end on cancellation, and one written to a connection whose channel the server has just closed is never
+        // answered (PostgresNIO writes it with no promise, and NIO drops a write to a closed channel): the application's
+        // shutdown would wait for such a producer for good after an outage.
+        try await Deadline.run(within: Self.snapshotRunLimit, timers: timers) { [self] in
+            try await readLiveRows(familyID: familyID, collection: collection, start: start, page: page)
+        }
+    }
+
+    private func readLiveRows(
+        familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
+        page: @escaping @Sendable (LiveBodies) async throws -> Void
+    ) async throws {
         // One statement: the counter rides on every row (a join to the family's row), so it comes from the same
         // snapshot as the rows, with no transaction around them (which would be BEGIN, SET TRANSACTION, the counter,
         // the rows and COMMIT: five round trips). PostgresNIO reads rows from the socket as they are consumed. Only
