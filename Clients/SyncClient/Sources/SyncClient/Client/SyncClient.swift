@@ -37,6 +37,7 @@ public final class SyncClient: Sendable {
         self.configuration = configuration
         log = ClientLoggers(configuration.makeLogger)
         replica = try Replica(path: configuration.replicaPath)
+        AnswerSpool.removeLeftovers(replicaPath: configuration.replicaPath)
         mediaStore = try MediaStore(replicaPath: configuration.replicaPath, limit: configuration.mediaCacheBytes)
         try configuration.fileProtection?.apply(to: ["", "-wal", "-shm", ".media", ".token"].map { configuration.replicaPath + $0 })
         let model = try replica.pool.read { db in try Replica.meta(db, MetaKey.model) }

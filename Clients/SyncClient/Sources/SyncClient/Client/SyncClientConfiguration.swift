@@ -43,6 +43,10 @@ public struct SyncClientConfiguration: Sendable {
     /// a paginated list, a bundle). A larger one is not read further and fails with `answer_too_large`, so a broken or
     /// hostile server cannot fill the device's memory. Media have their own limit (`mediaMaxBytes`).
     public var answerMaxBytes = 64 * 1024 * 1024
+    /// Most bytes of one sync's answer, downloaded to a file beside the replica before it is applied (so that the
+    /// replica's writer is not held while it downloads): a larger one fails with `answer_too_large`, so a broken or
+    /// hostile server cannot fill the device's storage. 1 GiB holds a first sync of several million items.
+    public var syncAnswerMaxBytes = 1024 * 1024 * 1024
     /// The data model the app was built with (its generated `ServerModel`, e.g. `.family`): used for local writes
     /// only until the SDK has read the server's (`GET /api/v1/model`, at sign-in and at sync). Optional: an app that
     /// handles collections by name leaves it nil.

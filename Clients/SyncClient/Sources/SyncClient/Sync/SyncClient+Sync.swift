@@ -54,7 +54,7 @@ extension SyncClient {
         // it for its size (an operator changed them since).
         var limits = try await limits()
         var refreshed = false
-        let pipe: BodyPipe
+        let answer: AsyncThrowingStream<Data, any Error>
         while true {
             let pageSize = max(1, min(configuration.pageSize, limits.nbMax))
             let children = max(0, min(configuration.maxChildren, limits.maxChildren))
@@ -71,10 +71,8 @@ extension SyncClient {
             guard requests.count <= limits.groupMaxRequests else {
                 throw SyncClientError.invalid("the server takes \(limits.groupMaxRequests) calls per group; a sync needs \(requests.count)")
             }
-            // The group's answer is applied while it downloads (issue 18): read piece by piece inside the one write
-            // transaction, each item stored as it arrives, so a first sync of 100,000 contacts never holds its answer.
             do {
-                pipe = try await download("POST", "/group", body: try JSONValue(encoding: GroupRequest(requests: requests.map(inSpace))))
+                answer = try await download("POST", "/group", body: try JSONValue(encoding: GroupRequest(requests: requests.map(inSpace))))
                 break
             } catch let error as SyncClientError where error.refusesGroupSize && !refreshed {
                 refreshed = true
@@ -82,26 +80,23 @@ extension SyncClient {
                 limits = try await self.limits(refresh: true)
             }
         }
-        defer { pipe.cancel() }
+        // The answer is downloaded to a file first, so that the replica's writer is held for the apply alone (a save
+        // made while a long sync downloads goes through), then read piece by piece inside the one write transaction,
+        // each item stored as it is read: a first sync of 100,000 contacts never holds its answer in memory.
+        let spool = try await AnswerSpool.download(
+            answer, to: AnswerSpool.newPath(replicaPath: configuration.replicaPath), limit: configuration.syncAnswerMaxBytes,
+            protection: configuration.fileProtection)
         let applied: StreamedSync
         let valueLimit = configuration.answerMaxBytes
         do {
-            // A cancelled sync stops its download: the transaction reading it fails and applies nothing.
+            // A cancelled sync stops its apply: the transaction reading the answer fails and applies nothing.
             applied = try await withTaskCancellationHandler {
                 try await replica.pool.write { db in
-                    var reader = JSONByteReader(valueLimit: valueLimit) {
-                        do {
-                            return try pipe.next()
-                        } catch is CancellationError {
-                            throw CancellationError()
-                        } catch {
-                            throw SyncClientError.offline("the answer stopped midway: \(error.localizedDescription)")
-                        }
-                    }
+                    var reader = JSONByteReader(valueLimit: valueLimit) { try spool.next() }
                     return try Self.applyStreamedSync(db, endpoints, &reader)
                 }
             } onCancel: {
-                pipe.cancel()
+                spool.cancel()
             }
         } catch is SubAnswerUnauthorized {
             sessionEnded()

@@ -76,11 +76,10 @@ extension SyncClient {
         return HTTPCall(method: method, url: url(path), headers: headers, body: data)
     }
 
-    /// A call whose 200 answer is read as it arrives (`HTTPTransport.download`): its body in a `BodyPipe`, for the
-    /// caller to apply while it downloads (and bound what it holds of it: `answerMaxBytes` per value). Any other
-    /// answer is read whole, up to `answerMaxBytes`, and thrown as its error (401: the session is gone). A transport
-    /// failure is `offline`.
-    func download(_ method: String, _ path: String, body: JSONValue? = nil) async throws -> BodyPipe {
+    /// A call whose 200 answer is read as it arrives (`HTTPTransport.download`): its body as a stream of pieces, for the
+    /// caller to store as they come (`AnswerSpool`). Any other answer is read whole, up to `answerMaxBytes`, and thrown
+    /// as its error (401: the session is gone). A transport failure is `offline`.
+    func download(_ method: String, _ path: String, body: JSONValue? = nil) async throws -> AsyncThrowingStream<Data, any Error> {
         let request = try httpCall(method, path, body: body, headers: [:], auth: true)
         do {
             let answer = try await configuration.transport.download(request)
@@ -89,7 +88,7 @@ extension SyncClient {
                 if whole.status == 401 { sessionEnded() }
                 throw whole.status == 401 ? SyncClientError.notSignedIn : SyncClientError.from(whole)
             }
-            return BodyPipe(answer.body)
+            return answer.body
         } catch let error as SyncClientError {
             throw error
         } catch {
