@@ -78,9 +78,9 @@ extension Replica {
     }
 }
 
-/// The rules of `apply(_:_:_: SyncAnswer)` for an answer read as it downloads.
+/// The rules of `apply(_:_:_: SyncAnswer)` for an answer read piece by piece.
 extension Replica {
-    /// A full-list answer (`{"date", "sync", "updated", "deleted"}`) read from `reader` as it downloads, applied with
+    /// A full-list answer (`{"date", "sync", "updated", "deleted"}`) read from `reader` piece by piece, applied with
     /// the same result as `apply(_:_:_: SyncAnswer)`: with `sync: false` (a first sync) the list is cleared and each
     /// item is stored as it arrives, never held; an answer with `sync: true` (a delta) keeps its rows until its
     /// `deleted` came, since deletions go first. Throws (the caller's transaction then applies nothing) for an

@@ -46,7 +46,7 @@ public struct HTTPAnswer: Sendable {
 }
 
 /// An answer whose body is read as it arrives (a sync answer of 100,000 items): status and headers first, then the
-/// body in pieces, so the SDK applies it while it downloads and never holds it whole.
+/// body in pieces, so the SDK stores it as it downloads and never holds it whole.
 public struct HTTPStreamedAnswer: Sendable {
     public var status: Int
     public var headers: [String: String]
@@ -89,7 +89,7 @@ public protocol HTTPTransport: Sendable {
     func send(_ call: HTTPCall) async throws -> HTTPAnswer
     /// A long-lived answer read as it arrives (`text/event-stream`): its status, then its bytes in pieces.
     func stream(_ call: HTTPCall) async throws -> (status: Int, bytes: AsyncThrowingStream<Data, any Error>)
-    /// One request whose answer's body is read as it arrives (the sync group): the SDK applies it while it downloads.
+    /// One request whose answer's body is read as it arrives (the sync group): the SDK stores it as it downloads.
     /// Throws only when no answer came; a body that stops midway fails its stream. The default implementation calls
     /// `send` and hands the whole body as one piece.
     func download(_ call: HTTPCall) async throws -> HTTPStreamedAnswer

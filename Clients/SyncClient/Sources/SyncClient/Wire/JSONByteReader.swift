@@ -1,6 +1,6 @@
 import Foundation
 
-/// A pull reader of JSON text that arrives in pieces (a sync answer as it downloads): it walks the structure of the
+/// A pull reader of JSON text that arrives in pieces (a sync answer read back from its file): it walks the structure of the
 /// envelope value by value, and hands a whole value (an item) as the bytes it was sent as, so nothing but the value at
 /// hand is ever held. Pieces come from `pull` (nil at the end), which may block.
 struct JSONByteReader {
