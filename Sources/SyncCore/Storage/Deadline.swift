@@ -77,12 +77,6 @@ public enum Deadline {
         if let id { budget?.endWrite(id) }
     }
 
-    /// Runs `body` outside any deadline: the store calls inside get deadlines of their own (a streamed answer's
-    /// producer, which outlives its request's time limit by design).
-    static func unbounded<T>(_ body: () async throws -> T) async rethrows -> T {
-        try await $isBounded.withValue(false) { try await $budget.withValue(nil) { try await body() } }
-    }
-
     /// `beginWrite` for a transaction that runs on a database thread (SQLite): `budget` is the one read on the
     /// calling task.
     package static func write<T>(_ budget: Budget?, _ body: () throws -> T) throws -> T {
