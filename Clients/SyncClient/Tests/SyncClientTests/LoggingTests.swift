@@ -15,10 +15,10 @@ struct LoggingTests {
         let metadata: Logger.Metadata
     }
 
-    /// A handler that keeps every line in `lines`.
+    /// A handler that hands every line to `record`.
     struct Capture: LogHandler {
         let label: String
-        let lines: Locked<[Line]>
+        let record: @Sendable (Line) -> Void
         var logLevel: Logger.Level = .trace
         var metadata: Logger.Metadata = [:]
         var metadataProvider: Logger.MetadataProvider?
@@ -29,8 +29,13 @@ struct LoggingTests {
         }
 
         func log(event: LogEvent) {
-            lines.withLock { $0.append(Line(label: label, level: event.level, message: event.message.description, metadata: event.metadata ?? [:])) }
+            record(Line(label: label, level: event.level, message: event.message.description, metadata: event.metadata ?? [:]))
         }
+    }
+
+    /// Loggers whose lines go to `lines`.
+    static func capturing(into lines: Locked<[Line]>) -> @Sendable (String) -> Logger {
+        { label in Logger(label: label) { _ in Capture(label: label) { line in lines.withLock { $0.append(line) } } } }
     }
 
     @Test("a sync's end, a refused write, a conflict, a dropped session and a failed download are logged by subsystem")
@@ -38,7 +43,7 @@ struct LoggingTests {
         let server = FakeSyncServer()
         let lines = Locked<[Line]>([])
         let client = try TestKitTests.client(server) { configuration in
-            configuration.makeLogger = { label in Logger(label: label) { _ in Capture(label: label, lines: lines) } }
+            configuration.makeLogger = Self.capturing(into: lines)
         }
         try await client.signUp(family: "Smith", username: "alice", password: "password1")
         // A write the server refuses for good (over its body limit) and a conflict settled by the SDK.
@@ -76,7 +81,7 @@ struct LoggingTests {
         let server = FakeSyncServer()
         let lines = Locked<[Line]>([])
         let client = try TestKitTests.client(server) { configuration in
-            configuration.makeLogger = { label in Logger(label: label) { _ in Capture(label: label, lines: lines) } }
+            configuration.makeLogger = Self.capturing(into: lines)
             configuration.liveMaximumBackoff = .milliseconds(5)
         }
         try await client.signUp(family: "Smith", username: "alice", password: "password1")

@@ -39,26 +39,11 @@ struct SyncLifecycleTests {
         let client = try TestKitTests.client(server, transport: transport) {
             $0.liveMaximumBackoff = .seconds(600)
             $0.retryPolicy = RetryPolicy(attempts: 1, baseDelay: .seconds(600), maximumDelay: .seconds(600), sleep: { _ in })
-            if let logs { $0.makeLogger = { label in Logger(label: label) { _ in Tap(lines: logs) } } }
+            if let logs { $0.makeLogger = { label in Logger(label: label) { _ in LoggingTests.Capture(label: label) { logs.yield($0.message) } } } }
         }
         try await client.signUp(family: "Smith", username: "alice", password: "password1")
         try await client.sync()
         return client
-    }
-
-    /// A log handler that yields each message.
-    struct Tap: LogHandler {
-        let lines: AsyncStream<String>.Continuation
-        var logLevel: Logger.Level = .trace
-        var metadata: Logger.Metadata = [:]
-        var metadataProvider: Logger.MetadataProvider?
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) { lines.yield(event.message.description) }
     }
 
     @Test("active: live mode; background: it stops and the unsent write leaves; active again: live again")
