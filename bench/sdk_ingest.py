@@ -115,7 +115,9 @@ url = f"http://127.0.0.1:{port}"
 server_log = open(os.path.join(work, "server.log"), "w")
 server = subprocess.Popen(
     [BIN, "serve", "--port", str(port), "--database", f"sqlite:{os.path.join(work, 'bench.sqlite')}", "--bcrypt-cost", "4",
-     "--signup-rate", "1000000", "--login-rate", "1000000"],
+     "--signup-rate", "1000000", "--login-rate", "1000000",
+     # Room for the list, the account's own items and the runs' remote changes (the default holds 1,000,000 items).
+     "--max-items-per-family", str(max(1_000_000, args.contacts + 1000))],
     stdout=server_log, stderr=subprocess.STDOUT, env={**os.environ, "LOG_LEVEL": "warning"})
 try:
     for _ in range(300):
