@@ -17,8 +17,8 @@ let package = Package(
     products: [
         .executable(name: "syncapi", targets: ["syncapi"]),
         // The Swift SDK, for apps: `.package(url: "https://github.com/…/syncapi.git", branch: "main", traits: [])` and
-        // `.product(name: "SyncClient", package: "syncapi")`. It builds from GRDB and Foundation alone: SwiftPM resolves
-        // only the packages of the products an app uses (the server's are never fetched for it).
+        // `.product(name: "SyncClient", package: "syncapi")`. It builds from GRDB, swift-log and Foundation alone:
+        // SwiftPM resolves only the packages of the products an app uses (the server's are never fetched for it).
         .library(name: "SyncClient", targets: ["SyncClient"]),
         // For an app's unit tests: `.product(name: "SyncClientTesting", package: "syncapi")` in its test target.
         .library(name: "SyncClientTesting", targets: ["SyncClientTesting"]),
@@ -53,7 +53,7 @@ let package = Package(
         // this repository's URL (SwiftPM cannot depend on a package in a sub-folder).
         .target(
             name: "SyncClient",
-            dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")],
             path: "Clients/SyncClient/Sources/SyncClient",
             swiftSettings: swiftSettings
         ),
