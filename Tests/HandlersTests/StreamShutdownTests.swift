@@ -46,7 +46,7 @@ struct StreamShutdownTests {
             statementWaits.finish()
             // The application's run ends (its shutdown with it) while the lock is still held. The limit only bounds a
             // failure: a shutdown takes well under a second.
-            return await Self.ends(run, within: .seconds(30))
+            return await Self.ends(run, within: .seconds(120))
         }
         // Once the lock is gone the statement ends, and so does the application either way.
         try await run.value

@@ -24,17 +24,22 @@ extension SyncClient {
     public func backgroundSync(within limit: Duration = .seconds(25)) async -> BackgroundSyncResult {
         guard isSignedIn else { return .failed }
         let before = dateOfSync
-        let outcome = await withTaskGroup(of: SyncReport?.self) { group -> SyncReport?? in
-            group.addTask { try? await self.sync() }
+        guard case .some(.some(let report)) = await Self.first(within: limit, { try? await self.sync() }) else { return .failed }
+        return report.pushed > 0 || report.date != before ? .newData : .noData
+    }
+
+    /// `work`'s result, or nil once `limit` has passed: `work` is then cancelled (structured: the cancellation reaches
+    /// its network calls and its apply) and waited for.
+    static func first<T: Sendable>(within limit: Duration, _ work: @escaping @Sendable () async -> T) async -> T? {
+        await withTaskGroup(of: T?.self) { group -> T? in
+            group.addTask { await work() }
             group.addTask {
                 try? await Task.sleep(for: limit)
                 return nil
             }
-            let first = await group.next()
+            let first = await group.next() ?? nil
             group.cancelAll()
             return first
         }
-        guard case .some(.some(let report)) = outcome else { return .failed }
-        return report.pushed > 0 || report.date != before ? .newData : .noData
     }
 }

@@ -65,12 +65,6 @@ public actor SyncLifecycle {
     private func flush() async {
         guard phase == .background, client.isSignedIn, reachable, client.status.pendingWrites > 0 else { return }
         let client = self.client
-        let limit = flushLimit
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { _ = try? await client.push() }
-            group.addTask { try? await Task.sleep(for: limit) }
-            await group.next()
-            group.cancelAll()
-        }
+        _ = await SyncClient.first(within: flushLimit) { try? await client.push() }
     }
 }
