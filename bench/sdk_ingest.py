@@ -24,7 +24,8 @@ ap.add_argument("--bin", default=os.environ.get("BIN", ".build/release/syncapi")
 ap.add_argument("--contacts", type=int, default=100_000)
 ap.add_argument("--runs", type=int, default=3)
 ap.add_argument("--sdk", default=os.path.join(ROOT, "Clients/SyncClient"), help="the SDK package the executable uses")
-ap.add_argument("--work", help="work folder (default: a temporary one, removed at the end)")
+ap.add_argument("--work", help="work folder (default: a temporary one, removed at the end); a folder a run with the "
+                "same --contacts seeded is used again as it is (seeding 1,000,000 contacts takes minutes)")
 ap.add_argument("--no-build", action="store_true", help="use the executable already built")
 ap.add_argument("--exe", action="append", default=[], metavar="LABEL=PATH",
                 help="also run this prebuilt sdk-ingest executable (e.g. one built against an older SDK), in the same run")
@@ -51,9 +52,16 @@ import PackageDescription
 
 let package = Package(
     name: "sdk-ingest",
-    platforms: [.macOS(.v13)],
-    dependencies: [.package(name: "SyncClient", path: {json.dumps(os.path.abspath(args.sdk))})],
-    targets: [.executableTarget(name: "sdk-ingest", dependencies: [.product(name: "SyncClient", package: "SyncClient")])],
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "SyncClient", path: {json.dumps(os.path.abspath(args.sdk))}),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "sdk-ingest",
+            dependencies: [.product(name: "SyncClient", package: "SyncClient"), .product(name: "Logging", package: "swift-log")])
+    ],
     swiftLanguageModes: [.v6]
 )
 """)
@@ -130,12 +138,16 @@ try:
             time.sleep(0.1)
     t0 = time.time()
     data = os.path.join(work, "data")
-    subprocess.run([sys.executable, os.path.join(HERE, "seed.py"), url, data, "--families", "0", "--big", str(args.contacts)],
-                   check=True, stdout=subprocess.DEVNULL)
-    with open(os.path.join(data, f"big-{args.contacts}.txt")) as f:
+    seeded = os.path.join(data, f"big-{args.contacts}.txt")
+    if os.path.exists(seeded):
+        log(f"using the {args.contacts} contacts seeded in {work}")
+    else:
+        subprocess.run([sys.executable, os.path.join(HERE, "seed.py"), url, data, "--families", "0", "--big", str(args.contacts)],
+                       check=True, stdout=subprocess.DEVNULL)
+        log(f"seeded {args.contacts} contacts in {time.time() - t0:.0f} s")
+    with open(seeded) as f:
         token, _, family = f.read().split()
     account = get(url + "/api/v1/familysync", token)["accounts"]["updated"][0]["id"]
-    log(f"seeded {args.contacts} contacts in {time.time() - t0:.0f} s")
 
     raws, runs = [], {label: [] for label in exes}
     raw_download(url, token)  # warm-up: the server's caches and the list's pages, as for every run after
@@ -172,11 +184,19 @@ for label, reports in runs.items():
         "applyMedianMs": statistics.median(s.get("applyMedianMs", 0) for s in reports),
         "applyMaxMs": max(s.get("applyMaxMs", 0) for s in reports),
         "idleMedianMs": statistics.median(s.get("idleMedianMs", 0) for s in reports),
+        "applyOnlyMedianMs": statistics.median(s.get("applyOnlyMedianMs", 0) for s in reports),
+        "applyOnlyMaxMs": max(s.get("applyOnlyMaxMs", 0) for s in reports),
+        "firstDownloadSeconds": statistics.median(s.get("firstDownloadSeconds", 0) for s in reports),
+        "firstApplySeconds": statistics.median(s.get("firstApplySeconds", 0) for s in reports),
     }
     summary["sdk"][label] = one
     print(f"| {label}: first `sync()` | {rows:,} | {sdk_s:.3f} | {one['rowsPerSecond']:,.0f} | {one['ratioToRaw']:.2f} | "
           f"{one['peakRSSAfterSyncMiB']:.0f} MiB | {one['peakRSSAfterReadMiB']:.0f} MiB (read {one['readSeconds']:.2f} s) | "
           f"{one['applyMedianMs']:.1f} ms, {one['applyMaxMs']:.1f} ms | {one['idleMedianMs']:.1f} ms |")
+for label, one in summary["sdk"].items():
+    print(f"- {label}: first sync's download {one['firstDownloadSeconds']:.3f} s, apply {one['firstApplySeconds']:.3f} s; "
+          f"one remote change's apply alone (the write transaction) median {one['applyOnlyMedianMs']:.3f} ms, "
+          f"max {one['applyOnlyMaxMs']:.3f} ms")
 print(json.dumps(summary))
 if not args.work:
     shutil.rmtree(work, ignore_errors=True)

@@ -8,12 +8,38 @@
 // (the read: `all(Contact.self)`, or `items(.contacts)` with SDK_INGEST_NO_READ=1), then applyMedianMs and applyMaxMs:
 // SDK_INGEST_APPLY times (default 9) one contact is changed on the server (a plain PUT) and the next `sync()` timed,
 // the whole round trip of one remote change into the full replica (request, answer, apply, commit); then idleMedianMs:
-// as many syncs with nothing changed.
+// as many syncs with nothing changed. From the SDK's log ("sync answer applied"): the first sync's download and apply
+// (firstDownloadSeconds, firstApplySeconds), and the median apply of one remote change (applyOnlyMedianMs: the
+// replica's write transaction alone, without the round trip).
 import Foundation
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
+import Logging
 import SyncClient
+import Synchronization
+
+/// The download and apply times of each sync, from the SDK's debug log line "sync answer applied".
+final class PhaseLog: Sendable {
+    let phases = Mutex<[(downloadMs: Double, applyMs: Double)]>([])
+
+    struct Handler: LogHandler {
+        let log: PhaseLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .debug
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            guard event.message.description == "sync answer applied",
+                let download = event.metadata?["downloadMs"].flatMap({ Double("\($0)") }),
+                let apply = event.metadata?["applyMs"].flatMap({ Double("\($0)") })
+            else { return }
+            log.phases.withLock { $0.append((download, apply)) }
+        }
+    }
+}
 
 /// The seed's session handed to the client as is (no login: the raw download uses the same token).
 struct FixedTokenStore: TokenStore {
@@ -43,6 +69,8 @@ var configuration = SyncClientConfiguration(serverURL: URL(string: arguments[1])
 configuration.tokenStore = FixedTokenStore(
     session: ClientSession(token: arguments[2], accountID: arguments[3], familyID: arguments[4]))
 configuration.pushDelay = nil
+let phaseLog = PhaseLog()
+configuration.makeLogger = { label in Logger(label: label) { _ in PhaseLog.Handler(log: phaseLog) } }
 let client = try SyncClient(configuration: configuration)
 let rssBefore = status("VmRSS")
 
@@ -55,6 +83,7 @@ do {
 }
 let syncTime = ContinuousClock.now - start
 let peakAfterSync = status("VmHWM")
+let firstPhases = phaseLog.phases.withLock { $0.last }
 
 // SDK_INGEST_NO_READ=1: the sync only (the read of 100,000 typed models takes far longer than the sync).
 let reads = ProcessInfo.processInfo.environment["SDK_INGEST_NO_READ"] == nil
@@ -70,6 +99,7 @@ func seconds(_ duration: Duration) -> Double {
 // One remote change at a time into the full replica: a PUT of one contact by another client, then a timed sync.
 let applyRounds = Int(ProcessInfo.processInfo.environment["SDK_INGEST_APPLY"] ?? "") ?? 9
 var applyTimes: [Double] = []
+var applyOnlyTimes: [Double] = []
 for round in 0..<applyRounds {
     var request = URLRequest(url: URL(string: arguments[1])!.appendingPathComponent("api/v1/contacts/apply\(round)"))
     request.httpMethod = "PUT"
@@ -84,6 +114,7 @@ for round in 0..<applyRounds {
     let applyStart = ContinuousClock.now
     try await client.sync()
     applyTimes.append(seconds(ContinuousClock.now - applyStart) * 1000)
+    applyOnlyTimes.append(phaseLog.phases.withLock { $0.last?.applyMs } ?? 0)
 }
 // The same number of syncs with nothing changed: what a sync costs whatever it applies (the round trip, the server's
 // group, the status), so that the difference is what applying one change costs.
@@ -94,6 +125,7 @@ for _ in 0..<applyRounds {
     idleTimes.append(seconds(ContinuousClock.now - idleStart) * 1000)
 }
 applyTimes.sort()
+applyOnlyTimes.sort()
 idleTimes.sort()
 let report: [String: Double] = [
     "syncSeconds": seconds(syncTime), "rows": Double(count), "rowsPerSecond": Double(count) / seconds(syncTime),
@@ -101,6 +133,9 @@ let report: [String: Double] = [
     "peakRSSAfterReadMiB": peakAfterRead,
     "applyMedianMs": applyTimes.isEmpty ? 0 : applyTimes[applyTimes.count / 2], "applyMaxMs": applyTimes.last ?? 0,
     "idleMedianMs": idleTimes.isEmpty ? 0 : idleTimes[idleTimes.count / 2],
+    "applyOnlyMedianMs": applyOnlyTimes.isEmpty ? 0 : applyOnlyTimes[applyOnlyTimes.count / 2],
+    "applyOnlyMaxMs": applyOnlyTimes.last ?? 0,
+    "firstDownloadSeconds": (firstPhases?.downloadMs ?? 0) / 1000, "firstApplySeconds": (firstPhases?.applyMs ?? 0) / 1000,
 ]
 let json = try JSONSerialization.data(withJSONObject: report, options: [.sortedKeys])
 print(String(decoding: json, as: UTF8.self))

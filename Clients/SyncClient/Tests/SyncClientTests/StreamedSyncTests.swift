@@ -133,6 +133,8 @@ struct StreamedSyncTests {
         }
         let extra = [
             #"{"id":"kept","firstName":"Server","modified":"m"}"#, #"{"id":"odd","score":1.5,"x":"\u00e9","modified":"m"}"#,
+            // An id twice (which the protocol never sends): the later one is stored, as row by row.
+            #"{"id":"c5","firstName":"Twice","modified":"m9"}"#,
         ]
         let c = #"{"date":"D1","sync":false,"updated":[\#((contacts + extra).joined(separator: ","))],"deleted":["c7"]}"#
         let e =
@@ -175,6 +177,7 @@ struct StreamedSyncTests {
         // Deletions before items: an id in both (which the protocol never sends) is stored.
         #expect(wholeDump.contains { $0.hasPrefix("contacts||c7|") })
         #expect(!wholeDump.contains { $0.hasPrefix("contacts||old1|") } && !wholeDump.contains { $0.hasPrefix("events||e2|") })
+        #expect(wholeDump.contains { $0.hasPrefix("contacts||c5|") && $0.contains("Twice") })
         for size in [1, 7, 100, 4096, 1 << 20] {
             let streamed = try Self.seeded()
             let applied = try streamed.pool.write { db in

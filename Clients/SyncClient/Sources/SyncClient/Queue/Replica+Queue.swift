@@ -7,7 +7,7 @@ extension Replica {
         var item = body
         item["id"] = .string(id)
         let text = item.jsonText
-        try db.execute(
+        try db.executeCached(
             sql: """
                 INSERT INTO items (collection, parent, id, local, sortKey) VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT (collection, parent, id) DO UPDATE SET local = excluded.local, localDeleted = 0,
@@ -41,7 +41,7 @@ extension Replica {
         var merged = (queued?[1] as String?).flatMap { try? JSONValue.parse($0).objectValue } ?? [:]
         for (key, value) in patch { merged[key] = value }
         result["id"] = .string(id)
-        try db.execute(
+        try db.executeCached(
             sql: "UPDATE items SET local = ?, localDeleted = 0 WHERE collection = ? AND parent = ? AND id = ?",
             arguments: [result.jsonText, collection.name.rawValue, parent, id])
         try enqueue(db, collection.name, id: id, parent: parent, op: .patch, body: merged.jsonText)
@@ -58,13 +58,13 @@ extension Replica {
             db, sql: "SELECT sent FROM queue WHERE collection = ? AND parent = ? AND id = ?", arguments: [collection.rawValue, parent, id])
         if onServer == false, sent != true {
             // Created here and never pushed: nothing to tell the server.
-            try db.execute(
+            try db.executeCached(
                 sql: "DELETE FROM items WHERE collection = ? AND parent = ? AND id = ?", arguments: [collection.rawValue, parent, id])
-            try db.execute(
+            try db.executeCached(
                 sql: "DELETE FROM queue WHERE collection = ? AND parent = ? AND id = ?", arguments: [collection.rawValue, parent, id])
             return
         }
-        try db.execute(
+        try db.executeCached(
             sql: """
                 INSERT INTO items (collection, parent, id, localDeleted) VALUES (?, ?, ?, 1)
                 ON CONFLICT (collection, parent, id) DO UPDATE SET local = NULL, localDeleted = 1
@@ -75,7 +75,7 @@ extension Replica {
     private static func enqueue(
         _ db: Database, _ collection: SyncCollection, id: String, parent: String, op: PendingOperation.Kind, body: String?
     ) throws {
-        try db.execute(
+        try db.executeCached(
             sql: """
                 INSERT INTO queue (collection, parent, id, op, body) VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT (collection, parent, id) DO UPDATE SET op = excluded.op, body = excluded.body, rev = queue.rev + 1
@@ -84,7 +84,7 @@ extension Replica {
 
     /// The queue for a push, every entry marked `sent` in the same transaction.
     static func takeForPush(_ db: Database) throws -> [PendingOperation] {
-        try db.execute(sql: "UPDATE queue SET sent = 1 WHERE sent = 0")
+        try db.executeCached(sql: "UPDATE queue SET sent = 1 WHERE sent = 0")
         return try pending(db)
     }
 
@@ -120,9 +120,9 @@ extension Replica {
             arguments: [op.collection.rawValue, parent, op.id])
         let unchanged = current == op.revision
         if unchanged {
-            try db.execute(
+            try db.executeCached(
                 sql: "DELETE FROM queue WHERE collection = ? AND parent = ? AND id = ?", arguments: [op.collection.rawValue, parent, op.id])
-            try db.execute(
+            try db.executeCached(
                 sql: "UPDATE items SET local = NULL, localDeleted = 0 WHERE collection = ? AND parent = ? AND id = ?",
                 arguments: [op.collection.rawValue, parent, op.id])
         }
@@ -136,15 +136,15 @@ extension Replica {
     /// The server refused the write for good: it moves to the failed list and the local edit is undone.
     static func refused(_ db: Database, _ op: PendingOperation, status: Int, code: String, detail: String) throws {
         let parent = op.parent ?? ""
-        try db.execute(
+        try db.executeCached(
             sql: "INSERT INTO failed (collection, parent, id, op, body, status, code, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             arguments: [op.collection.rawValue, parent, op.id, op.kind.rawValue, op.body?.jsonText, status, code, detail])
-        try db.execute(
+        try db.executeCached(
             sql: "DELETE FROM queue WHERE collection = ? AND parent = ? AND id = ?", arguments: [op.collection.rawValue, parent, op.id])
-        try db.execute(
+        try db.executeCached(
             sql: "UPDATE items SET local = NULL, localDeleted = 0 WHERE collection = ? AND parent = ? AND id = ?",
             arguments: [op.collection.rawValue, parent, op.id])
-        try db.execute(
+        try db.executeCached(
             sql: "DELETE FROM items WHERE collection = ? AND parent = ? AND id = ? AND server IS NULL",
             arguments: [op.collection.rawValue, parent, op.id])
     }

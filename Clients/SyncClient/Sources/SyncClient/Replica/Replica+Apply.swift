@@ -82,7 +82,7 @@ extension Replica {
 extension Replica {
     /// A full-list answer (`{"date", "sync", "updated", "deleted"}`) read from `reader` piece by piece, applied with
     /// the same result as `apply(_:_:_: SyncAnswer)`: with `sync: false` (a first sync) the list is cleared and each
-    /// item is stored as it arrives, never held; an answer with `sync: true` (a delta) keeps its rows until its
+    /// item goes to the `Staging` table as it arrives, never held in memory, then into `items` in id order; an answer with `sync: true` (a delta) keeps its rows until its
     /// `deleted` came, since deletions go first. Throws (the caller's transaction then applies nothing) for an
     /// answer that is not a full-list answer.
     static func applyStreamed(
@@ -97,6 +97,7 @@ extension Replica {
         var deletedFirst = false
         var canonical = CanonicalItem()
         let upsert = try upsertStatement(db)
+        var staging: Staging?
         try reader.beginObject()
         var firstMember = true
         while let key = try reader.nextKey(&firstMember) {
@@ -108,8 +109,9 @@ extension Replica {
                 guard !sawUpdated else { throw SyncClientError.invalidAnswer("\"updated\" twice") }
                 sawUpdated = true
                 if sync == false {
-                    // The list is replaced: cleared now, its items stored one by one as they arrive.
+                    // The list is replaced: cleared now, its items gathered as they arrive and stored at the array's end.
                     streamed = true
+                    staging = try Staging(db)
                     try clearServer(db, collection)
                     if let deleted {
                         deletedFirst = true
@@ -121,8 +123,9 @@ extension Replica {
                 while try reader.nextElement(&firstItem) {
                     let row = try reader.withValue { bytes in try serverRow(collection, bytes, &canonical) }
                     guard let row else { continue }
-                    if streamed { try storeServer(db, collection.name, row, upsert: upsert) } else { held.append(row) }
+                    if let staging { try staging.add(row) } else { held.append(row) }
                 }
+                try staging?.store(db, collection.name)
             default: try reader.skipValue()
             }
         }

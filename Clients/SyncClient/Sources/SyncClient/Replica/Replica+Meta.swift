@@ -20,14 +20,14 @@ enum MetaKey {
 
 extension Replica {
     static func meta(_ db: Database, _ key: String) throws -> String? {
-        try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key])
+        try String.fetchOne(cached: db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key])
     }
 
     static func setMeta(_ db: Database, _ key: String, _ value: String?) throws {
         if let value {
-            try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", arguments: [key, value])
+            try db.executeCached(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", arguments: [key, value])
         } else {
-            try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [key])
+            try db.executeCached(sql: "DELETE FROM meta WHERE key = ?", arguments: [key])
         }
     }
 

@@ -154,16 +154,16 @@ extension Replica {
 extension Replica {
     /// Starts a bulk apply, inside the caller's transaction: each collection's stamp moves once, at its first row.
     static func beginBulkStamps(_ db: Database) throws {
-        try db.execute(sql: "INSERT OR IGNORE INTO stampsBulk (collection) VALUES ('*')")
+        try db.executeCached(sql: "INSERT OR IGNORE INTO stampsBulk (collection) VALUES ('*')")
     }
 
     /// Ends it (a rollback ends it too).
     static func endBulkStamps(_ db: Database) throws {
-        try db.execute(sql: "DELETE FROM stampsBulk")
+        try db.executeCached(sql: "DELETE FROM stampsBulk")
     }
 
     /// The change counter of a collection's items (`stamps`).
     static func stamp(_ db: Database, _ collection: SyncCollection) throws -> Int {
-        try Int.fetchOne(db, sql: "SELECT n FROM stamps WHERE collection = ?", arguments: [collection.rawValue]) ?? 0
+        try Int.fetchOne(cached: db, sql: "SELECT n FROM stamps WHERE collection = ?", arguments: [collection.rawValue]) ?? 0
     }
 }

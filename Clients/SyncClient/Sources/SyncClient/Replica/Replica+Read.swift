@@ -56,7 +56,7 @@ extension Replica {
 
     /// The count the triggers keep for a list; nil when a clear dropped it.
     static func keptCount(_ db: Database, _ collection: SyncCollection) throws -> Int? {
-        try Int.fetchOne(db, sql: "SELECT n FROM heldCounts WHERE collection = ?", arguments: [collection.rawValue])
+        try Int.fetchOne(cached: db, sql: "SELECT n FROM heldCounts WHERE collection = ?", arguments: [collection.rawValue])
     }
 
     /// Counts a list's server items: all its rows less the ones without a server version (both counts read an index
@@ -75,7 +75,7 @@ extension Replica {
         for collection in collections {
             // Only a dropped count is counted: a kept one is exact, and counting reads the whole list's index.
             guard try keptCount(db, collection) == nil else { continue }
-            try db.execute(
+            try db.executeCached(
                 sql: "INSERT INTO heldCounts (collection, n) VALUES (?, ?)", arguments: [collection.rawValue, try countHeld(db, collection)])
         }
     }

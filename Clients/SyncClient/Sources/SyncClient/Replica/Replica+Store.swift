@@ -55,10 +55,10 @@ extension Replica {
 
     /// The server deleted an item: it goes, with its children, unless an unsent local edit keeps it.
     static func removeServer(_ db: Database, _ collection: ServerModel.Collection, parent: String = "", id: String) throws {
-        try db.execute(
+        try db.executeCached(
             sql: "DELETE FROM items WHERE collection = ? AND parent = ? AND id = ? AND local IS NULL AND localDeleted = 0",
             arguments: [collection.name.rawValue, parent, id])
-        try db.execute(
+        try db.executeCached(
             sql: "UPDATE items SET server = NULL, etag = NULL WHERE collection = ? AND parent = ? AND id = ?",
             arguments: [collection.name.rawValue, parent, id])
         if let child = collection.childCollection {
@@ -74,18 +74,18 @@ extension Replica {
         var arguments: StatementArguments = [collection.name.rawValue]
         if let parent { _ = arguments.append(contentsOf: [parent]) }
         if let child = collection.childCollection, parent == nil {
-            try db.execute(
+            try db.executeCached(
                 sql: "DELETE FROM items WHERE collection = ? AND local IS NULL AND localDeleted = 0", arguments: [child.name.rawValue])
-            try db.execute(sql: "UPDATE items SET server = NULL, etag = NULL WHERE collection = ?", arguments: [child.name.rawValue])
-            try db.execute(sql: "DELETE FROM meta WHERE key LIKE ?", arguments: ["nomore.\(child.name.rawValue).%"])
+            try db.executeCached(sql: "UPDATE items SET server = NULL, etag = NULL WHERE collection = ?", arguments: [child.name.rawValue])
+            try db.executeCached(sql: "DELETE FROM meta WHERE key LIKE ?", arguments: ["nomore.\(child.name.rawValue).%"])
         }
         if parent == nil || parent == "" {
             // Its held count goes with it (the rows below then skip the count's update), counted again at the sync's end.
-            try db.execute(sql: "DELETE FROM heldCounts WHERE collection = ?", arguments: [collection.name.rawValue])
+            try db.executeCached(sql: "DELETE FROM heldCounts WHERE collection = ?", arguments: [collection.name.rawValue])
         }
-        try db.execute(
+        try db.executeCached(
             sql: "DELETE FROM items WHERE collection = ?\(scope) AND local IS NULL AND localDeleted = 0", arguments: arguments)
-        try db.execute(sql: "UPDATE items SET server = NULL, etag = NULL WHERE collection = ?\(scope)", arguments: arguments)
+        try db.executeCached(sql: "UPDATE items SET server = NULL, etag = NULL WHERE collection = ?\(scope)", arguments: arguments)
     }
 
     /// Erases every item, the queue, the failed list (unless `keepingFailed`), the sync state and the server's limits
@@ -96,10 +96,10 @@ extension Replica {
         if keepingFailed {
             // The account stays with its failed writes: the same account signing in again finds them; another
             // account's sign-in erases them.
-            try db.execute(sql: "DELETE FROM meta WHERE key NOT IN (?, ?)", arguments: [MetaKey.model, MetaKey.account])
+            try db.executeCached(sql: "DELETE FROM meta WHERE key NOT IN (?, ?)", arguments: [MetaKey.model, MetaKey.account])
         } else {
-            try db.execute(sql: "DELETE FROM failed")
-            try db.execute(sql: "DELETE FROM meta WHERE key != ?", arguments: [MetaKey.model])
+            try db.executeCached(sql: "DELETE FROM failed")
+            try db.executeCached(sql: "DELETE FROM meta WHERE key != ?", arguments: [MetaKey.model])
         }
     }
 }

@@ -18,9 +18,11 @@ extension SyncClient {
                 let complete = collection.kind == .paginated ? try Replica.flag(db, MetaKey.nomore(collection.name)) : true
                 lists[collection.name.rawValue] = .init(count: try Replica.serverCount(db, collection.name), complete: complete)
             }
-            let pending = try Int.fetchOne(db, sql: "SELECT (SELECT COUNT(*) FROM queue) + (SELECT COUNT(*) FROM uploads WHERE status IS NULL)") ?? 0
+            let pending =
+                try Int.fetchOne(cached: db, sql: "SELECT (SELECT COUNT(*) FROM queue) + (SELECT COUNT(*) FROM uploads WHERE status IS NULL)") ?? 0
             let failed =
-                try Int.fetchOne(db, sql: "SELECT (SELECT COUNT(*) FROM failed) + (SELECT COUNT(*) FROM uploads WHERE status IS NOT NULL)") ?? 0
+                try Int.fetchOne(cached: db, sql: "SELECT (SELECT COUNT(*) FROM failed) + (SELECT COUNT(*) FROM uploads WHERE status IS NOT NULL)")
+                ?? 0
             return (pending, failed, lists)
         }
         statusCenter.update {

@@ -38,6 +38,12 @@ struct ClientLoggers: Sendable {
 extension Duration {
     /// Whole milliseconds, for a log line.
     var wholeMilliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
+    /// Milliseconds to the microsecond (`"0.412"`), for a log line about a short step.
+    var milliseconds: String {
+        let micros = components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000
+        let fraction = String(micros % 1000)
+        return "\(micros / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
+    }
 }
 
 extension SyncClientError {

@@ -46,3 +46,62 @@ public struct PageAnswer: Codable, Sendable, Equatable {
     public var items: [JSONObject]
     public var nomore: Bool
 }
+
+/// Sync answers read from an answer already parsed (a group's body), member by member: no second parse of its text.
+extension SyncAnswer {
+    init(parsed body: JSONValue) throws {
+        let members = try ParsedAnswer(body)
+        self.init(
+            date: try members.string("date"), sync: try members.bool("sync"), updated: try members.objects("updated"),
+            deleted: try members.ids("deleted"))
+    }
+}
+
+extension PagedSyncAnswer {
+    init(parsed body: JSONValue) throws {
+        let members = try ParsedAnswer(body)
+        self.init(
+            date: try members.string("date"), sync: try members.bool("sync"), updated: try members.objects("updated"),
+            deleted: try members.ids("deleted"), crop: try members.bool("crop"), nomore: try members.bool("nomore"))
+    }
+}
+
+/// The members of a parsed answer, each of the type the protocol gives it, or a clear error.
+private struct ParsedAnswer {
+    let object: JSONObject
+
+    init(_ body: JSONValue) throws {
+        guard let object = body.objectValue else { throw SyncClientError.invalidAnswer("an answer that is not an object") }
+        self.object = object
+    }
+
+    func string(_ key: String) throws -> String {
+        guard let value = object[key]?.stringValue else { throw missing(key, "a string") }
+        return value
+    }
+
+    func bool(_ key: String) throws -> Bool {
+        guard let value = object[key]?.boolValue else { throw missing(key, "a boolean") }
+        return value
+    }
+
+    func objects(_ key: String) throws -> [JSONObject] {
+        guard let array = object[key]?.arrayValue else { throw missing(key, "an array") }
+        return try array.map {
+            guard let item = $0.objectValue else { throw missing(key, "an array of objects") }
+            return item
+        }
+    }
+
+    func ids(_ key: String) throws -> [String] {
+        guard let array = object[key]?.arrayValue else { throw missing(key, "an array") }
+        return try array.map {
+            guard let id = $0.stringValue else { throw missing(key, "an array of strings") }
+            return id
+        }
+    }
+
+    private func missing(_ key: String, _ type: String) -> SyncClientError {
+        .invalidAnswer("\"\(key)\" is not \(type)")
+    }
+}
