@@ -1,5 +1,7 @@
 import Foundation
 
+@testable import SyncClient
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -21,8 +23,13 @@ final class EndlessHTTPServer: Sendable {
     /// that reaches it was never closed by the client, which fails the test.
     static let safetyBytes = 4 * 1024 * 1024 * 1024
 
-    /// `body`: the whole answer instead of an endless one (`Content-Length`, then the connection closes).
-    init(body: Data? = nil) throws {
+    /// Connections accepted so far.
+    var accepted: Int { acceptedCount.withLock { $0 } }
+    private let acceptedCount = Locked(0)
+
+    /// `body`: the whole answer instead of an endless one (`Content-Length`, then the connection closes; with
+    /// `keepAlive`, the connection stays open for the client's next request, answered the same way).
+    init(body: Data? = nil, keepAlive: Bool = false) throws {
         (ended, report) = AsyncStream.makeStream(of: Int.self)
         #if canImport(Glibc)
         let listening = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -45,11 +52,13 @@ final class EndlessHTTPServer: Sendable {
         port = UInt16(bigEndian: address.sin_port)
         listener = listening
         let report = report
+        let acceptedCount = acceptedCount
         Thread.detachNewThread {
             while true {
                 let connection = accept(listening, nil, nil)
                 guard connection >= 0 else { return }
-                Thread.detachNewThread { report.yield(Self.answer(connection, body: body)) }
+                acceptedCount.withLock { $0 += 1 }
+                Thread.detachNewThread { report.yield(Self.answer(connection, body: body, keepAlive: keepAlive)) }
             }
         }
     }
@@ -61,13 +70,43 @@ final class EndlessHTTPServer: Sendable {
         report.finish()
     }
 
-    /// Reads the request's head, then writes the endless answer: the bytes written when the client went away.
-    private static func answer(_ connection: Int32, body: Data?) -> Int {
+    /// Reads the request's head, then writes the endless answer: the bytes written when the client went away. With
+    /// `keepAlive`, answers request after request until the client closes the connection.
+    private static func answer(_ connection: Int32, body: Data?, keepAlive: Bool) -> Int {
         defer { _ = closeDescriptor(connection) }
         #if canImport(Darwin)
         var on: Int32 = 1
         setsockopt(connection, SOL_SOCKET, SO_NOSIGPIPE, &on, socklen_t(MemoryLayout<Int32>.size))
         #endif
+        guard keepAlive, let body else { return answerOnce(connection, body: body) }
+        var written = 0
+        while true {
+            guard readHead(connection) else { return written }
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+            guard write(connection, Array(head.utf8) + Array(body)) else { return written }
+            written += body.count
+        }
+    }
+
+    /// Reads one request, its head and its body (`Content-Length` bytes, skipped: the answer does not depend on it);
+    /// false once the client has gone away.
+    private static func readHead(_ connection: Int32) -> Bool {
+        var head: [UInt8] = []
+        var byte: UInt8 = 0
+        while !head.suffix(4).elementsEqual([13, 10, 13, 10]) {
+            guard read(connection, &byte, 1) == 1 else { return false }
+            head.append(byte)
+        }
+        let lines = String(decoding: head, as: UTF8.self).lowercased().split(separator: "\r\n")
+        var left = lines.first { $0.hasPrefix("content-length:") }.flatMap { Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces)) } ?? 0
+        while left > 0 {
+            guard read(connection, &byte, 1) == 1 else { return false }
+            left -= 1
+        }
+        return true
+    }
+
+    private static func answerOnce(_ connection: Int32, body: Data?) -> Int {
         var head: [UInt8] = []
         var piece = [UInt8](repeating: 0, count: 4096)
         while !head.suffix(4).elementsEqual([13, 10, 13, 10]) {

@@ -200,6 +200,22 @@ struct HostileServerTests {
             performing: { try await transport.send(HTTPCall(method: "GET", url: url, maximumAnswerBytes: body.count - 1)) }, throws: Self.tooLarge)
     }
 
+    @Test("URLSessionTransport's calls and downloads share the session's connections: a sync opens none of its own")
+    func urlSessionReusesConnections() async throws {
+        let body = Data(#"{"responses":[]}"#.utf8)
+        let server = try EndlessHTTPServer(body: body, keepAlive: true)
+        defer { server.close() }
+        let url = URL(string: "http://127.0.0.1:\(server.port)/api/v1/group")!
+        let transport = URLSessionTransport()
+        #expect(try await transport.send(HTTPCall(method: "GET", url: url)).body == body)
+        for _ in 0..<3 {
+            let download = try await transport.download(HTTPCall(method: "POST", url: url, body: Data(#"{"requests":[]}"#.utf8)))
+            #expect(try await download.collected().body == body)
+        }
+        // Each download had its own session, so its own connection, before (4 here).
+        #expect(server.accepted == 1)
+    }
+
     @Test("the event parser fails on a line or an event over its limit, and forgets them")
     func eventParserBounded() throws {
         var parser = ServerEventParser(maximumEventBytes: 1000)

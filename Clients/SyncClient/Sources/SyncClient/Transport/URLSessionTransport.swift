@@ -48,15 +48,15 @@ public final class URLSessionTransport: HTTPTransport {
         }
     }
 
-    /// The body as it arrives, from a data task of its own (its delegate hands the pieces over), within the same
-    /// request timeout as `send`; at most `call.maximumAnswerBytes` of it (nil: no limit).
+    /// The body as it arrives (the task's reader hands the pieces over), within the same request timeout as `send`;
+    /// at most `call.maximumAnswerBytes` of it (nil: no limit). On the shared session, like `send`: a sync reuses the
+    /// connection of the calls before it instead of opening one (and on `https`, a TLS handshake) of its own.
     public func download(_ call: HTTPCall) async throws -> HTTPStreamedAnswer {
         let reader = StreamReader(maximumBytes: call.maximumAnswerBytes)
-        let session = URLSession(configuration: self.session.configuration, delegate: reader, delegateQueue: nil)
         let task = session.dataTask(with: Self.request(call))
-        reader.onEnd = { session.finishTasksAndInvalidate() }
-        // A consumer that stops reading (a sync that failed midway) closes the connection.
-        reader.onTermination { session.invalidateAndCancel() }
+        router.add(reader, for: task)
+        // A consumer that stops reading (a sync that failed midway) cancels the task, which closes its connection.
+        reader.onTermination { task.cancel() }
         task.resume()
         let status = try await reader.status()
         return HTTPStreamedAnswer(status: status, headers: reader.headers, body: reader.stream)
