@@ -83,6 +83,11 @@ extension Replica {
     }
 
     /// The queue for a push, every entry marked `sent` in the same transaction.
+    /// Whether any write waits to be pushed.
+    static func hasQueued(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(cached: db, sql: "SELECT EXISTS (SELECT 1 FROM queue)") ?? false
+    }
+
     static func takeForPush(_ db: Database) throws -> [PendingOperation] {
         try db.executeCached(sql: "UPDATE queue SET sent = 1 WHERE sent = 0")
         return try pending(db)

@@ -22,6 +22,8 @@ extension SyncClient {
         var fitting = Fitting(limits: try await limits())
         // A conflict settled as "keep local" goes round again with the server's new ETag; three rounds at most.
         for _ in 0..<3 {
+            // Most syncs have nothing to push: a read says so without waiting for the replica's writer.
+            guard try await replica.pool.read({ db in try Replica.hasQueued(db) }) else { break }
             // Read and marked `sent` in one transaction: a delete after this point is sent, never folded away.
             let operations = try await replica.pool.write { db in try Replica.takeForPush(db) }
             guard !operations.isEmpty else { break }
