@@ -195,7 +195,10 @@ public func buildRouter(
     let changes = ChangesRoutes(
         engine: engine, accounts: accounts, configuration: configuration, streams: streams, hub: hub, timers: timers)
     let mediaRoutes = (media ?? (store as? any MediaStore)).map {
-        MediaRoutes(media: MediaService(store: $0, maxBytes: Int64(configuration.mediaMaxBytes), familyQuota: configuration.quotas.mediaBytes))
+        MediaRoutes(
+            media: MediaService(
+                store: $0, maxBytes: Int64(configuration.mediaMaxBytes), familyQuota: configuration.quotas.mediaBytes,
+                clock: configuration.clock))
     }
     for group in [authenticated, inSpace] {
         SyncRoutes(engine: engine).add(to: group)

@@ -137,7 +137,10 @@ struct LimitsHTTPTests {
     func readinessShared(backend: Backend) async throws {
         try await backend.withStore { store in
             let checks = Atomic(0)
-            let probe = ReadinessProbe {
+            // The probe's clock, moved by the test: the answer's age passes a second without a second passing.
+            let start = ContinuousClock.now
+            let elapsed = Mutex(Duration.zero)
+            let probe = ReadinessProbe(now: { start + elapsed.withLock { $0 } }) {
                 checks.add(1, ordering: .relaxed)
                 try await store.ping()
             }
@@ -147,7 +150,11 @@ struct LimitsHTTPTests {
             }
             #expect(answers.allSatisfy { $0 } && answers.count == 200)
             #expect(checks.load(ordering: .relaxed) == 1)
-            try await Task.sleep(for: .milliseconds(1100))
+            // Just within the second: still the kept answer.
+            elapsed.withLock { $0 = .milliseconds(999) }
+            #expect(await probe.ready())
+            #expect(checks.load(ordering: .relaxed) == 1)
+            elapsed.withLock { $0 = .milliseconds(1001) }
             #expect(await probe.ready())
             #expect(checks.load(ordering: .relaxed) == 2)
         }

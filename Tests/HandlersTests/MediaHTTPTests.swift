@@ -142,6 +142,8 @@ struct MediaHTTPTests {
         let token: String
         let opened: OpenedStore
         let logger: Logger
+        /// The application's clock, moved by the test (it starts at the wall clock's time).
+        let clock: ManualWallClock
 
         /// Uploads a JPEG-signed file; returns its URL.
         func upload(_ count: Int, seed: UInt8) async throws -> String {
@@ -156,6 +158,8 @@ struct MediaHTTPTests {
         let url = try await backend.freshDatabaseURL()
         var configuration = try await TestApp.configuration(backend)
         configuration.database = url
+        let clock = ManualWallClock()
+        configuration.clock = { clock.now() }
         var quiet = Logger(label: "test")
         quiet.logLevel = .warning
         let logger = quiet
@@ -166,7 +170,8 @@ struct MediaHTTPTests {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await opened.runClient() }
                 defer { group.cancelAll() }
-                try await body(PurgeSetUp(client: client, api: api, token: try #require(api.token), opened: opened, logger: logger))
+                try await body(
+                    PurgeSetUp(client: client, api: api, token: try #require(api.token), opened: opened, logger: logger, clock: clock))
             }
         }
     }
@@ -234,16 +239,13 @@ struct MediaHTTPTests {
         }
     }
 
-    /// Deletes `path` once the clock has moved a second past the writes before it, then purges twice: a retention
-    /// after those writes but not after the deletion (the photo must stay), and a retention after the deletion (it
-    /// goes with the tombstones). Returns the rows each purge removed.
+    /// Deletes `path` once the application's clock has moved a second past the writes before it, then purges twice:
+    /// a retention after those writes but not after the deletion (the photo must stay), and a retention after the
+    /// deletion (it goes with the tombstones). Returns the rows each purge removed.
     static func purgesAroundDeletion(_ setUp: PurgeSetUp, photo: String, deleting path: String) async throws -> (Int, Int) {
-        // Waited for, not slept on: the wall clock the server stamps writes with has passed a second since them.
-        let written = WallClock.nowMs()
-        while WallClock.nowMs() < written + 1_100 { try await Task.sleep(for: .milliseconds(50)) }
-        let beforeDeletion = WallClock.nowMs()
+        let beforeDeletion = setUp.clock.advance(byMs: 1_100)
         #expect(try await setUp.api.call(.delete, path).status == .noContent)
-        let afterDeletion = WallClock.nowMs()
+        let afterDeletion = setUp.clock.now()
         let retention = 3600
         let purger = TombstonePurger(store: setUp.opened.store, media: setUp.opened.media, retentionSeconds: retention, logger: setUp.logger)
         let early = try await purger.purgeOnce(nowMs: beforeDeletion - 100 + Int64(retention) * 1000)

@@ -9,6 +9,8 @@ final class ReadinessProbe: Sendable {
     /// The check: `SyncStore.ping` (throws when the database is away or read-only).
     let check: @Sendable () async throws -> Void
     let maxAge: Duration
+    /// The monotonic clock the answer's age is read on (a test moves it instead of waiting).
+    let now: @Sendable () -> ContinuousClock.Instant
     private let state = Mutex<State>(State())
 
     private struct State {
@@ -17,9 +19,13 @@ final class ReadinessProbe: Sendable {
         var waiting: [CheckedContinuation<Bool, Never>] = []
     }
 
-    init(maxAge: Duration = .seconds(1), check: @escaping @Sendable () async throws -> Void) {
+    init(
+        maxAge: Duration = .seconds(1), now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
+        check: @escaping @Sendable () async throws -> Void
+    ) {
         self.check = check
         self.maxAge = maxAge
+        self.now = now
     }
 
     /// True when the database answered (writable) within the last `maxAge`.
@@ -29,7 +35,7 @@ final class ReadinessProbe: Sendable {
             case ping
             case wait
         }
-        let now = ContinuousClock.now
+        let now = now()
         let turn = state.withLock { state -> Turn in
             if let last = state.last, now - last.checked < maxAge { return .answered(last.ready) }
             if state.pinging { return .wait }
@@ -52,7 +58,7 @@ final class ReadinessProbe: Sendable {
             let ready = (try? await check()) != nil
             let cancelled = Task.isCancelled
             let waiting = state.withLock { state in
-                if !cancelled { state.last = (ContinuousClock.now, ready) }
+                if !cancelled { state.last = (self.now(), ready) }
                 state.pinging = false
                 defer { state.waiting = [] }
                 return state.waiting

@@ -11,11 +11,17 @@ public struct MediaService: Sendable {
     public let maxBytes: Int64
     /// Bytes of media a family may store (403 `quota_exceeded` past it).
     public let familyQuota: Int64
+    /// The wall clock in milliseconds an upload is stamped with (the purge's retention counts from it).
+    public let clock: @Sendable () -> Int64
 
-    public init(store: any MediaStore, maxBytes: Int64, familyQuota: Int64 = FamilyQuotas().mediaBytes) {
+    public init(
+        store: any MediaStore, maxBytes: Int64, familyQuota: Int64 = FamilyQuotas().mediaBytes,
+        clock: @escaping @Sendable () -> Int64 = WallClock.nowMs
+    ) {
         self.store = store
         self.maxBytes = maxBytes
         self.familyQuota = familyQuota
+        self.clock = clock
     }
 
     /// What an upload answers, and whether it stored new bytes.
@@ -63,7 +69,7 @@ public struct MediaService: Sendable {
             }
             if head.count < MediaType.signatureLength { try Self.check(head, is: type) }
             let info = MediaInfo(sha256: Hex.lowercase(hasher.finalize()), contentType: type.rawValue, size: size)
-            return Uploaded(info: info, created: try await upload.commit(info, nowMs: WallClock.nowMs(), familyQuota: familyQuota))
+            return Uploaded(info: info, created: try await upload.commit(info, nowMs: clock(), familyQuota: familyQuota))
         } catch {
             await upload.abort()
             throw error
