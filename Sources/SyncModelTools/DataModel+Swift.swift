@@ -25,7 +25,11 @@ extension DataModel {
         if target == .sdk { out += "import SyncClient\n" }
         let protocols = target == .plain || protocols.contains("SyncModel") ? protocols : protocols + ["SyncModel"]
         for collection in collections {
-            out += "\n" + swiftType(collection, name: typeNames[collection.name] ?? Self.swiftTypeName(collection.name), protocols: protocols)
+            out +=
+                "\n"
+                + swiftType(
+                    collection, name: typeNames[collection.name] ?? Self.swiftTypeName(collection.name), protocols: protocols,
+                    queryFields: target != .plain)
         }
         if target != .plain { out += "\n" + sdkConstants }
         out += "\n" + Self.swiftSupport
@@ -121,7 +125,8 @@ extension DataModel {
         }
     }
 
-    func swiftType(_ collection: Collection, name: String, protocols: [String]) -> String {
+    /// `queryFields`: the type lists its fields by key path for the SDK's typed queries (`SyncModel.queryFields`).
+    func swiftType(_ collection: Collection, name: String, protocols: [String], queryFields: Bool = false) -> String {
         let child = collection.kind == .child
         var properties: [SwiftProperty] = []
         for field in collection.fields {
@@ -175,6 +180,14 @@ extension DataModel {
         let ignored = collection.children.map { [$0, "nomore"] } ?? []
         let known = (["id"] + (child ? ["_parent"] : []) + (properties + server).map(\.name) + ignored).map { "\"\($0)\"" }.joined(separator: ", ")
         s += "    static let knownKeys: Set<String> = [\(known)]\n\n"
+        if queryFields {
+            // Fields a query may filter or sort on, by key path: the item's JSON members (not `parentID`, a path's part).
+            let fields = (["id"] + (properties + server).map(\.name)).map { "\\.\(Self.swiftIdentifier($0)): \"\($0)\"" }
+            s += "    /// The fields a `SyncQuery` filters and sorts on by key path, with their JSON names.\n"
+            s += "    public static var queryFields: [PartialKeyPath<\(name)>: String] {\n"
+            s += "        [\(fields.joined(separator: ", "))]\n"
+            s += "    }\n\n"
+        }
         s += "    public init(from decoder: any Decoder) throws {\n"
         s += "        let c = try decoder.container(keyedBy: ModelKey.self)\n"
         s += "        id = try c.decode(String.self, forKey: ModelKey(\"id\"))\n"

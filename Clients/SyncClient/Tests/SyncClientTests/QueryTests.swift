@@ -69,6 +69,41 @@ struct QueryTests {
         #expect(!sorted.contains { $0.contains("TEMP B-TREE") }, "sorted by the index: \(sorted)")
     }
 
+    /// A model written by hand: it declares no query fields.
+    struct HandWritten: SyncModel {
+        static let collectionName = "contacts"
+        var id: String
+        var firstName: String?
+    }
+
+    @Test("fields named by key path are the generated model's own; a date field compares with a Date; an undeclared one fails")
+    func keyPaths() async throws {
+        let (client, server) = try await Self.synced([
+            "c1": ["firstName": "Ann", "lastName": "Smith"], "c2": ["firstName": "bob", "lastName": "Smith"],
+            "c3": ["firstName": "Cid", "lastName": "Jones"],
+        ])
+        let typed = SyncQuery(Contact.self).filter(\.lastName, .equals, "Smith").sorted(by: \.firstName, ascending: false)
+        let named = SyncQuery(Contact.self).filter("lastName", .equals, "Smith").sorted(by: "firstName", ascending: false)
+        #expect(try client.fetch(typed).items.map(\.id) == ["c2", "c1"])
+        #expect(try client.fetch(typed).items.map(\.id) == client.fetch(named).items.map(\.id))
+        #expect(try client.count(SyncQuery(Contact.self).filter(\.id, .notEquals, "c3")) == 2)
+        server.edit(.events, id: "e1", json: ["title": "Early", "start": "2026-01-01T09:00:00.000Z", "allDay": false])
+        server.edit(.events, id: "e2", json: ["title": "Late", "start": "2026-06-01T09:00:00.000Z", "allDay": false])
+        try await client.sync()
+        let march = try #require(ISO8601DateFormatter().date(from: "2026-03-01T00:00:00Z"))
+        #expect(try client.fetch(SyncQuery(Event.self).filter(\.start, .greaterOrEqual, march)).items.map(\.id) == ["e2"])
+        #expect(try client.fetch(SyncQuery(Event.self).filter(\.start, .less, march).sorted(by: \.title)).items.map(\.id) == ["e1"])
+        // A model written by hand lists no fields: a key path of it fails the query, saying so (strings still work).
+        #expect(HandWritten.queryFields.isEmpty)
+        do {
+            _ = try client.fetch(SyncQuery(HandWritten.self).filter(\.firstName, .equals, "Ann"))
+            Issue.record("an undeclared field was accepted")
+        } catch let error as SyncClientError {
+            #expect("\(error)".contains("queryFields"), "\(error)")
+        }
+        #expect(try client.fetch(SyncQuery(HandWritten.self).filter("firstName", .equals, "Ann")).items.map(\.id) == ["c1"])
+    }
+
     @Test("field names that are not names are refused before any SQL")
     func refusesBadFields() async throws {
         let (client, _) = try await Self.synced([:])

@@ -5,13 +5,14 @@ import GRDB
 /// (`contacts named Smith, by first name, 50 at a time`) without reading and decoding the whole collection.
 ///
 /// ```swift
-/// let smiths = SyncQuery(Contact.self).filter("lastName", .equals, "Smith").sorted(by: "firstName").limit(50)
+/// let smiths = SyncQuery(Contact.self).filter(\.lastName, .equals, "Smith").sorted(by: \.firstName).limit(50)
 /// let page = try client.fetch(smiths)          // page.items: [Contact]; page.skipped: items that did not decode
 /// let count = try client.count(smiths)
 /// for try await page in client.observe(smiths) { show(page.items) }
 /// ```
 ///
-/// Fields are the JSON members of the items (`"firstName"`, nested `"address.city"`), compared as SQLite compares
+/// Fields are the JSON members of the items, named by key path when the model lists them in `queryFields` (generated
+/// types list all of theirs) or by name (`"firstName"`, nested `"address.city"`), compared as SQLite compares
 /// JSON values: strings with strings (binary order), numbers with numbers, `true`/`false` as 1/0. An item without
 /// the field (or with `null`) matches only `.equals, .null` and `.notEquals` of a value. The replica keeps an index per
 /// (collection, field) a query filters or sorts on, made at the first such query.
@@ -34,6 +35,8 @@ public struct SyncQuery<M: SyncModel>: Sendable {
     var conditions: [Condition] = []
     var order: [(field: String, ascending: Bool)] = []
     var window: (limit: Int, offset: Int)?
+    /// A key path that names no field of `M.queryFields`: the query fails when it is read, saying which.
+    var undeclared: String?
 
     /// Every visible item of `M`'s collection (of `parent`, for a child collection), by id.
     public init(_ type: M.Type = M.self, parent: String? = nil) {
@@ -45,6 +48,33 @@ public struct SyncQuery<M: SyncModel>: Sendable {
         var query = self
         query.conditions.append(Condition(field: field, comparison: comparison, value: value))
         return query
+    }
+
+    /// Only the items whose field, named by its key path (`\.lastName`), compares so with `value`. The field is one
+    /// the model declares (`M.queryFields`, generated from the data model), so the compiler checks its name.
+    public func filter<V>(_ field: KeyPath<M, V>, _ comparison: Comparison, _ value: JSONValue) -> SyncQuery {
+        named(field) { $0.filter($1, comparison, value) }
+    }
+
+    /// Only the items whose date-time field compares so with `date` (as the server writes dates: RFC 3339 UTC with
+    /// milliseconds, which order as text).
+    public func filter<V>(_ field: KeyPath<M, V>, _ comparison: Comparison, _ date: Date) -> SyncQuery {
+        named(field) { $0.filter($1, comparison, .string(ModelDate.string(date))) }
+    }
+
+    /// Sorted by the field `field` names (see `sorted(by:ascending:)` with a name).
+    public func sorted<V>(by field: KeyPath<M, V>, ascending: Bool = true) -> SyncQuery {
+        named(field) { $0.sorted(by: $1, ascending: ascending) }
+    }
+
+    /// `body` applied with the JSON name of `field`, or the query marked failed when `M` does not declare it.
+    private func named(_ field: PartialKeyPath<M>, _ body: (SyncQuery, String) -> SyncQuery) -> SyncQuery {
+        guard let name = M.queryFields[field] else {
+            var query = self
+            query.undeclared = query.undeclared ?? "\(field)"
+            return query
+        }
+        return body(self, name)
     }
 
     /// Sorted by `field` (then by the next `sorted(by:)`, and last by id); items without the field come first
@@ -179,6 +209,9 @@ struct QueryPlan: Sendable {
     init<M: SyncModel>(_ query: SyncQuery<M>) throws {
         let collection = M.collectionName
         guard Self.isName(collection) else { throw SyncClientError.invalid("not a collection name: \(collection)") }
+        if let undeclared = query.undeclared {
+            throw SyncClientError.invalid("\(undeclared) is not a field \(M.self).queryFields declares")
+        }
         var clauses = ["collection = '\(collection)'", "parent = ?", "localDeleted = 0", "COALESCE(local, server) IS NOT NULL"]
         var arguments: [(any DatabaseValueConvertible)?] = [query.parent ?? ""]
         var fields: [String] = []

@@ -31,6 +31,11 @@ public struct Contact: Codable, Identifiable, Hashable, Sendable, SyncModel {
 
     static let knownKeys: Set<String> = ["id", "firstName", "lastName", "emails", "phones", "birthdayEventId", "notes", "modified"]
 
+    /// The fields a `SyncQuery` filters and sorts on by key path, with their JSON names.
+    public static var queryFields: [PartialKeyPath<Contact>: String] {
+        [\.id: "id", \.firstName: "firstName", \.lastName: "lastName", \.emails: "emails", \.phones: "phones", \.birthdayEventId: "birthdayEventId", \.notes: "notes", \.modified: "modified"]
+    }
+
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: ModelKey.self)
         id = try c.decode(String.self, forKey: ModelKey("id"))
@@ -85,6 +90,11 @@ public struct Event: Codable, Identifiable, Hashable, Sendable, SyncModel {
     }
 
     static let knownKeys: Set<String> = ["id", "title", "start", "end", "allDay", "location", "contactIds", "modified"]
+
+    /// The fields a `SyncQuery` filters and sorts on by key path, with their JSON names.
+    public static var queryFields: [PartialKeyPath<Event>: String] {
+        [\.id: "id", \.title: "title", \.start: "start", \.end: "end", \.allDay: "allDay", \.location: "location", \.contactIds: "contactIds", \.modified: "modified"]
+    }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: ModelKey.self)
@@ -143,6 +153,11 @@ public struct Place: Codable, Identifiable, Hashable, Sendable, SyncModel {
 
     static let knownKeys: Set<String> = ["id", "name", "address", "latitude", "longitude", "modified"]
 
+    /// The fields a `SyncQuery` filters and sorts on by key path, with their JSON names.
+    public static var queryFields: [PartialKeyPath<Place>: String] {
+        [\.id: "id", \.name: "name", \.address: "address", \.latitude: "latitude", \.longitude: "longitude", \.modified: "modified"]
+    }
+
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: ModelKey.self)
         id = try c.decode(String.self, forKey: ModelKey("id"))
@@ -192,6 +207,11 @@ public struct MessageThread: Codable, Identifiable, Hashable, Sendable, SyncMode
     }
 
     static let knownKeys: Set<String> = ["id", "title", "participants", "read", "lastMessageAt", "modified", "messages", "nomore"]
+
+    /// The fields a `SyncQuery` filters and sorts on by key path, with their JSON names.
+    public static var queryFields: [PartialKeyPath<MessageThread>: String] {
+        [\.id: "id", \.title: "title", \.participants: "participants", \.read: "read", \.lastMessageAt: "lastMessageAt", \.modified: "modified"]
+    }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: ModelKey.self)
@@ -243,6 +263,11 @@ public struct Message: Codable, Identifiable, Hashable, Sendable, SyncModel {
 
     static let knownKeys: Set<String> = ["id", "_parent", "text", "author", "created", "modified"]
 
+    /// The fields a `SyncQuery` filters and sorts on by key path, with their JSON names.
+    public static var queryFields: [PartialKeyPath<Message>: String] {
+        [\.id: "id", \.text: "text", \.author: "author", \.created: "created", \.modified: "modified"]
+    }
+
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: ModelKey.self)
         id = try c.decode(String.self, forKey: ModelKey("id"))
@@ -292,6 +317,11 @@ public struct WallPost: Codable, Identifiable, Hashable, Sendable, SyncModel {
     }
 
     static let knownKeys: Set<String> = ["id", "type", "text", "mediaUrl", "author", "created", "modified", "comments", "nomore"]
+
+    /// The fields a `SyncQuery` filters and sorts on by key path, with their JSON names.
+    public static var queryFields: [PartialKeyPath<WallPost>: String] {
+        [\.id: "id", \.type: "type", \.text: "text", \.mediaUrl: "mediaUrl", \.author: "author", \.created: "created", \.modified: "modified"]
+    }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: ModelKey.self)
@@ -344,6 +374,11 @@ public struct Comment: Codable, Identifiable, Hashable, Sendable, SyncModel {
 
     static let knownKeys: Set<String> = ["id", "_parent", "text", "author", "created", "modified"]
 
+    /// The fields a `SyncQuery` filters and sorts on by key path, with their JSON names.
+    public static var queryFields: [PartialKeyPath<Comment>: String] {
+        [\.id: "id", \.text: "text", \.author: "author", \.created: "created", \.modified: "modified"]
+    }
+
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: ModelKey.self)
         id = try c.decode(String.self, forKey: ModelKey("id"))
@@ -387,6 +422,11 @@ public struct Family: Codable, Identifiable, Hashable, Sendable, SyncModel {
     }
 
     static let knownKeys: Set<String> = ["id", "name", "pictureUrl", "modified"]
+
+    /// The fields a `SyncQuery` filters and sorts on by key path, with their JSON names.
+    public static var queryFields: [PartialKeyPath<Family>: String] {
+        [\.id: "id", \.name: "name", \.pictureUrl: "pictureUrl", \.modified: "modified"]
+    }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: ModelKey.self)
@@ -433,6 +473,11 @@ public struct Member: Codable, Identifiable, Hashable, Sendable, SyncModel {
     }
 
     static let knownKeys: Set<String> = ["id", "name", "role", "birthDate", "accountId", "modified"]
+
+    /// The fields a `SyncQuery` filters and sorts on by key path, with their JSON names.
+    public static var queryFields: [PartialKeyPath<Member>: String] {
+        [\.id: "id", \.name: "name", \.role: "role", \.birthDate: "birthDate", \.accountId: "accountId", \.modified: "modified"]
+    }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: ModelKey.self)
@@ -481,6 +526,11 @@ public struct Settings: Codable, Identifiable, Hashable, Sendable, SyncModel {
     }
 
     static let knownKeys: Set<String> = ["id", "locale", "timeZone", "notifications", "modified"]
+
+    /// The fields a `SyncQuery` filters and sorts on by key path, with their JSON names.
+    public static var queryFields: [PartialKeyPath<Settings>: String] {
+        [\.id: "id", \.locale: "locale", \.timeZone: "timeZone", \.notifications: "notifications", \.modified: "modified"]
+    }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: ModelKey.self)

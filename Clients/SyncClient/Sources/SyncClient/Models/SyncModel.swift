@@ -13,10 +13,16 @@ public protocol SyncModel: Codable, Sendable {
     var id: String { get }
     /// The parent's id for messages (the thread) and comments (the post); nil elsewhere.
     var parentID: String? { get }
+    /// The fields a `SyncQuery` may name by key path, with their JSON names (`\Contact.lastName: "lastName"`).
+    /// Types generated from a data model list all of theirs; a hand-written model lists none unless it says so, and
+    /// its queries name fields by string.
+    static var queryFields: [PartialKeyPath<Self>: String] { get }
 }
 
 extension SyncModel {
     public var parentID: String? { nil }
+
+    public static var queryFields: [PartialKeyPath<Self>: String] { [:] }
 
     /// The collection the model's items live in.
     public static var syncCollection: SyncCollection { SyncCollection(collectionName) }
