@@ -44,7 +44,7 @@ struct Arguments {
     }
 
     /// The password of `signup` and `login`: `SYNCAPI_PASSWORD`, else one line of standard input; never an argument,
-    /// which `ps` and shell history show to other users (security audit S1).
+    /// which `ps` and shell history show to other users.
     func password(
         environment: [String: String] = ProcessInfo.processInfo.environment, readLine: () -> String? = { Swift.readLine() }
     )

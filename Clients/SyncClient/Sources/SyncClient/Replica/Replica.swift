@@ -12,7 +12,7 @@ public final class Replica: Sendable {
     public let pool: DatabasePool
 
     /// Opens (creating if needed) and migrates the replica at `path`. The file and its WAL companions are readable by
-    /// their owner only (0600; security audit S2: they hold every record of the family), and on Apple platforms
+    /// their owner only (0600: they hold every record of the family), and on Apple platforms
     /// protected until the device is first unlocked.
     public init(path: String) throws {
         var configuration = Configuration()
