@@ -190,6 +190,27 @@ struct StreamedSyncTests {
         }
     }
 
+    @Test("a replaced list's temporary rows give their disk back once the sync is applied")
+    func stagingGivesDiskBack() throws {
+        let replica = try Golden.replica()
+        let contacts = (0..<5000).map { #"{"id":"c\#($0)","firstName":"\#(String(repeating: "x", count: 400))","modified":"m"}"# }
+        let answer = Self.groupAnswer.replacingOccurrences(
+            of: #"{"id":"ctcsync","status":200,"headers":{"ETag":"\"D1\""},"body":{"date":"D1","sync":false,"updated":["#,
+            with:
+                #"{"id":"ctcsync","status":200,"headers":{"ETag":"\"D1\""},"body":{"date":"D1","sync":false,"updated":[\#(contacts.joined(separator: ",")),"#
+        )
+        #expect(answer != Self.groupAnswer)
+        try replica.pool.write { db in
+            var reader = Self.reader(answer, pieces: 1 << 16)
+            _ = try SyncClient.applyStreamedSync(db, ServerModel.family.endpoints, &reader)
+        }
+        #expect(try Golden.ids(replica, .contacts).count > 5000)
+        // The writer's temporary database (where the rows were gathered, 2 MiB of them) is back to a few pages: its
+        // file, unlinked but open as long as the connection, would otherwise keep its largest size until the app quits.
+        let pages = try replica.pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA temp.page_count") ?? 0 }
+        #expect(pages < 16, "temporary pages: \(pages)")
+    }
+
     @Test("a failed, cut or malformed group answer applies nothing")
     func failuresApplyNothing() throws {
         let before = try Self.dump(try Self.seeded())

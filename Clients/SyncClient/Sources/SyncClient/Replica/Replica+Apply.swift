@@ -82,9 +82,9 @@ extension Replica {
 extension Replica {
     /// A full-list answer (`{"date", "sync", "updated", "deleted"}`) read from `reader` piece by piece, applied with
     /// the same result as `apply(_:_:_: SyncAnswer)`: with `sync: false` (a first sync) the list is cleared and each
-    /// item goes to the `Staging` table as it arrives, never held in memory, then into `items` in id order; an answer with `sync: true` (a delta) keeps its rows until its
-    /// `deleted` came, since deletions go first. Throws (the caller's transaction then applies nothing) for an
-    /// answer that is not a full-list answer.
+    /// item goes to the `Staging` table as it arrives, never held in memory, then into `items` in id order; an
+    /// answer with `sync: true` (a delta) keeps its rows until its `deleted` came, since deletions go first. Throws
+    /// (the caller's transaction then applies nothing) for an answer that is not a full-list answer.
     static func applyStreamed(
         _ db: Database, _ collection: ServerModel.Collection, _ reader: inout JSONByteReader
     ) throws -> (date: String, sync: Bool) {
