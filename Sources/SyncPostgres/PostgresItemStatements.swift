@@ -47,6 +47,19 @@ package struct PostgresItemStatements: ItemStatements {
         return nil
     }
 
+    package func bump(familyID: String) async throws -> Int64 {
+        let rows = try await conn.query(
+            """
+            WITH bumped AS (
+              UPDATE families SET version = version + 1 WHERE id = \(familyID)
+              RETURNING version, pg_notify(\(PostgresChangeListener.channel), id || ':' || version)
+            )
+            SELECT version FROM bumped
+            """, logger: logger)
+        for try await version in rows.decode(Int64.self) { return version }
+        throw SyncError.unauthorized
+    }
+
     package func touchMedia(familyID: String, hashes: [String], nowMs: Int64) async throws {
         try await conn.query(
             """

@@ -68,21 +68,4 @@ extension PostgresStore {
             if step == 0 { return true }
         }
     }
-
-    /// Marks the spaces `accountID` is the last member of (and the space it was made in, when nobody else belongs to it:
-    /// an identity account's that it never joined) as emptied now and drops their invitations; run in the transaction
-    /// that deletes the account's memberships, before it does.
-    func markEmptied(leaving accountID: String, nowMs: Int64, on conn: PostgresConnection) async throws {
-        try await conn.query(
-            """
-            WITH emptied AS (
-              UPDATE families f SET emptied_ms = \(nowMs)
-              WHERE (f.id IN (SELECT m.space_id FROM memberships m WHERE m.account_id = \(accountID))
-                     OR f.id = (SELECT a.family_id FROM accounts a WHERE a.id = \(accountID)))
-                AND NOT EXISTS (SELECT 1 FROM memberships o WHERE o.space_id = f.id AND o.account_id <> \(accountID))
-                AND f.emptied_ms IS NULL
-              RETURNING f.id)
-            DELETE FROM invitations WHERE space_id IN (SELECT id FROM emptied)
-            """, logger: logger)
-    }
 }

@@ -54,23 +54,4 @@ extension SQLiteStore {
             if step == 0 { return true }
         }
     }
-
-    /// Marks the spaces `accountID` is the last member of (and the space it was made in, when nobody else belongs to it)
-    /// as emptied now and drops their invitations; run in the transaction that deletes the account's memberships,
-    /// before it does.
-    static func markEmptied(leaving accountID: String, nowMs: Int64, db: Database) throws {
-        let emptied = try String.fetchAll(
-            cached: db,
-            sql: """
-                SELECT f.id FROM families f
-                WHERE (f.id IN (SELECT m.space_id FROM memberships m WHERE m.account_id = ?1)
-                       OR f.id = (SELECT a.family_id FROM accounts a WHERE a.id = ?1))
-                  AND NOT EXISTS (SELECT 1 FROM memberships o WHERE o.space_id = f.id AND o.account_id <> ?1)
-                  AND f.emptied_ms IS NULL
-                """, arguments: [accountID])
-        for space in emptied {
-            try db.executeCached(sql: "UPDATE families SET emptied_ms = ? WHERE id = ?", arguments: [nowMs, space])
-            try db.executeCached(sql: "DELETE FROM invitations WHERE space_id = ?", arguments: [space])
-        }
-    }
 }

@@ -105,6 +105,33 @@ struct StoreConformanceTests {
         }
     }
 
+    @Test("a space is made, or an invitation accepted, only by an account that still exists", arguments: Backend.allCases)
+    func membershipsOfGoneAccounts(backend: Backend) async throws {
+        try await backend.withStore { store in
+            let family = try await Self.family(store)
+            let gone = DatabaseIdentity.uuid()
+            await #expect(throws: SyncError.unauthorized) {
+                try await store.createSpace(
+                    id: DatabaseIdentity.uuid(), name: "Club", familyItem: nil, ownerID: gone, nowMs: 2000, limits: SpaceLimits())
+            }
+            try await store.insertInvitation(
+                NewInvitation(hash: "code", spaceID: family, role: .member, uses: 1, expiresMs: 9000), nowMs: 2000, limits: SpaceLimits())
+            await #expect(throws: SyncError.unauthorized) {
+                try await store.acceptInvitation(hash: "code", accountID: gone, nowMs: 2000, limits: SpaceLimits())
+            }
+            // Nothing of either stayed: the invitation is still unused, the space has its one member.
+            #expect(try await store.members(spaceID: family).count == 1)
+            let home = try await Self.family(store, "carol")
+            let carol = try #require(try await store.credentials(usernameKey: "carol")).accountID
+            let club = DatabaseIdentity.uuid()
+            try await store.createSpace(id: club, name: "Club", familyItem: nil, ownerID: carol, nowMs: 2000, limits: SpaceLimits())
+            let joined = try #require(try await store.acceptInvitation(hash: "code", accountID: carol, nowMs: 2000, limits: SpaceLimits()))
+            #expect(joined.id == family && joined.role == .member)
+            #expect(try await store.spaces(accountID: carol).map(\.id) == [home, club, family])
+            #expect(try await store.members(spaceID: family).map(\.accountID).last == carol)
+        }
+    }
+
     @Test("login attempts count atomically per key inside a window, and a success is forgiven", arguments: Backend.allCases)
     func loginThrottle(backend: Backend) async throws {
         try await backend.withStore { store in

@@ -9,6 +9,9 @@ package protocol ItemStatements {
     func family(_ familyID: String, lock: Bool) async throws -> FamilyCounter?
     /// One item row, live or tombstone.
     func item(familyID: String, key: ItemKey) async throws -> StoredItem?
+    /// The next version of the family's change counter, taken by this transaction (and told to the family's streams at
+    /// its commit); 401 for an unknown family.
+    func bump(familyID: String) async throws -> Int64
     /// Stores one row at `version` or, when it is nil, at the next value of the family's counter (bumped by this call),
     /// and tombstones the row's children when it asks to.
     func store(_ row: RowWrite, familyID: String, version: Int64?, nowMs: Int64) async throws -> StoredItem

@@ -1,0 +1,97 @@
+/// The statements that accounts and spaces both build on: an account's insert, memberships, locks and owner checks.
+///
+/// Lock order, on PostgreSQL: an account's row, then a space's row (as every write of the space takes it). A change of
+/// a space's members holds the space's row, and a change of an account's memberships its account's row, so concurrent
+/// changes count and check owners one after the other. SQLite's single writer orders them whole.
+extension SQLConnection {
+    /// Inserts the account, its public profile and its default settings at a new version, which it returns.
+    @discardableResult
+    package func insertAccount(_ account: NewAccount, familyID: String, nowMs: Int64) async throws -> Int64 {
+        do {
+            // After every account of the family whatever this instance's clock says: the owner is the family's oldest
+            // account, and a clock behind another instance's must not make a new member older.
+            try await execute(
+                """
+                INSERT INTO accounts (id, family_id, username, username_key, display_name, password_hash, created_ms)
+                VALUES (\(account.id), \(familyID), \(account.username), \(account.username.lowercased()), \(account.displayName),
+                        \(account.passwordHash),
+                        \(.greatest)(\(nowMs), (SELECT coalesce(max(created_ms) + 1, 0) FROM accounts WHERE family_id = \(familyID))))
+                """)
+        } catch SQLConstraintViolation.unique {
+            throw SyncError.usernameTaken
+        }
+        let version = try await items.bump(familyID: familyID)
+        for row in account.rows { _ = try await items.store(row, familyID: familyID, version: version, nowMs: nowMs) }
+        return version
+    }
+
+    package func insertMembership(spaceID: String, accountID: String, role: SpaceRole, sinceVersion: Int64) async throws {
+        try await execute(
+            """
+            INSERT INTO memberships (space_id, account_id, role, since_version)
+            VALUES (\(spaceID), \(accountID), \(role.rawValue), \(sinceVersion))
+            """)
+    }
+
+    /// Locks the account's row; 401 when the account is gone.
+    package func lockAccount(_ accountID: String) async throws {
+        guard try await row("SELECT 1 FROM accounts WHERE id = \(accountID)\(.forUpdate)") != nil else { throw SyncError.unauthorized }
+    }
+
+    /// The account's role in the space, with the space's row locked (as every write does).
+    package func lockedRole(spaceID: String, accountID: String) async throws -> SpaceRole? {
+        try await execute("SELECT 1 FROM families WHERE id = \(spaceID)\(.forUpdate)")
+        return try await row("SELECT role FROM memberships WHERE space_id = \(spaceID) AND account_id = \(accountID)")
+            .map { SpaceRole(stored: $0.text(0)) }
+    }
+
+    /// The spaces an account belongs to.
+    package func spaceIDs(accountID: String) async throws -> [String] {
+        try await rows("SELECT space_id FROM memberships WHERE account_id = \(accountID)").map { $0.text(0) }
+    }
+
+    /// 409 `last_owner` unless the space has another owner.
+    package func checkNotLastOwner(spaceID: String) async throws {
+        guard try await count("SELECT count(*) FROM memberships WHERE space_id = \(spaceID) AND role = 'owner'") > 1 else {
+            throw SyncError.lastOwner
+        }
+    }
+
+    /// 409 `last_owner` when the account is the only owner of a space that has other members.
+    package func checkNotLastOwnerAnywhere(accountID: String) async throws {
+        let stranded = try await count(
+            """
+            SELECT count(*) FROM memberships m
+            WHERE m.account_id = \(accountID) AND m.role = 'owner'
+              AND NOT EXISTS (SELECT 1 FROM memberships o WHERE o.space_id = m.space_id AND o.role = 'owner' AND o.account_id <> m.account_id)
+              AND EXISTS (SELECT 1 FROM memberships o WHERE o.space_id = m.space_id AND o.account_id <> m.account_id)
+            """)
+        guard stranded == 0 else { throw SyncError.lastOwner }
+    }
+
+    /// 403 `quota_exceeded` when the account belongs to `limits.memberships` spaces, or (`owning`) owns `limits.owned`.
+    package func checkMembershipLimits(accountID: String, limits: SpaceLimits, owning: Bool) async throws {
+        let row = try await row(
+            "SELECT count(*), count(*) FILTER (WHERE role = 'owner') FROM memberships WHERE account_id = \(accountID)")
+        try SpaceLimits.check(
+            memberships: Int(row?.int(0) ?? 0), owned: owning ? Int(row?.int(1) ?? 0) : nil, limits: limits)
+    }
+
+    /// Marks the spaces `accountID` is the last member of (and the space it was made in, when nobody else belongs to it:
+    /// an identity account's that it never joined) as emptied now and drops their invitations; run in the transaction
+    /// that deletes the account's memberships, before it does.
+    package func markEmptied(leaving accountID: String, nowMs: Int64) async throws {
+        let emptied = try await rows(
+            """
+            SELECT f.id FROM families f
+            WHERE (f.id IN (SELECT m.space_id FROM memberships m WHERE m.account_id = \(accountID))
+                   OR f.id = (SELECT a.family_id FROM accounts a WHERE a.id = \(accountID)))
+              AND NOT EXISTS (SELECT 1 FROM memberships o WHERE o.space_id = f.id AND o.account_id <> \(accountID))
+              AND f.emptied_ms IS NULL
+            """
+        ).map { $0.text(0) }
+        guard !emptied.isEmpty else { return }
+        try await execute("UPDATE families SET emptied_ms = \(nowMs) WHERE id\(isAnyOf: emptied)")
+        try await execute("DELETE FROM invitations WHERE space_id\(isAnyOf: emptied)")
+    }
+}

@@ -1,0 +1,117 @@
+/// Spaces, memberships and invitations (protocol §15), written once for both backends. Every change of a membership
+/// revokes the cached sessions it affects at its commit, on every instance.
+package struct SpaceStatements<Executor: SQLExecutor>: Sendable {
+    package let executor: Executor
+
+    package init(_ executor: Executor) { self.executor = executor }
+
+    package func createSpace(id: String, name: String, familyItem: RowWrite?, ownerID: String, nowMs: Int64, limits: SpaceLimits) async throws {
+        try await executor.inSQLTransaction { c in
+            try await c.lockAccount(ownerID)
+            try await c.checkMembershipLimits(accountID: ownerID, limits: limits, owning: true)
+            try await c.execute("INSERT INTO families (id, name, version, created_ms) VALUES (\(id), \(name), 0, \(nowMs))")
+            if let familyItem { _ = try await c.items.store(familyItem, familyID: id, version: nil, nowMs: nowMs) }
+            try await c.insertMembership(spaceID: id, accountID: ownerID, role: .owner, sinceVersion: 0)
+            try await c.revokeAtCommit([AccountSession.accountKey(ownerID)])
+        }
+    }
+
+    package func renameSpace(id: String, name: String) async throws {
+        try await executor.inSQLStatements(writes: true) { c in try await c.execute("UPDATE families SET name = \(name) WHERE id = \(id)") }
+    }
+
+    package func spaces(accountID: String) async throws -> [SpaceRecord] {
+        try await executor.inSQLStatements(writes: false) { c in
+            try await c.rows(
+                """
+                SELECT f.id, f.name, m.role FROM memberships m JOIN families f ON f.id = m.space_id
+                WHERE m.account_id = \(accountID) ORDER BY \(.insertionOrder("m"))
+                """
+            ).map { SpaceRecord(id: $0.text(0), name: $0.text(1), role: SpaceRole(stored: $0.text(2))) }
+        }
+    }
+
+    package func members(spaceID: String) async throws -> [MemberRecord] {
+        try await executor.inSQLStatements(writes: false) { c in
+            try await c.rows(
+                """
+                SELECT m.account_id, a.display_name, m.role FROM memberships m JOIN accounts a ON a.id = m.account_id
+                WHERE m.space_id = \(spaceID) ORDER BY \(.insertionOrder("m"))
+                """
+            ).map { MemberRecord(accountID: $0.text(0), displayName: $0.text(1), role: SpaceRole(stored: $0.text(2))) }
+        }
+    }
+
+    package func member(spaceID: String, accountID: String) async throws -> MemberRecord? {
+        try await executor.inSQLStatements(writes: false) { c in
+            try await c.row(
+                """
+                SELECT m.account_id, a.display_name, m.role FROM memberships m JOIN accounts a ON a.id = m.account_id
+                WHERE m.space_id = \(spaceID) AND m.account_id = \(accountID)
+                """
+            ).map { MemberRecord(accountID: $0.text(0), displayName: $0.text(1), role: SpaceRole(stored: $0.text(2))) }
+        }
+    }
+
+    package func setRole(spaceID: String, accountID: String, role: SpaceRole) async throws -> Bool {
+        try await executor.inSQLTransaction { c in
+            guard let current = try await c.lockedRole(spaceID: spaceID, accountID: accountID) else { return false }
+            if current == .owner, role != .owner { try await c.checkNotLastOwner(spaceID: spaceID) }
+            try await c.execute("UPDATE memberships SET role = \(role.rawValue) WHERE space_id = \(spaceID) AND account_id = \(accountID)")
+            try await c.revokeAtCommit([spaceID])
+            return true
+        }
+    }
+
+    package func removeMember(spaceID: String, accountID: String) async throws -> Bool {
+        try await executor.inSQLTransaction { c in
+            guard let current = try await c.lockedRole(spaceID: spaceID, accountID: accountID) else { return false }
+            if current == .owner { try await c.checkNotLastOwner(spaceID: spaceID) }
+            try await c.execute("DELETE FROM memberships WHERE space_id = \(spaceID) AND account_id = \(accountID)")
+            try await c.revokeAtCommit([spaceID, AccountSession.accountKey(accountID)])
+            return true
+        }
+    }
+
+    package func insertInvitation(_ invitation: NewInvitation, nowMs: Int64, limits: SpaceLimits) async throws {
+        try await executor.inSQLTransaction { c in
+            // Counted under the space's lock: concurrent invitations cannot pass the limit together.
+            try await c.execute("SELECT 1 FROM families WHERE id = \(invitation.spaceID)\(.forUpdate)")
+            let live = try await c.count(
+                "SELECT count(*) FROM invitations WHERE space_id = \(invitation.spaceID) AND expires_ms > \(nowMs) AND uses_left > 0")
+            try SpaceLimits.checkInvitations(live: live, limits: limits)
+            try await c.execute(
+                """
+                INSERT INTO invitations (hash, space_id, role, uses_left, expires_ms)
+                VALUES (\(invitation.hash), \(invitation.spaceID), \(invitation.role.rawValue), \(invitation.uses), \(invitation.expiresMs))
+                """)
+        }
+    }
+
+    package func acceptInvitation(hash: String, accountID: String, nowMs: Int64, limits: SpaceLimits) async throws -> SpaceRecord? {
+        try await executor.inSQLTransaction { c -> SpaceRecord? in
+            // The account first, then the space: the order of every membership change.
+            try await c.lockAccount(accountID)
+            guard
+                let invitation = try await c.row(
+                    """
+                    SELECT i.space_id, i.role, f.name FROM invitations i JOIN families f ON f.id = i.space_id
+                    WHERE i.hash = \(hash) AND i.expires_ms > \(nowMs) AND i.uses_left > 0\(.forUpdateOf("i, f"))
+                    """)
+            else { return nil }
+            let (spaceID, name) = (invitation.text(0), invitation.text(2))
+            if let current = try await c.lockedRole(spaceID: spaceID, accountID: accountID) {
+                return SpaceRecord(id: spaceID, name: name, role: current)
+            }
+            try await c.checkMembershipLimits(accountID: accountID, limits: limits, owning: false)
+            try SpaceLimits.checkMembers(try await c.count("SELECT count(*) FROM memberships WHERE space_id = \(spaceID)"), limits: limits)
+            let role = SpaceRole(stored: invitation.text(1))
+            // Joining raises the space's counter: a date issued before it is no date for this member.
+            let version = try await c.items.bump(familyID: spaceID)
+            try await c.insertMembership(spaceID: spaceID, accountID: accountID, role: role, sinceVersion: version)
+            try await c.execute("UPDATE invitations SET uses_left = uses_left - 1 WHERE hash = \(hash)")
+            try await c.revokeAtCommit([spaceID, AccountSession.accountKey(accountID)])
+            return SpaceRecord(id: spaceID, name: name, role: role)
+        }
+    }
+}
