@@ -61,14 +61,16 @@ package struct PostgresSQLConnection: SQLConnection {
 /// PostgreSQL as the shared statements' executor: every call guarded (its deadline, its retry after a serialization
 /// failure, 503 for an outage), a transaction a write that begins only within its request's deadline.
 extension PostgresStore: SQLExecutor {
-    package func inSQLTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresSQLConnection) async throws -> T) async throws -> T {
-        try await guarded { try await transaction { conn in try await body(sqlConnection(conn)) } }
+    package func inSQLTransaction<T: Sendable>(
+        within limit: Duration?, _ body: @escaping @Sendable (PostgresSQLConnection) async throws -> T
+    ) async throws -> T {
+        try await guarded(within: limit) { try await transaction { conn in try await body(sqlConnection(conn)) } }
     }
 
     package func inSQLStatements<T: Sendable>(
-        writes: Bool, _ body: @escaping @Sendable (PostgresSQLConnection) async throws -> T
+        writes: Bool, within limit: Duration?, _ body: @escaping @Sendable (PostgresSQLConnection) async throws -> T
     ) async throws -> T {
-        try await guarded { try await client.withConnection { conn in try await body(sqlConnection(conn)) } }
+        try await guarded(within: limit) { try await client.withConnection { conn in try await body(sqlConnection(conn)) } }
     }
 
     private func sqlConnection(_ conn: PostgresConnection) -> PostgresSQLConnection {

@@ -111,103 +111,21 @@ public struct PostgresStore: SyncStore {
         }
     }
 
-    public func databaseID() async throws -> String {
-        try await guarded {
-            let rows = try await client.query("SELECT value FROM syncapi_meta WHERE key = 'database_id'", logger: logger)
-            for try await id in rows.decode(String.self) { return id }
-            throw SyncError.unavailable
-        }
-    }
+    public func databaseID() async throws -> String { try await MetaStatements(self).databaseID() }
 
-    public func servedModel() async throws -> String? {
-        try await guarded {
-            for try await value in try await client.query("SELECT value FROM syncapi_meta WHERE key = 'model'", logger: logger)
-                .decode(String.self)
-            {
-                return value
-            }
-            return nil
-        }
-    }
+    public func servedModel() async throws -> String? { try await MetaStatements(self).servedModel() }
 
     public func recordModel(_ normalized: String, generations: String?, expected: RecordedModel) async throws -> Bool {
-        try await guarded {
-            try await transaction { conn in
-                // One instance at a time decides against what is recorded (transaction-scoped: safe behind a pooler).
-                try await conn.query("SELECT pg_advisory_xact_lock(\(Self.modelLockKey))", logger: logger)
-                var recorded = RecordedModel(model: nil, generations: nil)
-                for try await (key, value) in try await conn.query(
-                    "SELECT key, value FROM syncapi_meta WHERE key IN ('model', 'model_generations')", logger: logger
-                ).decode((String, String).self) {
-                    if key == "model" { recorded.model = value } else { recorded.generations = value }
-                }
-                guard recorded == expected else { return false }
-                for (key, value) in [("model", normalized), ("model_generations", generations)] {
-                    guard let value else { continue }
-                    try await conn.query(
-                        """
-                        INSERT INTO syncapi_meta (key, value) VALUES (\(key), \(value))
-                        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
-                        """, logger: logger)
-                }
-                return true
-            }
-        }
+        try await MetaStatements(self).recordModel(normalized, generations: generations, expected: expected)
     }
-
-    /// The advisory lock that orders model changes across instances.
-    static let modelLockKey: Int64 = 0x7379_6e63_6d6f_646c
 
     public func rewriteBodies(collection: String, _ transform: @escaping @Sendable (String) -> String?) async throws -> Int {
-        var after = ("", "", "")
-        var changed = 0
-        while true {
-            let start = after
-            let (count, last) = try await guarded(within: .seconds(300)) {
-                try await transaction { conn in
-                    let rows = try await conn.query(
-                        """
-                        SELECT family_id, parent_id, id, body FROM items
-                        WHERE collection = \(collection) AND body IS NOT NULL AND (family_id, parent_id, id) > (\(start.0), \(start.1), \(start.2))
-                        ORDER BY family_id, parent_id, id LIMIT 500 FOR UPDATE
-                        """, logger: logger)
-                    var batch: [(String, String, String, String)] = []
-                    for try await row in rows.decode((String, String, String, String).self) { batch.append(row) }
-                    var count = 0
-                    for (family, parent, id, body) in batch {
-                        guard let rewritten = transform(body), rewritten != body else { continue }
-                        try await conn.query(
-                            """
-                            UPDATE items SET body = \(rewritten)
-                            WHERE family_id = \(family) AND collection = \(collection) AND parent_id = \(parent) AND id = \(id)
-                            """, logger: logger)
-                        count += 1
-                    }
-                    return (count, batch.last.map { ($0.0, $0.1, $0.2) })
-                }
-            }
-            changed += count
-            guard let last else { return changed }
-            after = last
-        }
+        try await MetaStatements(self).rewriteBodies(collection: collection, transform)
     }
 
-    public func modelGenerations() async throws -> String? {
-        try await guarded {
-            for try await value in try await client.query("SELECT value FROM syncapi_meta WHERE key = 'model_generations'", logger: logger)
-                .decode(String.self)
-            {
-                return value
-            }
-            return nil
-        }
-    }
+    public func modelGenerations() async throws -> String? { try await MetaStatements(self).modelGenerations() }
 
-    public func rotateDatabaseID() async throws -> String {
-        let id = DatabaseIdentity.random()
-        try await guarded { try await client.query("UPDATE syncapi_meta SET value = \(id) WHERE key = 'database_id'", logger: logger) }
-        return id
-    }
+    public func rotateDatabaseID() async throws -> String { try await MetaStatements(self).rotateDatabaseID() }
 
     /// Ready means writable: a server that failed over to a read-only standby answers 503 like one that is gone.
     public func ping() async throws {

@@ -66,7 +66,10 @@ package final class SQLiteSQLConnection: SQLConnection, @unchecked Sendable {
 /// SQLite as the shared statements' executor: a transaction is the single writer's, statements that only read use a
 /// reader's WAL snapshot; the shared code runs on the connection's own thread (`ConnectionThreadExecutor`).
 extension SQLiteStore: SQLExecutor {
-    package func inSQLTransaction<T: Sendable>(_ body: @escaping @Sendable (SQLiteSQLConnection) async throws -> T) async throws -> T {
+    /// SQLite's calls have no deadline of their own (a busy writer waits its busy timeout): `limit` changes nothing.
+    package func inSQLTransaction<T: Sendable>(
+        within limit: Duration?, _ body: @escaping @Sendable (SQLiteSQLConnection) async throws -> T
+    ) async throws -> T {
         let (result, revoked) = try await write { db in
             let connection = SQLiteSQLConnection(db: db)
             let result = try ConnectionThreadExecutor.run { try await body(connection) }
@@ -78,7 +81,7 @@ extension SQLiteStore: SQLExecutor {
     }
 
     package func inSQLStatements<T: Sendable>(
-        writes: Bool, _ body: @escaping @Sendable (SQLiteSQLConnection) async throws -> T
+        writes: Bool, within limit: Duration?, _ body: @escaping @Sendable (SQLiteSQLConnection) async throws -> T
     ) async throws -> T {
         if writes { return try await inSQLTransaction(body) }
         return try await read { db in

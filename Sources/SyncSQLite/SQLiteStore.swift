@@ -120,77 +120,21 @@ public struct SQLiteStore: SyncStore {
         }
     }
 
-    public func databaseID() async throws -> String {
-        try await read { db in
-            guard let id = try String.fetchOne(cached: db, sql: "SELECT value FROM syncapi_meta WHERE key = 'database_id'") else {
-                throw SyncError.unavailable
-            }
-            return id
-        }
-    }
+    public func databaseID() async throws -> String { try await MetaStatements(self).databaseID() }
 
-    public func servedModel() async throws -> String? {
-        try await read { db in try String.fetchOne(db, sql: "SELECT value FROM syncapi_meta WHERE key = 'model'") }
-    }
+    public func servedModel() async throws -> String? { try await MetaStatements(self).servedModel() }
 
     public func recordModel(_ normalized: String, generations: String?, expected: RecordedModel) async throws -> Bool {
-        // The single writer's transaction: decided against what is recorded, with no other writer in between.
-        try await write { db in
-            let recorded = RecordedModel(
-                model: try String.fetchOne(db, sql: "SELECT value FROM syncapi_meta WHERE key = 'model'"),
-                generations: try String.fetchOne(db, sql: "SELECT value FROM syncapi_meta WHERE key = 'model_generations'"))
-            guard recorded == expected else { return false }
-            for (key, value) in [("model", normalized), ("model_generations", generations)] {
-                guard let value else { continue }
-                try db.execute(
-                    sql: "INSERT INTO syncapi_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    arguments: [key, value])
-            }
-            return true
-        }
+        try await MetaStatements(self).recordModel(normalized, generations: generations, expected: expected)
     }
 
     public func rewriteBodies(collection: String, _ transform: @escaping @Sendable (String) -> String?) async throws -> Int {
-        var after = ("", "", "")
-        var changed = 0
-        while true {
-            let start = after
-            let (count, last) = try await write { db -> (Int, (String, String, String)?) in
-                let rows = try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT family_id, parent_id, id, body FROM items
-                        WHERE collection = ? AND body IS NOT NULL AND (family_id, parent_id, id) > (?, ?, ?)
-                        ORDER BY family_id, parent_id, id LIMIT 500
-                        """, arguments: [collection, start.0, start.1, start.2])
-                var count = 0
-                for row in rows {
-                    let body: String = row[3]
-                    guard let rewritten = transform(body), rewritten != body else { continue }
-                    try db.execute(
-                        sql: "UPDATE items SET body = ? WHERE family_id = ? AND collection = ? AND parent_id = ? AND id = ?",
-                        arguments: [rewritten, row[0] as String, collection, row[1] as String, row[2] as String])
-                    count += 1
-                }
-                return (count, rows.last.map { ($0[0] as String, $0[1] as String, $0[2] as String) })
-            }
-            changed += count
-            guard let last else { return changed }
-            after = last
-        }
+        try await MetaStatements(self).rewriteBodies(collection: collection, transform)
     }
 
-    public func modelGenerations() async throws -> String? {
-        try await read { db in try String.fetchOne(db, sql: "SELECT value FROM syncapi_meta WHERE key = 'model_generations'") }
-    }
+    public func modelGenerations() async throws -> String? { try await MetaStatements(self).modelGenerations() }
 
-    public func rotateDatabaseID() async throws -> String {
-        let id = DatabaseIdentity.random()
-        try await write { db in
-            try db.execute(sql: "UPDATE syncapi_meta SET value = ? WHERE key = 'database_id'", arguments: [id])
-        }
-        return id
-    }
+    public func rotateDatabaseID() async throws -> String { try await MetaStatements(self).rotateDatabaseID() }
 
     /// Reads a row of the database file (a bare `SELECT 1` would not touch it).
     public func ping() async throws {

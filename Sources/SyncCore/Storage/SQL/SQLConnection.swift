@@ -65,13 +65,26 @@ package enum SQLConstraintViolation: Error, Equatable {
 }
 
 /// A backend as the shared statements see it: how to lend a connection for a write transaction, or for statements
-/// that each commit alone.
+/// that each commit alone, each call bounded by the store's deadline unless it names a limit of its own (a background
+/// job's batch).
 package protocol SQLExecutor: Sendable {
     associatedtype Connection: SQLConnection
 
     /// Runs `body` in one write transaction, committed when it returns and rolled back when it throws. A backend may
     /// run `body` again after a serialization failure, so it must have no effect outside the database.
-    func inSQLTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) async throws -> T) async throws -> T
+    func inSQLTransaction<T: Sendable>(within limit: Duration?, _ body: @escaping @Sendable (Connection) async throws -> T) async throws -> T
     /// Runs `body`, whose statements each commit alone (`writes`: some of them write).
-    func inSQLStatements<T: Sendable>(writes: Bool, _ body: @escaping @Sendable (Connection) async throws -> T) async throws -> T
+    func inSQLStatements<T: Sendable>(
+        writes: Bool, within limit: Duration?, _ body: @escaping @Sendable (Connection) async throws -> T
+    ) async throws -> T
+}
+
+extension SQLExecutor {
+    package func inSQLTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) async throws -> T) async throws -> T {
+        try await inSQLTransaction(within: nil, body)
+    }
+
+    package func inSQLStatements<T: Sendable>(writes: Bool, _ body: @escaping @Sendable (Connection) async throws -> T) async throws -> T {
+        try await inSQLStatements(writes: writes, within: nil, body)
+    }
 }

@@ -79,6 +79,17 @@ package enum SQLDialect: Sendable {
         case insertionOrder(String)
     }
 
+    /// The statement that makes the rest of the transaction exclusive among the instances that take `key` (a
+    /// transaction-scoped advisory lock on PostgreSQL: safe behind a pooler), waiting for it, or (`wait` false) that
+    /// answers one row whose first column says whether it was free. Nil on SQLite, whose single writer makes every
+    /// write transaction exclusive.
+    package func exclusiveLock(_ key: Int64, wait: Bool) -> SharedSQL? {
+        switch self {
+        case .postgres: wait ? "SELECT pg_advisory_xact_lock(\(key))" : "SELECT pg_try_advisory_xact_lock(\(key))"
+        case .sqlite: nil
+        }
+    }
+
     func parameter(_ number: Int) -> String {
         switch self {
         case .postgres: "$\(number)"
