@@ -111,22 +111,6 @@ public struct PostgresStore: SyncStore {
         }
     }
 
-    public func databaseID() async throws -> String { try await MetaStatements(self).databaseID() }
-
-    public func servedModel() async throws -> String? { try await MetaStatements(self).servedModel() }
-
-    public func recordModel(_ normalized: String, generations: String?, expected: RecordedModel) async throws -> Bool {
-        try await MetaStatements(self).recordModel(normalized, generations: generations, expected: expected)
-    }
-
-    public func rewriteBodies(collection: String, _ transform: @escaping @Sendable (String) -> String?) async throws -> Int {
-        try await MetaStatements(self).rewriteBodies(collection: collection, transform)
-    }
-
-    public func modelGenerations() async throws -> String? { try await MetaStatements(self).modelGenerations() }
-
-    public func rotateDatabaseID() async throws -> String { try await MetaStatements(self).rotateDatabaseID() }
-
     /// Ready means writable: a server that failed over to a read-only standby answers 503 like one that is gone.
     public func ping() async throws {
         let standby = try await guarded {

@@ -120,22 +120,6 @@ public struct SQLiteStore: SyncStore {
         }
     }
 
-    public func databaseID() async throws -> String { try await MetaStatements(self).databaseID() }
-
-    public func servedModel() async throws -> String? { try await MetaStatements(self).servedModel() }
-
-    public func recordModel(_ normalized: String, generations: String?, expected: RecordedModel) async throws -> Bool {
-        try await MetaStatements(self).recordModel(normalized, generations: generations, expected: expected)
-    }
-
-    public func rewriteBodies(collection: String, _ transform: @escaping @Sendable (String) -> String?) async throws -> Int {
-        try await MetaStatements(self).rewriteBodies(collection: collection, transform)
-    }
-
-    public func modelGenerations() async throws -> String? { try await MetaStatements(self).modelGenerations() }
-
-    public func rotateDatabaseID() async throws -> String { try await MetaStatements(self).rotateDatabaseID() }
-
     /// Reads a row of the database file (a bare `SELECT 1` would not touch it).
     public func ping() async throws {
         _ = try await read { db in try Int64.fetchOne(cached: db, sql: "SELECT count(*) FROM syncapi_meta") }

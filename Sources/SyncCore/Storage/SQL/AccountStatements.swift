@@ -1,10 +1,10 @@
 /// Families, accounts, tokens, identities and login throttling, written once for both backends: each store's
 /// `AccountStore` methods call these on itself (the session lookup aside, which each backend keeps as its hottest
 /// read).
-package struct AccountStatements<Executor: SQLExecutor>: Sendable {
-    package let executor: Executor
+package struct AccountStatements: Sendable {
+    package let executor: any SQLExecutor
 
-    package init(_ executor: Executor) { self.executor = executor }
+    package init(_ executor: any SQLExecutor) { self.executor = executor }
 
     package func createFamily(id: String, name: String, familyItem: RowWrite?, account: NewAccount, nowMs: Int64) async throws {
         try await executor.inSQLTransaction { c in

@@ -1,9 +1,9 @@
 /// Spaces, memberships and invitations (protocol §15), written once for both backends. Every change of a membership
 /// revokes the cached sessions it affects at its commit, on every instance.
-package struct SpaceStatements<Executor: SQLExecutor>: Sendable {
-    package let executor: Executor
+package struct SpaceStatements: Sendable {
+    package let executor: any SQLExecutor
 
-    package init(_ executor: Executor) { self.executor = executor }
+    package init(_ executor: any SQLExecutor) { self.executor = executor }
 
     package func createSpace(id: String, name: String, familyItem: RowWrite?, ownerID: String, nowMs: Int64, limits: SpaceLimits) async throws {
         try await executor.inSQLTransaction { c in
