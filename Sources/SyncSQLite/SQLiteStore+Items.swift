@@ -50,17 +50,11 @@ extension SQLiteStore: ItemExecutor {
         }
     }
 
-    /// One statement (`PageStatementSQL`), straight on the reader's thread.
     public func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
-        try await read { db in
-            guard let rows = try SQLiteItemStatements(db: db).pageSync(familyID: familyID, query: query, since: since) else {
-                throw SyncError.unauthorized
-            }
-            return rows
-        }
+        try await readPageSync(familyID: familyID, query: query, since: since)
     }
 
     public func page(familyID: String, query: PageQuery) async throws -> PageRows? {
-        try await read { db in try SQLiteItemStatements(db: db).page(familyID: familyID, query: query) }
+        try await readPage(familyID: familyID, query: query)
     }
 }

@@ -57,8 +57,7 @@ extension ItemExecutor {
         }
     }
 
-    /// Everything a paginated sync decides from (protocol §4), in one snapshot, read step by step: the reference that
-    /// the tests hold the one statement of both backends to (`PageStatementSQL`), which is what requests run.
+    /// Everything a paginated sync decides from (protocol §4), in one snapshot.
     package func readPageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
         try await inSnapshot { statements in
             guard let family = try await statements.family(familyID, lock: false) else { throw SyncError.unauthorized }
@@ -105,8 +104,7 @@ extension ItemExecutor {
         }
     }
 
-    /// The live items below the anchor with their children, in one snapshot; nil when the anchor never existed. The
-    /// reference for `PageStatementSQL.page`, as `readPageSync` is for its sync.
+    /// The live items below the anchor with their children, in one snapshot; nil when the anchor never existed.
     package func readPage(familyID: String, query: PageQuery) async throws -> PageRows? {
         try await inSnapshot { statements in
             var bound: AnchorBound?

@@ -24,8 +24,6 @@ package protocol ItemStatements {
     func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta?
     /// Every live top-level row of `collection` as `/verify` digests it, sorted by id (byte order), one at a time.
     func verifyRows(familyID: String, collection: String, _ each: @Sendable (VerifyRow) -> Void) async throws
-    /// (The three reads below serve the step-by-step reference of a page, `readPageSync` and `readPage`.)
-    ///
     /// Live items of a page's list (its tag filter applied) in sort order, newest first unless `oldestFirst`, at most
     /// `limit`: only those changed after `changedAfter` when given, only those placed as `bound` says when given. With
     /// a `budget`, bodies past it are withheld as they are read (`PageBytes`).
