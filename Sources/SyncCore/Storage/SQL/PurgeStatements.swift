@@ -1,54 +1,15 @@
-/// The purges of old data, written once for both backends: each batch a short transaction that takes the locks a
-/// write of its space takes, in the same order, so a purge waits for writers, never the other way round.
+/// The purge of emptied spaces, written once for both backends: each batch a short transaction that takes the lock a
+/// write of its space takes, so a purge waits for writers, never the other way round. (The tombstone purge is each
+/// backend's own: SQLite walks its tombstone index across families, PostgreSQL goes family by family.)
 package struct PurgeStatements: Sendable {
     package let executor: any SQLExecutor
 
     package init(_ executor: any SQLExecutor) { self.executor = executor }
 
-    /// The advisory lock key of the tombstone purge (the migration takes 7311562).
-    static var tombstoneLockKey: Int64 { 7_311_563 }
     /// Rows deleted per transaction.
     package static var batch: Int { 500 }
     /// A purge is a background job, not a request: each batch may take longer than a request's deadline.
     static var batchLimit: Duration { .seconds(3600) }
-
-    /// Deletes tombstones modified before `cutoffMs` and raises each family's horizon past the versions it deleted
-    /// (protocol §8), family by family. One instance purges at a time: another holding the lock is purging, and its
-    /// purge covers this one.
-    package func purgeTombstones(cutoffMs: Int64) async throws -> Int {
-        let families = try await executor.inSQLStatements(writes: false, within: Self.batchLimit) { c in
-            try await c.rows("SELECT DISTINCT family_id FROM items WHERE deleted AND modified_ms < \(cutoffMs) ORDER BY family_id")
-                .map { $0.text(0) }
-        }
-        var total = 0
-        for family in families {
-            while true {
-                let purged = try await executor.inSQLTransaction(within: Self.batchLimit) { c -> Int? in
-                    if let lock = c.dialect.exclusiveLock(Self.tombstoneLockKey, wait: false) {
-                        guard try await c.row(lock)?.bool(0) == true else { return nil }
-                    }
-                    // The family row first, as writers do.
-                    try await c.execute("SELECT 1 FROM families WHERE id = \(family)\(.forUpdate)")
-                    let versions = try await c.rows(
-                        """
-                        DELETE FROM items WHERE (family_id, collection, parent_id, id) IN (
-                          SELECT family_id, collection, parent_id, id FROM items
-                          WHERE family_id = \(family) AND deleted AND modified_ms < \(cutoffMs) LIMIT \(Self.batch))
-                        RETURNING version
-                        """
-                    ).map { $0.int(0) }
-                    if let newest = versions.max() {
-                        try await c.execute("UPDATE families SET horizon = \(.greatest)(horizon, \(newest)) WHERE id = \(family)")
-                    }
-                    return versions.count
-                }
-                guard let purged else { return total }
-                total += purged
-                if purged < Self.batch { break }
-            }
-        }
-        return total
-    }
 
     /// Deletes spaces whose last member left before `cutoffMs` with their data (protocol §15), items in batches, each
     /// batch checking again that the space is still empty (a join or a write can then meet no half-deleted space).

@@ -140,10 +140,6 @@ extension SharedSQLStore {
         try await MetaStatements(statementExecutor.executor).rewriteBodies(collection: collection, transform)
     }
 
-    public func purgeTombstones(cutoffMs: Int64) async throws -> Int {
-        try await PurgeStatements(statementExecutor.executor).purgeTombstones(cutoffMs: cutoffMs)
-    }
-
     public func purgeEmptiedSpaces(cutoffMs: Int64) async throws -> Int {
         try await PurgeStatements(statementExecutor.executor).purgeEmptiedSpaces(cutoffMs: cutoffMs)
     }
