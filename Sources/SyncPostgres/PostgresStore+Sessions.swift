@@ -3,7 +3,7 @@ import Logging
 import PostgresNIO
 import SyncCore
 
-/// PostgreSQL's accounts, spaces, meta and purges are the statements it shares with SQLite (`SharedSQLStore`); the
+/// PostgreSQL's accounts, spaces, meta, expiry and emptied-space purges are the statements it shares with SQLite (`SharedSQLStore`); the
 /// session lookup is its own, a prepared statement (every request whose token is not cached runs it).
 extension PostgresStore: SharedSQLStore {
     public var statementExecutor: StatementExecutor { StatementExecutor(self) }

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import SyncCore
 
-/// SQLite's accounts, spaces, meta and purges are the statements it shares with PostgreSQL (`SharedSQLStore`); the
+/// SQLite's accounts, spaces, meta, expiry and emptied-space purges are the statements it shares with PostgreSQL (`SharedSQLStore`); the
 /// session lookup is its own, and so is the revocation of cached sessions after a commit.
 extension SQLiteStore: SharedSQLStore {
     public var statementExecutor: StatementExecutor { StatementExecutor(self) }

@@ -1,7 +1,7 @@
 /// A store whose accounts, spaces, meta and purges are the statements shared by the backends (`AccountStatements`,
 /// `SpaceStatements`, `MetaStatements`, `PurgeStatements`): its methods of those roles are written here once, for
 /// every backend that lends its connections to them (`statementExecutor`). A backend writes only what it keeps its
-/// own: the session lookup, migrations, the readiness ping.
+/// own: the session lookup, migrations, the readiness ping and the tombstone purge.
 public protocol SharedSQLStore: AccountStore, SpaceStore, SchemaStore, MaintenanceStore {
     /// How the shared statements reach this store's database.
     var statementExecutor: StatementExecutor { get }
