@@ -162,14 +162,17 @@ package struct AccountStatements: Sendable {
     }
 
     package func forgiveLoginAttempt(resetKey: String?, uncountKeys: [String]) async throws {
-        let keys = ([resetKey].compactMap { $0 } + uncountKeys).sorted()
         let reset = resetKey ?? ""  // no key is empty
-        try await executor.inSQLStatements(writes: true) { c in
-            try await c.execute(
-                """
-                UPDATE login_throttle SET attempts = CASE WHEN key = \(reset) THEN 0 ELSE \(.greatest)(attempts - 1, 0) END
-                WHERE key\(isAnyOf: keys)
-                """)
+        try await executor.inSQLTransaction { c in
+            // One key at a time, in the order `countLoginAttempt` locks them: a multi-row update locks its rows in the
+            // table's order and deadlocked with concurrent counts on PostgreSQL.
+            for key in Set([resetKey].compactMap { $0 } + uncountKeys).sorted() {
+                try await c.execute(
+                    """
+                    UPDATE login_throttle SET attempts = CASE WHEN key = \(reset) THEN 0 ELSE \(.greatest)(attempts - 1, 0) END
+                    WHERE key = \(key)
+                    """)
+            }
         }
     }
 
