@@ -7,7 +7,7 @@ package struct PurgeStatements: Sendable {
     package init(_ executor: any SQLExecutor) { self.executor = executor }
 
     /// Rows deleted per transaction.
-    package static var batch: Int { 500 }
+    static var batch: Int { 500 }
     /// A purge is a background job, not a request: each batch may take longer than a request's deadline.
     static var batchLimit: Duration { .seconds(3600) }
 

@@ -1,5 +1,5 @@
 /// One backend connection, lent for one transaction or one statement, as the statements shared by both backends see
-/// it (`AccountStatements`, `SpaceStatements`).
+/// it (`AccountStatements`, `SpaceStatements`, `MetaStatements`, `PurgeStatements`).
 package protocol SQLConnection: Sendable {
     associatedtype Items: ItemStatements
 
@@ -33,11 +33,6 @@ package struct SQLRow: Sendable {
     package func text(_ column: Int) -> String {
         if case .text(let text) = values[column] { return text }
         return ""
-    }
-
-    package func optionalText(_ column: Int) -> String? {
-        if case .text(let text) = values[column] { return text }
-        return nil
     }
 
     package func int(_ column: Int) -> Int64 {
