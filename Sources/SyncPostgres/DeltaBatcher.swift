@@ -183,7 +183,7 @@ final class DeltaBatcher: Service, Sendable {
             }
         }
         var counters = [FamilyCounter?](repeating: nil, count: calls.count)
-        var items = calls.map { DeltaRows(since: $0.since) }
+        var items = calls.map { _ in DeltaRows() }
         for try await (call, fv, fh, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in try await conn.run(
             statement, prepared: prepared, logger: logger)
         {

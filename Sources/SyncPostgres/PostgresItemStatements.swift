@@ -131,7 +131,7 @@ package struct PostgresItemStatements: ItemStatements {
                     prepared: prepared, logger: logger)
             }
         var counter: FamilyCounter?
-        var items = DeltaRows(since: since)
+        var items = DeltaRows()
         for try await (fv, fh, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in rows {
             counter = FamilyCounter(version: fv, horizon: fh)
             if let collection, let id, let iv, let deleted {

@@ -35,7 +35,7 @@ extension PostgresStore {
                 limit: Int64(limit) + 1),
             prepared: prepared, logger: logger)
         var counter: (version: Int64, horizon: Int64)?
-        var items = requests.map { DeltaRows(since: $0.since) }
+        var items = requests.map { _ in DeltaRows() }
         var count = 0
         // Read to the end (one row past the limit at most), so the pinned connection is left with nothing pending.
         for try await (call, version, horizon, collection, id, itemVersion, deleted, body, sortMs, sortVersion, tag) in rows {

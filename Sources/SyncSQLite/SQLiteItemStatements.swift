@@ -109,7 +109,7 @@ package struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
     /// The counter, then one statement per collection, in the caller's read transaction (one snapshot).
     package func delta(familyID: String, collections: [String], since: Int64?) throws -> Delta? {
         guard let family = try family(familyID, lock: false) else { return nil }
-        var rows = DeltaRows(since: since)
+        var rows = DeltaRows()
         for collection in collections {
             let cursor = try Row.fetchCursor(
                 db.cachedStatement(sql: Self.deltaSQL), arguments: [familyID, collection, since ?? 0, since != nil])

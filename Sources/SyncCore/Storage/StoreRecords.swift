@@ -135,8 +135,8 @@ public struct Delta: Sendable {
     public let horizon: Int64
     /// Changed rows (live items and tombstones) by collection, oldest change first; empty when `overflowed`.
     public let rows: [String: [StoredItem]]
-    /// The changed rows held more than `Delta.byteBudget`: none were kept, and the caller answers the whole list,
-    /// streamed (a delta is built whole, so its memory must be bounded whatever the date).
+    /// The changed rows (every live row, without a date) held more than `Delta.byteBudget`: none were kept, and the
+    /// caller answers the whole list, streamed (a delta is built whole, so its memory must be bounded whatever the date).
     public let overflowed: Bool
 
     /// The most bytes of changed rows a delta holds: past it, a full list streamed from a cursor is cheaper to hold.
@@ -151,20 +151,19 @@ public struct Delta: Sendable {
 }
 
 /// A delta's rows as a statement returns them, kept while their bytes stay within `Delta.byteBudget`: the one fold
-/// of delta rows, whichever statement read them. A dateless read (`since` nil: `/verify`, a singletons' bundle) is
-/// every live row, asked for whole: it has no budget.
+/// of delta rows, whichever statement read them. A dateless read (`since` nil: a bundle's first sync) is bounded the
+/// same way: past the budget its caller streams the rows from a cursor instead.
 package struct DeltaRows {
     package private(set) var rows: [String: [StoredItem]] = [:]
     package private(set) var bytes = 0
     package private(set) var overflowed = false
-    package let budgeted: Bool
 
-    package init(since: Int64?) { budgeted = since != nil }
+    package init() {}
 
     package mutating func append(_ item: StoredItem, to collection: String) {
         guard !overflowed else { return }
         bytes += (item.body?.utf8.count ?? 0) + item.id.utf8.count + 16
-        guard !budgeted || bytes <= Delta.byteBudget else {
+        guard bytes <= Delta.byteBudget else {
             overflowed = true
             rows = [:]
             return

@@ -128,7 +128,7 @@ public protocol ItemReads: Sendable {
     /// from the same snapshot.
     func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64
     /// Top-level rows of `collections` changed after `since` (tombstones included), or every live row when `since`
-    /// is nil, read in one snapshot with the family's counter.
+    /// is nil, read in one snapshot with the family's counter; none, `overflowed`, past `Delta.byteBudget`.
     func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta
     /// The rows of a paginated sync (protocol §4) after `since` (nil: no date), in one snapshot.
     func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows

@@ -1,25 +1,3 @@
-/// What a bundle endpoint answers (protocol §5): its family-scoped singletons, its lists (with the accounts' public
-/// profiles when it has a family-scoped singleton), its account-scoped singletons, and the collections its delta reads.
-struct BundleLayout {
-    let familyScoped: [CollectionSpec]
-    /// (answer key, collection read) of each list.
-    let listKeys: [(String, String)]
-    let accountScoped: [CollectionSpec]
-    /// The collections of the bundle's one delta, in answer order.
-    let names: [String]
-
-    /// `accountID`: the caller, whose own items a list private to each account reads.
-    init?(_ endpoint: String, _ registry: CollectionRegistry, accountID: String) {
-        guard let bundle = registry.bundles.first(where: { $0.endpoint == endpoint })?.collections else { return nil }
-        familyScoped = bundle.filter { $0.kind == .singleton(perAccount: false) }
-        accountScoped = bundle.filter { $0.kind == .singleton(perAccount: true) }
-        var listKeys = bundle.filter { $0.kind == .fullList }.map { ($0.name, $0.storageName(for: accountID)) }
-        if !familyScoped.isEmpty { listKeys.append(("accounts", Collections.accountsKey)) }
-        self.listKeys = listKeys
-        names = familyScoped.map(\.name) + listKeys.map(\.1) + accountScoped.map(\.name)
-    }
-}
-
 extension SyncEngine {
     /// The first `delta` call each of these sync calls (endpoint, date) makes, computed as its handler computes it: a
     /// full list's delta after an answerable date, a bundle's delta. Calls of other endpoints, and dates that do not
@@ -43,55 +21,6 @@ extension SyncEngine {
             requests.append(DeltaRequest(familyID: session.familyID, collections: names, since: since))
         }
         return requests
-    }
-
-    /// The changes of `collections` after `since`; when that position cannot be answered exactly (never reached, or
-    /// older than purged tombstones) or its changes are more than a delta holds, every live row instead, with nil as
-    /// the position answered.
-    func answerableDelta(_ session: Session, collections: [String], since: Int64?) async throws -> (Delta, Int64?) {
-        let delta = try await reads.delta(familyID: session.familyID, collections: collections, since: since)
-        guard let position = since, position > delta.version || position < delta.horizon || delta.overflowed else { return (delta, since) }
-        return (try await reads.delta(familyID: session.familyID, collections: collections, since: nil), nil)
-    }
-
-    /// An endpoint that answers singletons and lists together (protocol §5, §12: the family app's `familysync`):
-    /// the family-scoped singleton, the lists, the accounts' public profiles (with a family-scoped singleton), then
-    /// the account-scoped singleton (the caller's own), changed since the date, from one snapshot. A singleton is
-    /// `null` when unchanged since the date.
-    public func bundleSync(_ session: Session, endpoint: String, date: String?, ifNoneMatch: String?) async throws -> SyncAnswer {
-        guard let layout = BundleLayout(endpoint, collections, accountID: session.accountID) else { throw SyncError.notFound() }
-        for name in layout.names {
-            if let spec = collections.named(String(CollectionSpec.publicName(name))) { try Self.requireRead(session, spec) }
-        }
-        let (familyScoped, listKeys, accountScoped, names) = (layout.familyScoped, layout.listKeys, layout.accountScoped, layout.names)
-        let (delta, since) = try await answerableDelta(session, collections: names, since: try await position(date, session, for: names))
-        let date = try await token(delta.version, session)
-        if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
-        var writer = JSONWriter(capacity: 1024)
-        writer.raw("{\"date\":")
-        writer.string(date)
-        writer.raw(since == nil ? ",\"sync\":false" : ",\"sync\":true")
-        for singleton in familyScoped {
-            writer.raw(",\"\(singleton.name)\":")
-            writer.raw(delta.rows[singleton.name]?.first { $0.id == session.familyID }?.live?.body ?? "null")
-        }
-        for (name, key) in listKeys {
-            let rows = delta.rows[key] ?? []
-            writer.raw(",\"\(name)\":{\"updated\":[")
-            for (index, row) in rows.filter({ !$0.deleted }).enumerated() {
-                if index > 0 { writer.raw(",") }
-                writer.raw(row.body ?? "null")
-            }
-            writer.raw("],\"deleted\":")
-            writer.value(.array(rows.filter(\.deleted).map { .string($0.id) }))
-            writer.raw("}")
-        }
-        for singleton in accountScoped {
-            writer.raw(",\"\(singleton.name)\":")
-            writer.raw(delta.rows[singleton.name]?.first { $0.id == session.accountID }?.live?.body ?? "null")
-        }
-        writer.raw("}")
-        return SyncAnswer(date: date, .whole(writer.bytes))
     }
 
     /// `GET /ctcsync`, `/evtsync`, `/plcsync` (protocol §3).

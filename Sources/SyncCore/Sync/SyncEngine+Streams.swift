@@ -48,25 +48,25 @@ extension SyncEngine {
     }
 }
 
-/// `{"date":…,"sync":false,"updated":[…],"deleted":[]}` in chunks of about `chunkBytes`, as rows arrive: each
-/// row's stored body is copied once, from the database's bytes into the chunk that is written to the socket.
-struct FullListChunks {
+/// JSON in chunks of about `chunkBytes`, as rows arrive: each row's stored body is copied once, from the database's
+/// bytes into the chunk that is written to the socket.
+struct JSONChunks {
     static let chunkBytes = 32 * 1024
     private var chunk = Self.newChunk()
     private var first = true
 
-    init(date: String) {
-        var head = JSONWriter(capacity: 96)
-        head.raw("{\"date\":")
-        head.string(date)
-        head.raw(",\"sync\":false,\"updated\":[")
-        chunk.writeBytes(head.bytes)
-    }
-
     private static func newChunk() -> ByteBuffer { ByteBufferAllocator().buffer(capacity: chunkBytes + 4096) }
 
-    /// Adds rows; returns the chunks of about `chunkBytes` that are ready (a page of large rows makes several, so a
-    /// chunk never holds more than `chunkBytes` and one row).
+    /// Appends JSON text as it is.
+    mutating func raw(_ bytes: [UInt8]) { chunk.writeBytes(bytes) }
+
+    mutating func raw(_ text: StaticString) { chunk.writeStaticString(text) }
+
+    /// The next row added is the first element of a new array.
+    mutating func beginArray() { first = true }
+
+    /// Adds rows, as elements of the array being written; returns the chunks of about `chunkBytes` that are ready (a
+    /// page of large rows makes several, so a chunk never holds more than `chunkBytes` and one row).
     mutating func add(_ bodies: LiveBodies) -> [ByteBuffer] {
         var ready: [ByteBuffer] = []
         for body in bodies {
@@ -81,10 +81,33 @@ struct FullListChunks {
         return ready
     }
 
+    /// What is left to send.
+    mutating func rest() -> ByteBuffer {
+        defer { chunk = Self.newChunk() }
+        return chunk
+    }
+}
+
+/// `{"date":…,"sync":false,"updated":[…],"deleted":[]}` in chunks of about `JSONChunks.chunkBytes`, as rows arrive.
+struct FullListChunks {
+    static let chunkBytes = JSONChunks.chunkBytes
+    private var chunks = JSONChunks()
+
+    init(date: String) {
+        var head = JSONWriter(capacity: 96)
+        head.raw("{\"date\":")
+        head.string(date)
+        head.raw(",\"sync\":false,\"updated\":[")
+        chunks.raw(head.bytes)
+    }
+
+    /// Adds rows; returns the chunks that are ready.
+    mutating func add(_ bodies: LiveBodies) -> [ByteBuffer] { chunks.add(bodies) }
+
     /// The last chunk.
     mutating func end() -> ByteBuffer {
-        chunk.writeStaticString("],\"deleted\":[]}")
-        return chunk
+        chunks.raw("],\"deleted\":[]}")
+        return chunks.rest()
     }
 }
 

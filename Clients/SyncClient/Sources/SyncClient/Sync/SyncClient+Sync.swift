@@ -235,9 +235,10 @@ struct SubAnswerUnauthorized: Error {}
 extension SyncClient {
     /// Applies a sync group's answer (`{"responses": [{"id", "status", "headers", "body"}, …]}`) as `reader` reads
     /// it, inside the caller's transaction, with the same result as `applySync`: the list answers are applied as
-    /// their items arrive; the paginated lists and the bundles, bounded by their page sizes, are decoded whole and
-    /// applied after them; then the dates are checked and the new date stored. Throws (applying nothing) when an
-    /// answer failed or does not decode; once one failed, the bodies after it are only skipped.
+    /// their items arrive; the paginated lists (bounded by their page sizes) and the bundles (whose lists are not, so
+    /// `answerMaxBytes` bounds them) are decoded whole and applied after them; then the dates are checked and the new
+    /// date stored. Throws (applying nothing) when an answer failed or does not decode; once one failed, the bodies
+    /// after it are only skipped.
     static func applyStreamedSync(_ db: Database, _ endpoints: [SyncEndpoint], _ reader: inout JSONByteReader) throws -> StreamedSync {
         // Each collection's stamp moves once, at its first row, not once per row (an update per row cost about 0.5 s
         // per 100,000 rows, by the helper's measurement); collections the sync leaves alone do not move.
