@@ -66,6 +66,20 @@ struct UnitTests {
         #expect(digests["events"] == VerifyAnswer.List(count: 0, digest: SHA256.hex([])))
     }
 
+    @Test("an event stream is opened again after its retry hint, never sooner than a second, never later than the cap")
+    func reconnectDelay() {
+        let delay = { (failures: Int, hint: Duration?, backoff: Duration) in
+            SyncClient.reconnectDelay(failures: failures, serverRetry: hint, backoff: backoff, maximum: .seconds(30))
+        }
+        // A server that ends its stream and says `retry: 0` (or a proxy that closes at once) is not called in a loop.
+        #expect(delay(0, .zero, .milliseconds(300)) == .seconds(1))
+        #expect(delay(0, nil, .milliseconds(300)) == .seconds(1))
+        #expect(delay(0, .seconds(2), .milliseconds(300)) == .seconds(2))
+        #expect(delay(3, .seconds(2), .seconds(5)) == .seconds(5))
+        #expect(delay(3, .seconds(90), .seconds(5)) == .seconds(30))
+        #expect(SyncClient.reconnectDelay(failures: 0, serverRetry: .zero, backoff: .zero, maximum: .zero) == .seconds(1))
+    }
+
     @Test("backoff: exponential, capped, jittered, never before Retry-After")
     func backoff() {
         let policy = RetryPolicy(baseDelay: .milliseconds(100), maximumDelay: .seconds(1), random: { 1 })

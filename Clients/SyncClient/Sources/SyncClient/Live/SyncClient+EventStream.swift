@@ -16,7 +16,7 @@ extension SyncClient {
     /// all-spaces stream (§15) share it. Each connection asks `request` for its URL and extra headers, then hands the
     /// events of each piece that arrives to `handle`. The stream is opened again when it ends or fails: after the
     /// server's `retry:` hint when it ended by itself, else with the retry policy's backoff (never shorter than the
-    /// hint), at most `liveMaximumBackoff` either way. `handle` throwing counts as a failed connection. A 401 ends the
+    /// hint), at least `minimumReconnectDelay` and at most `liveMaximumBackoff` either way. `handle` throwing counts as a failed connection. A 401 ends the
     /// session (`sessionEnded()`) and the loop. A refusal is retried like a failure unless `refusalEnds`.
     func followEventStream(
         refusalEnds: Bool = false,
@@ -61,10 +61,23 @@ extension SyncClient {
                     "stream dropped", metadata: SyncClientError.wrapping(error).logMetadata.merging(["failures": "\(failures)"]) { a, _ in a })
             }
             let backoff = configuration.retryPolicy.delay(after: min(failures, 8), retryAfter: nil)
-            let delay = failures == 0 ? (serverRetry ?? backoff) : max(backoff, serverRetry ?? .zero)
-            try? await Task.sleep(for: min(delay, configuration.liveMaximumBackoff))
+            try? await Task.sleep(
+                for: Self.reconnectDelay(failures: failures, serverRetry: serverRetry, backoff: backoff, maximum: configuration.liveMaximumBackoff))
         }
         return .cancelled
+    }
+
+    /// The shortest wait before an event stream is opened again, whatever the server's `retry:` says: a server or a
+    /// proxy that answers 200 and closes at once, with `retry: 0`, would otherwise be called again and again with no
+    /// pause, at the cost of the phone's battery and the server's load.
+    static let minimumReconnectDelay: Duration = .seconds(1)
+
+    /// How long to wait before the stream is opened again: after a stream the server ended, its `retry:` hint (the
+    /// backoff when it gave none); after failures, the backoff, never shorter than the hint; never shorter than
+    /// `minimumReconnectDelay`, never longer than `maximum`.
+    static func reconnectDelay(failures: Int, serverRetry: Duration?, backoff: Duration, maximum: Duration) -> Duration {
+        let delay = failures == 0 ? (serverRetry ?? backoff) : max(backoff, serverRetry ?? .zero)
+        return min(max(delay, minimumReconnectDelay), max(maximum, minimumReconnectDelay))
     }
 
     /// The first bytes of a refusal's body (its problem details), at most `limit`.
