@@ -8,13 +8,12 @@ struct AuthMiddleware: RouterMiddleware {
     let accounts: AccountService
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        // A sub-request of `POST /group` carries the group's session. A read keeps it: a lookup inside the group's
-        // snapshot could read a token that a logout has deleted since. A write runs alone, outside any snapshot, and
-        // checks the token again (from the session cache, which a revocation on any instance empties): a write after a
-        // slow first answer never lands once the account is deleted or logged out.
-        // A sub-request's space is resolved again from the (re-checked) account by `SpaceMiddleware` when its URL names one.
+        // A sub-request of `POST /group` checks the group's token again (from the session cache, which a revocation on
+        // any instance empties; the lookup reads the database as it is, never the group's snapshot): a write after a
+        // slow first answer never lands, and a read after it answers nothing, once the account is deleted, logged out
+        // or removed from the space. A sub-request's space is resolved again from the re-checked account by
+        // `SpaceMiddleware` when its URL names one.
         if context.isSubrequest, let principal = context.principal {
-            guard request.method != .get else { return try await next(request, context) }
             guard let token = Self.bearerToken(request), let fresh = try await accounts.authenticate(token: token),
                 fresh.accountID == principal.accountID
             else {
