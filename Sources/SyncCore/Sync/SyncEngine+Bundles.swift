@@ -81,35 +81,15 @@ extension SyncEngine {
             if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
             return SyncAnswer(date: date, .cursor { emit in try await Self.writeBundle(layout, session, date: date, from: snapshot, emit) })
         }
-        let identity = try await databaseIdentity()
-        // Its place in the budget of snapshot holders, given back once the rows are read, before the answer ends.
-        let lease = try await snapshots.lease(for: session)
-        let stream = AnswerStream(producerStallLimit: streamDeadline)
-        lease.track(stream)
         let store = self.store
         let familyID = session.familyID
-        stream.produce(on: producers) {
-            defer { lease.release() }
-            do {
-                try await store.withReadSnapshot { snapshot in
-                    let date = identity.token(familyID: familyID, version: try await snapshot.version(familyID: familyID))
-                    stream.setDate(date)
-                    try await Self.writeBundle(layout, session, date: date, from: snapshot) { try await stream.send($0) }
-                }
-                lease.release()
-                stream.finish()
-            } catch {
-                lease.release()
-                stream.finish(throwing: error)
+        return try await streamedAnswer(session, ifNoneMatch: ifNoneMatch) { stream, identity in
+            try await store.withReadSnapshot { snapshot in
+                let date = identity.token(familyID: familyID, version: try await snapshot.version(familyID: familyID))
+                stream.setDate(date)
+                try await Self.writeBundle(layout, session, date: date, from: snapshot) { try await stream.send($0) }
             }
         }
-        // The date comes with the snapshot: a pool that cannot give a connection within the deadline is a 503.
-        let date = try await stream.date(within: streamDeadline)
-        if Self.matches(ifNoneMatch, date: date) {
-            stream.cancel()
-            return SyncAnswer(date: date, .notModified)
-        }
-        return SyncAnswer(date: date, .stream(stream))
     }
 
     /// The bytes of a bundle's `sync: false` answer at `date`, read from `snapshot` and handed to `emit` chunk by

@@ -8,30 +8,41 @@ extension SyncEngine {
     /// stops reading (`AnswerStream`'s stall limit), so an answer dropped by the request deadline never holds the
     /// database.
     func streamedFullList(_ session: Session, _ collection: CollectionSpec, ifNoneMatch: String?) async throws -> SyncAnswer {
+        let store = self.store
+        let familyID = session.familyID
+        return try await streamedAnswer(session, ifNoneMatch: ifNoneMatch) { stream, identity in
+            let encoder = FullListEncoder(stream: stream)
+            try await store.streamLiveRows(
+                familyID: familyID, collection: collection.storageName(for: session.accountID),
+                start: { version in
+                    let date = identity.token(familyID: familyID, version: version)
+                    encoder.start(date: date)
+                    stream.setDate(date)
+                },
+                page: { bodies in try await encoder.add(bodies) })
+            try await encoder.end()
+        }
+    }
+
+    /// An answer written by a producer, a child task of the `producers` service, that holds a place in the budget of
+    /// snapshot holders while it reads: `read` sets the stream's date, from its snapshot, before it sends any chunk.
+    /// The place is given back once `read` returned, always before the answer ends: a client that sends its next
+    /// request the moment it has read this answer must find it free (given back just after the end, a reader of the
+    /// account could be quicker: one 429 in a clean-clone CI run, OutageTests).
+    func streamedAnswer(
+        _ session: Session, ifNoneMatch: String?,
+        _ read: @escaping @Sendable (AnswerStream, DatabaseIdentityValue) async throws -> Void
+    ) async throws -> SyncAnswer {
         let identity = try await databaseIdentity()
         // Its place in the budget of snapshot holders, given back when the producer ends, however it ends.
         let lease = try await snapshots.lease(for: session)
         let stream = AnswerStream(producerStallLimit: streamDeadline)
         lease.track(stream)
-        let encoder = FullListEncoder(stream: stream)
-        let store = self.store
-        let familyID = session.familyID
         stream.produce(on: producers) {
-            // The place is given back once the rows are read, always before the answer ends: a client that sends its
-            // next request the moment it has read this answer must find it free. Given back just after the end, a
-            // reader of the account could be quicker (one 429 in a clean-clone CI run, OutageTests).
             defer { lease.release() }
             do {
-                try await store.streamLiveRows(
-                    familyID: familyID, collection: collection.storageName(for: session.accountID),
-                    start: { version in
-                        let date = identity.token(familyID: familyID, version: version)
-                        encoder.start(date: date)
-                        stream.setDate(date)
-                    },
-                    page: { bodies in try await encoder.add(bodies) })
+                try await read(stream, identity)
                 lease.release()
-                try await encoder.end()
                 stream.finish()
             } catch {
                 lease.release()
