@@ -8,7 +8,7 @@ public struct AppConfiguration: Sendable {
     /// `database` is a connection pooler in transaction mode (PgBouncer): no named prepared statements, and `LISTEN`
     /// on `listenDatabase`, a direct URL of the same database (required then).
     public var databasePooler = false
-    /// The PostgreSQL pool: its size, and whether it opens whole at start (`serve` does; tests keep it lazy).
+    /// The PostgreSQL pools: `serve`'s, whatever builds the application (tests too).
     public var databasePool = PoolSize()
     public var listenDatabase: DatabaseURL?
     /// PostgreSQL hot standbys of `database` (protocol §13): deltas and page syncs are read there when a standby has

@@ -59,7 +59,7 @@ public struct OpenedStore: Sendable {
     /// - `pooler`: the URL is a connection pooler in transaction mode (PgBouncer): no named prepared statement (a
     ///   pooled server connection may be another one at the next transaction), and `LISTEN`, which needs one session,
     ///   goes to `listen`, a direct URL of the same database, which is then required.
-    /// - `pool`: how many PostgreSQL connections, and whether they all open at start.
+    /// - `pool`: how many PostgreSQL connections, in the statements' pool and the snapshot answers' one.
     /// - `reads`: hot standbys of the database (`--read-database`, protocol §13) for the reads that may go to one,
     ///   left out while lagging more than `readMaxLag`.
     public static func open(
@@ -91,7 +91,7 @@ public struct OpenedStore: Sendable {
             store.usesPreparedStatements = !pooler
             if let snapshotConnections = pool.snapshotConnections {
                 store.snapshotClient = try postgresClient(
-                    url, pool: PoolSize(connections: snapshotConnections, openAtStart: pool.openAtStart), logger: logger)
+                    url, pool: PoolSize(connections: snapshotConnections, snapshotConnections: nil), logger: logger)
             }
             // Behind a pooler with no direct URL there is no LISTEN (`serve` refuses that; `migrate` needs none).
             let writes = store
@@ -116,10 +116,8 @@ public struct OpenedStore: Sendable {
                 guard case .postgres(let host, let port, _, _, _, _) = read else {
                     throw DatabaseURLError("--read-database must be a postgres:// URL")
                 }
-                // Opened whole at start, like the primary's: a pooled connection above the minimum also arms an idle
-                // timer (60 s) each time it parks, whose sleep is held like the keep-alive's (`keepAliveFrequency`).
-                let readClient = try postgresClient(
-                    read, pool: PoolSize(connections: pool.connections, openAtStart: true), logger: logger)
+                // The same pool as the primary's, from the same constructor (`postgresClient`).
+                let readClient = try postgresClient(read, pool: PoolSize(connections: pool.connections, snapshotConnections: nil), logger: logger)
                 var readStore = PostgresStore(
                     client: readClient, logger: logger, timers: timers, deadline: deadline,
                     deltaStatements: PoolSize.deltaStatements(pool.connections))
@@ -142,6 +140,9 @@ public struct OpenedStore: Sendable {
         }
     }
 
+    /// The one constructor of every pool an instance opens (statements, snapshot answers, `LISTEN`, standbys), so that
+    /// what runs in tests is what `serve` runs. No minimum of open connections: PostgresNIO 1.33.2 traps on a lease
+    /// when a database event leaves fewer than a minimum above zero (`PoolSize`).
     package static func postgresClient(_ url: DatabaseURL, pool: PoolSize = PoolSize(), logger: Logger) throws -> PostgresClient {
         guard case .postgres(let host, let port, let username, let password, let database, let requireTLS) = url else {
             throw DatabaseURLError("not a postgres:// URL")
@@ -152,7 +153,8 @@ public struct OpenedStore: Sendable {
         configuration.options.connectTimeout = .seconds(5)
         configuration.options.maximumConnections = pool.connections
         configuration.options.keepAliveBehavior = .init(frequency: PoolSize.keepAliveFrequency)
-        if pool.openAtStart { configuration.options.minimumConnections = pool.connections }
+        configuration.options.minimumConnections = 0
+        configuration.options.connectionIdleTimeout = PoolSize.idleTimeout
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 }

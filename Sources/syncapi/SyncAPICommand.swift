@@ -167,7 +167,7 @@ struct Serve: AsyncParsableCommand {
     var snapshotAnswerMinRate = 64
     @Option(
         help:
-            "PostgreSQL connections for statements, all opened at start (env SYNCAPI_DATABASE_CONNECTIONS; default twice the cores plus 2: about what the database runs at once without a long tail). Snapshot answers have their own pool."
+            "PostgreSQL connections for statements, opened on demand (env SYNCAPI_DATABASE_CONNECTIONS; default twice the cores plus 2: about what the database runs at once without a long tail). Snapshot answers have their own pool."
     )
     var databaseConnections: Int?
     @Option(help: "Most accounts of one family.") var maxAccountsPerFamily = 20
@@ -272,7 +272,7 @@ struct Serve: AsyncParsableCommand {
         configuration.snapshotAnswerPace = SnapshotBudget.Pace(minimumRate: snapshotAnswerMinRate * 1024)
         // Snapshot answers get a pool of their own, as large as their budget: held by slow downloads, they never take
         // a connection from the statements (PostgreSQL; SQLite has no pool).
-        configuration.databasePool = PoolSize(connections: connections, openAtStart: true, snapshotConnections: snapshotAnswers)
+        configuration.databasePool = PoolSize(connections: connections, snapshotConnections: snapshotAnswers)
         configuration.quotas = FamilyQuotas(
             items: maxItemsPerFamily, storedBytes: maxStoredBytesPerFamily, mediaBytes: maxMediaBytesPerFamily)
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }

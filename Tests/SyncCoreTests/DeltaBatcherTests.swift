@@ -92,7 +92,7 @@ struct DeltaBatcherTests {
     static func withOneConnection(_ body: @Sendable (PostgresStore, DeltaBatcher) async throws -> Void) async throws {
         let url = try await Backend.postgres.freshDatabaseURL()
         let opened = try OpenedStore.open(
-            url, deadline: testDeadline, pool: PoolSize(connections: 1, openAtStart: true), timers: testTimers, logger: Logger(label: "test"))
+            url, deadline: testDeadline, pool: PoolSize(connections: 1, snapshotConnections: nil), timers: testTimers, logger: Logger(label: "test"))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }

@@ -56,21 +56,27 @@ public struct DatabaseURLError: Error, CustomStringConvertible, Sendable {
     public init(_ description: String) { self.description = description }
 }
 
-/// The PostgreSQL pool of one instance. `openAtStart` (what `serve` does) keeps every connection open from the start: a
-/// connection opened under load parses and plans its statements for the first time there, which makes its requests the
-/// slowest; connections past the minimum are closed when idle, and reopened by the next burst, so a pool that may
-/// shrink pays that again after each quiet minute.
+/// The PostgreSQL pools of one instance, as `serve` opens them; tests get the same by default (issue 53).
+///
+/// Every pool opens connections on demand and closes one idle for `idleTimeout`: PostgresNIO 1.33.2's pool traps
+/// (`precondition(minimumConcurrentConnections <= stats.active)`) when a lease finds fewer live connections than a
+/// minimum above zero, which is what a database outage leaves, so no pool here has a minimum (docs/decisions.md,
+/// "Pools without a minimum").
 public struct PoolSize: Sendable {
     public var connections: Int
-    public var openAtStart: Bool
     /// Connections of a second pool for snapshot answers only (`PostgresStore.snapshotClient`); nil: none, they
     /// share the first.
     public var snapshotConnections: Int?
-    public init(connections: Int = 20, openAtStart: Bool = false, snapshotConnections: Int? = nil) {
+    public init(connections: Int = PoolSize.defaultConnections, snapshotConnections: Int? = 8) {
         self.connections = connections
-        self.openAtStart = openAtStart
         self.snapshotConnections = snapshotConnections
     }
+
+    /// How long a connection stays open unused. Each time a connection goes back to the pool the pool arms a timer of
+    /// this length, whose cancelled sleep the Swift runtime keeps until its deadline (`keepAliveFrequency`): the memory
+    /// an instance holds grows with it, so it is as short as the keep-alive. The pool keeps what the last seconds of
+    /// load used, and reopens the rest on demand.
+    public static let idleTimeout: Duration = .seconds(5)
 
     /// The default size of the statements' pool: twice the cores plus two (as many statements running at once as the
     /// database can run well, the rest waiting their turn in the pool rather than in the database's scheduler),
