@@ -41,7 +41,8 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
         hub: opened.hub, bodies: bodies, configuration: configuration, logger: logger)
     var app = Application(
         responder: TimeLimitedResponder(
-            inner: router.buildResponder(), limit: configuration.requestTimeLimit, bodyMaxBytes: configuration.bodyMaxBytes,
+            inner: router.buildResponder(), limit: configuration.requestTimeLimit,
+            policies: RoutePolicies(router: router, itemLimit: configuration.bodyMaxBytes),
             bodies: bodies, clientAddress: ClientAddressResolver(trustedProxies: configuration.trustedProxies), timers: timers),
         server: try serverBuilder(configuration),
         configuration: .init(

@@ -10,13 +10,14 @@ import Synchronization
 ///
 /// It wraps the router's responder (not a middleware: the handler must be able to outlive the answer). The body is
 /// read first, whole (at most `bodyMaxBytes`), so the handler never reads the connection after the answer has gone.
-/// `GET /changes` and media uploads are exempt: a live stream is meant to stay open and has caps of its own, and an
+/// `GET /changes` and media uploads, prefixed by a space or not, are exempt (`RoutePolicies`): a live stream is meant to stay open and has caps of its own, and an
 /// upload over a slow link may take long while it moves.
 struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context == AppRequestContext {
     typealias Context = AppRequestContext
     let inner: Inner
     let limit: Duration
-    let bodyMaxBytes: Int
+    /// What each route needs before it runs (streams, body limits), resolved from the request's path.
+    let policies: RoutePolicies
     /// The memory of request bodies being read or held, across every request of the instance.
     let bodies: BodyBudget
     /// Whose share of `bodies` a request takes.
@@ -33,14 +34,15 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
             head.method = .options
             request = Request(head: head, body: request.body)
         }
-        if Self.isStreaming(request) { return try await inner.respond(to: request, context: context) }
+        let policy = policies.policy(method: request.method, path: request.uri.path)
+        if policy.streams { return try await inner.respond(to: request, context: context) }
         var reserved = 0
         // Whose share a body takes: resolved only for a request that has one (reads, most requests, skip it).
         var address: String?
         defer { bodies.release(reserved, address: address) }
         if request.method == .put || request.method == .post || request.method == .patch {
             address = clientAddress.address(request, context)
-            let limit = AccountRoutes.bodyLimit(request.uri.path, itemLimit: bodyMaxBytes)
+            let limit = policy.bodyLimit ?? policies.itemLimit
             do {
                 let declared = request.headers[.contentLength].flatMap(Int.init)
                 if let declared, declared > limit, request.method != .patch { throw SyncError.payloadTooLarge(limit: limit) }
@@ -72,18 +74,6 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
             context.logger.warning("request answered 503: it did not finish within \(limit)")
             return error.response
         }
-    }
-
-    /// `GET /api/v1/changes` and `POST /api/v1/media` (an upload streams to storage as it arrives, bounded by the
-    /// body read timeout and the media size limit), however many slashes separate their segments.
-    static func isStreaming(_ request: Request) -> Bool {
-        // Most requests end in another word: they are told apart without splitting the path.
-        let path = request.uri.path
-        let end = path.utf8.lastIndex { $0 != UInt8(ascii: "/") }
-        guard let end, path.utf8[end] == UInt8(ascii: "s") || path.utf8[end] == UInt8(ascii: "a") else { return false }
-        let segments = path.split(separator: "/")
-        return (request.method == .get && segments.elementsEqual(["api", "v1", "changes"]))
-            || (request.method == .post && segments.elementsEqual(["api", "v1", "media"]))
     }
 }
 

@@ -8,17 +8,8 @@ struct AccountRoutes {
     /// trickled to these unauthenticated routes cost this much each, not the item routes' limit.
     static let bodyMaxBytes = 16 << 10
 
-    /// The account calls' paths.
-    static let paths: Set<Substring> = ["/api/v1/signup", "/api/v1/login", "/api/v1/logout", "/api/v1/password", "/api/v1/accounts"]
-
-    /// The most bytes of body read for a request to `path` (`TimeLimitedResponder` reads bodies before routing): the
-    /// item routes' limit, or an account call's.
-    static func bodyLimit(_ path: String, itemLimit: Int) -> Int {
-        var trimmed = Substring(path)
-        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
-        if trimmed == "/api/v1/token" { return min(itemLimit, tokenBodyMaxBytes) }
-        return paths.contains(trimmed) ? min(itemLimit, bodyMaxBytes) : itemLimit
-    }
+    /// The account calls' paths, under `/api/v1` (`RoutePolicies` gives their routes `bodyMaxBytes`).
+    static let words: Set<Substring> = ["signup", "login", "logout", "password", "accounts"]
 
     /// `POST /token`'s body: an ID token of at most 16 KiB, and a space's name.
     static let tokenBodyMaxBytes = 20 << 10
