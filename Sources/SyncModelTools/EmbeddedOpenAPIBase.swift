@@ -547,7 +547,7 @@ extension DataModel {
              "accounts"
             ],
             "summary": "Delete an account of the family",
-            "description": "By the owner (any account but itself) or by the account itself, whatever space the call addresses and even when the account belongs to no space (an identity account, protocol §14); the family's owner deletes itself only while no one else is in the family. The account can no longer log in, every one of its tokens stops working at once on every instance, and its profile and its account-scoped singleton are deleted (tombstones in the sync answer that carries them). An identity account's next exchange makes a new account.",
+            "description": "By the account itself, whatever space the call addresses and even when the account belongs to no space (an identity account, protocol §14), or by the family's owner for an account made in the family that belongs to it alone and is not an owner there; the family's owner deletes itself only while no one else is in the family. The account can no longer log in, every one of its tokens stops working at once on every instance, and its profile and its account-scoped singleton are deleted (tombstones in the sync answer that carries them). An identity account's next exchange makes a new account.",
             "responses": {
              "204": {
               "description": "Deleted."
@@ -559,7 +559,7 @@ extension DataModel {
               "$ref": "#/components/responses/Unauthorized"
              },
              "403": {
-              "description": "403 `forbidden` for a member deleting another account, or the owner deleting itself while others are in the family.",
+              "description": "403 `forbidden` for a member deleting another account, an owner deleting another owner or an account that belongs to other spaces too (only the account itself deletes those), or the owner deleting itself while others are in the family.",
               "content": {
                "application/problem+json": {
                 "schema": {
@@ -720,6 +720,41 @@ extension DataModel {
              "$ref": "#/components/parameters/SpaceIdPath"
             }
            ],
+           "get": {
+            "operationId": "listInvitations",
+            "tags": [
+             "spaces"
+            ],
+            "summary": "The live invitations of a space (owners)",
+            "description": "Its unused, unexpired invitations, oldest first. Never a code (only its hash is kept); each has an `id` to revoke it by.",
+            "responses": {
+             "200": {
+              "description": "The invitations.",
+              "content": {
+               "application/json": {
+                "schema": {
+                 "type": "array",
+                 "items": {
+                  "$ref": "#/components/schemas/InvitationListed"
+                 }
+                }
+               }
+              }
+             },
+             "401": {
+              "$ref": "#/components/responses/Unauthorized"
+             },
+             "403": {
+              "$ref": "#/components/responses/Forbidden"
+             },
+             "404": {
+              "$ref": "#/components/responses/NoSuchSpace"
+             },
+             "503": {
+              "$ref": "#/components/responses/Unavailable"
+             }
+            }
+           },
            "post": {
             "operationId": "inviteToSpace",
             "tags": [
@@ -766,6 +801,56 @@ extension DataModel {
             }
            }
           },
+          "/api/v1/spaces/{spaceId}/invitations/{invitationId}": {
+           "parameters": [
+            {
+             "$ref": "#/components/parameters/SpaceIdPath"
+            },
+            {
+             "name": "invitationId",
+             "in": "path",
+             "required": true,
+             "description": "An invitation's `id`, as `GET /spaces/{spaceId}/invitations` lists it.",
+             "schema": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 64
+             }
+            }
+           ],
+           "delete": {
+            "operationId": "revokeInvitation",
+            "tags": [
+             "spaces"
+            ],
+            "summary": "Revoke an invitation (owners)",
+            "description": "The code stops working at once; accepting it then answers as an unknown code (404).",
+            "responses": {
+             "204": {
+              "description": "Revoked."
+             },
+             "401": {
+              "$ref": "#/components/responses/Unauthorized"
+             },
+             "403": {
+              "$ref": "#/components/responses/Forbidden"
+             },
+             "404": {
+              "description": "404 `not_found`: no such space among the caller's, or no such invitation in it.",
+              "content": {
+               "application/problem+json": {
+                "schema": {
+                 "$ref": "#/components/schemas/Problem"
+                }
+               }
+              }
+             },
+             "503": {
+              "$ref": "#/components/responses/Unavailable"
+             }
+            }
+           }
+          },
           "/api/v1/invitations/accept": {
            "post": {
             "operationId": "acceptInvitation",
@@ -773,7 +858,7 @@ extension DataModel {
              "spaces"
             ],
             "summary": "Join a space by an invitation code",
-            "description": "A member already in the space keeps its role. Failed codes count against the client address like failed logins (429 past the limit).",
+            "description": "A member already in the space keeps its role. Failed codes count against the client address like failed logins (429 past the limit). An account an owner removed from the space may not use the codes of the space minted before its removal (403 `forbidden`); an owner re-admits it with a new code.",
             "requestBody": {
              "required": true,
              "content": {
@@ -802,7 +887,7 @@ extension DataModel {
               "$ref": "#/components/responses/Unauthorized"
              },
              "403": {
-              "description": "403 `quota_exceeded` when the caller belongs to its most spaces (default 50).",
+              "description": "403 `quota_exceeded` when the caller belongs to its most spaces (default 50); 403 `forbidden` for an account removed from the space after the code was minted.",
               "content": {
                "application/problem+json": {
                 "schema": {
@@ -1553,6 +1638,56 @@ extension DataModel {
              },
              "uses": {
               "type": "integer"
+             }
+            },
+            "additionalProperties": false
+           },
+           "InvitationListed": {
+            "type": "object",
+            "required": [
+             "id",
+             "role",
+             "usesLeft",
+             "createdAt",
+             "expiresAt",
+             "createdBy"
+            ],
+            "properties": {
+             "id": {
+              "type": "string",
+              "description": "The first 16 hex digits of the SHA-256 of the code; names the invitation to revoke it."
+             },
+             "role": {
+              "$ref": "#/components/schemas/Role"
+             },
+             "usesLeft": {
+              "type": "integer",
+              "minimum": 1
+             },
+             "createdAt": {
+              "anyOf": [
+               {
+                "$ref": "#/components/schemas/Timestamp"
+               },
+               {
+                "type": "null"
+               }
+              ],
+              "description": "Null for a code minted before the server recorded it."
+             },
+             "expiresAt": {
+              "$ref": "#/components/schemas/Timestamp"
+             },
+             "createdBy": {
+              "anyOf": [
+               {
+                "$ref": "#/components/schemas/AccountId"
+               },
+               {
+                "type": "null"
+               }
+              ],
+              "description": "The account id of the owner who minted it; null for a code minted before the server recorded it."
              }
             },
             "additionalProperties": false

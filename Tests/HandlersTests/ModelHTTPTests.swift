@@ -46,7 +46,8 @@ struct ModelHTTPTests {
                         "/health", "/ready", "/metrics", "/api/v1/", "/api/v1/model", "/api/v1/signup", "/api/v1/login", "/api/v1/token",
                         "/api/v1/logout",
                         "/api/v1/password", "/api/v1/accounts", "/api/v1/accounts/{accountId}", "/api/v1/spaces", "/api/v1/spaces/{spaceId}",
-                        "/api/v1/spaces/{spaceId}/invitations", "/api/v1/invitations/accept", "/api/v1/spaces/{spaceId}/members",
+                        "/api/v1/spaces/{spaceId}/invitations", "/api/v1/spaces/{spaceId}/invitations/{invitationId}",
+                        "/api/v1/invitations/accept", "/api/v1/spaces/{spaceId}/members",
                         "/api/v1/spaces/{spaceId}/members/{accountId}",
                     ] + (scoped + shared).map { "/api/v1" + $0 } + ["/api/v1/group", "/api/v1/changes"]
                     + (scoped + shared + ["/changes"]).map { "/api/v1/spaces/{spaceId}" + $0 })

@@ -3,7 +3,7 @@ import Hummingbird
 import SyncCore
 
 /// The calls of protocol §15: `GET`/`POST /spaces`, `POST /invitations/accept`, and under `/spaces/{spaceId}` the
-/// space itself (`PUT`), its invitations and its members.
+/// space itself (`PUT`), its invitations (made, listed and revoked by owners) and its members.
 ///
 /// `/spaces/{spaceId}/members/{id}` is also the item path of a model collection named `members` (the family app's):
 /// a `PUT` or `DELETE` there names the membership of `{id}` when `{id}` is a member account of the space, else the
@@ -55,9 +55,18 @@ struct SpaceRoutes {
         space.resource(
             "invitations",
             [
+                .get: { _, context in HTTPBodies.response(json: try await spaces.invitations(try context.requireSession())) },
                 .post: { request, context in
                     let body = try await HTTPBodies.json(request, limit: bodyMaxBytes)
                     return HTTPBodies.response(.created, json: try await spaces.invite(try context.requireSession(), body))
+                },
+            ])
+        space.resource(
+            "invitations/:invitationId",
+            [
+                .delete: { _, context in
+                    try await spaces.revokeInvitation(try context.requireSession(), id: context.pathID("invitationId") ?? "")
+                    return Response(status: .noContent)
                 }
             ])
         space.resource(

@@ -184,10 +184,12 @@ public struct AccountService: Sendable {
             ]))
     }
 
-    /// `DELETE /accounts/{id}`: by an owner of the caller's space (any account made in it but itself, unless the
-    /// space has another owner) or by the account itself; its tokens stop working at once on every instance. 404 for
-    /// an account the space does not hold, 403 `forbidden` otherwise, 409 `last_owner` when the account is the last
-    /// owner of a space with other members.
+    /// `DELETE /accounts/{id}`: by the account itself, or by an owner of the caller's space for an account made in it
+    /// that belongs to that space alone and does not own it (a login `POST /accounts` made, a kid's); its tokens stop
+    /// working at once on every instance. 404 for an account the space does not hold, 403 `forbidden` otherwise (an
+    /// owner, or an account of other spaces, only deletes itself: its deletion would reach spaces and private items the
+    /// caller does not own; security review H2), 409 `last_owner` when the account is the last owner of a space with
+    /// other members. The roles are checked again under the space's lock.
     ///
     /// An account deletes itself whatever space the call addresses, and with no space at all: an identity account
     /// that belongs to none (protocol §14) must still be able to leave, as app stores require. Its own space's owner
@@ -218,7 +220,7 @@ public struct AccountService: Sendable {
         }
         guard
             try await store.deleteAccount(
-                accountID: accountID, familyID: familyID, itemCollections: collections.accountItemCollections,
+                accountID: accountID, familyID: familyID, deletedBy: principal.accountID, itemCollections: collections.accountItemCollections,
                 privateLists: collections.lists.filter(\.privateToAccount).map(\.name), nowMs: now())
         else {
             throw SyncError.notFound("No account \(accountID) in this family.")

@@ -99,13 +99,42 @@ public struct NewInvitation: Sendable {
     public let role: SpaceRole
     public let uses: Int
     public let expiresMs: Int64
+    /// The owner who minted it: its codes go when it leaves the space, is removed or stops being an owner.
+    public let createdBy: String?
 
-    public init(hash: String, spaceID: String, role: SpaceRole, uses: Int, expiresMs: Int64) {
+    public init(hash: String, spaceID: String, role: SpaceRole, uses: Int, expiresMs: Int64, createdBy: String? = nil) {
         self.hash = hash
         self.spaceID = spaceID
         self.role = role
         self.uses = uses
         self.expiresMs = expiresMs
+        self.createdBy = createdBy
+    }
+}
+
+/// A live invitation of a space, as `GET /spaces/{id}/invitations` lists it to an owner: never its code, which the
+/// database does not keep.
+public struct InvitationRecord: Sendable, Equatable {
+    /// The first `idLength` hex digits of the code's SHA-256: names the invitation to revoke it, and tells nothing of
+    /// the code.
+    public let id: String
+    public let role: SpaceRole
+    public let usesLeft: Int
+    public let expiresMs: Int64
+    /// When and by whom it was minted; nil for a code minted before the server recorded them.
+    public let createdMs: Int64?
+    public let createdBy: String?
+
+    /// 64 bits: no two live codes of a space share an id but by a chance nobody will meet.
+    public static let idLength = 16
+
+    public init(hash: String, role: SpaceRole, usesLeft: Int, expiresMs: Int64, createdMs: Int64?, createdBy: String?) {
+        self.id = String(hash.prefix(Self.idLength))
+        self.role = role
+        self.usesLeft = usesLeft
+        self.expiresMs = expiresMs
+        self.createdMs = createdMs
+        self.createdBy = createdBy
     }
 }
 

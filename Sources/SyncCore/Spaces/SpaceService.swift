@@ -67,7 +67,9 @@ public struct SpaceService: Sendable {
         let code = BearerToken.generate()
         let expiresMs = accounts.now() + expiresIn * 1000
         try await store.insertInvitation(
-            NewInvitation(hash: BearerToken.storageHash(code), spaceID: session.familyID, role: role, uses: uses, expiresMs: expiresMs),
+            NewInvitation(
+                hash: BearerToken.storageHash(code), spaceID: session.familyID, role: role, uses: uses, expiresMs: expiresMs,
+                createdBy: session.accountID),
             nowMs: accounts.now(), limits: limits)
         return JSONWriter.encode(
             .object([
@@ -76,9 +78,28 @@ public struct SpaceService: Sendable {
             ]))
     }
 
+    /// `GET /spaces/{id}/invitations`, by an owner: the space's unused, unexpired invitations, oldest first, as
+    /// `[{"id", "role", "usesLeft", "createdAt", "expiresAt", "createdBy"}]` (never a code: only its hash is kept;
+    /// `createdAt` and `createdBy` are null for a code minted before the server recorded them).
+    public func invitations(_ session: Session) async throws -> String {
+        try session.require(.owner, to: "list its invitations")
+        let invitations = try await store.invitations(spaceID: session.familyID, nowMs: accounts.now())
+        return JSONWriter.encode(.array(invitations.map(Self.json)))
+    }
+
+    /// `DELETE /spaces/{id}/invitations/{invitationId}`, by an owner: the code stops working at once (it then answers
+    /// as an unknown code). 404 `not_found` for an id the space's invitations do not have.
+    public func revokeInvitation(_ session: Session, id: String) async throws {
+        try session.require(.owner, to: "revoke an invitation")
+        guard try await store.revokeInvitation(spaceID: session.familyID, id: id) else {
+            throw SyncError.notFound("No such invitation in this space.")
+        }
+    }
+
     /// `POST /invitations/accept` `{"code"}`: `{"id", "name", "role"}` of the space joined (or already joined). An
     /// unknown, used-up or expired code answers 404 `not_found`, one answer for all three; failures are counted per
-    /// client address like failed logins (429 past the limit).
+    /// client address like failed logins (429 past the limit). An account an owner removed from the space is refused
+    /// (403 `forbidden`) every code of it minted before the removal: an owner re-admits it with a new code.
     public func accept(_ principal: AccountSession, _ body: JSONValue, client: String) async throws -> String {
         let code = try Self.string("code", of: body, Self.acceptSchema)
         let joined = try await accounts.throttled(key: "i:" + ClientAddress.key(client)) {
@@ -96,7 +117,7 @@ public struct SpaceService: Sendable {
     }
 
     /// `PUT /spaces/{id}/members/{accountId}` `{"role"}`, by an owner: the member as listed; 409 `last_owner` when it
-    /// would leave the space without an owner.
+    /// would leave the space without an owner. An owner made a member or reader loses the invitations it minted there.
     public func setRole(_ session: Session, accountID: String, _ body: JSONValue) async throws -> String {
         try session.require(.owner, to: "change a member's role")
         let role = SpaceRole(stored: try Self.string("role", of: body, Self.roleSchema))
@@ -111,10 +132,12 @@ public struct SpaceService: Sendable {
     }
 
     /// `DELETE /spaces/{id}/members/{accountId}`, by an owner or by the member itself (leaving); 409 `last_owner` for
-    /// the space's last owner. The member's next call on the space answers 404 and its streams of the space end.
+    /// the space's last owner. The member's next call on the space answers 404 and its streams of the space end; the
+    /// invitations it minted there go, and a removed (not leaving) member can no longer use the space's codes minted
+    /// before (security review H1).
     public func remove(_ session: Session, accountID: String) async throws {
         if accountID != session.accountID { try session.require(.owner, to: "remove another member") }
-        guard try await store.removeMember(spaceID: session.familyID, accountID: accountID) else {
+        guard try await store.removeMember(spaceID: session.familyID, accountID: accountID, by: session.accountID) else {
             throw SyncError.notFound("No member \(accountID) in this space.")
         }
         accounts.revokeLocally(accountID: accountID, session.familyID)
@@ -138,6 +161,16 @@ public struct SpaceService: Sendable {
         .object([
             ("accountId", .string(member.accountID)), ("displayName", .string(member.displayName)),
             ("role", .string(member.role.rawValue)),
+        ])
+    }
+
+    static func json(_ invitation: InvitationRecord) -> JSONValue {
+        .object([
+            ("id", .string(invitation.id)), ("role", .string(invitation.role.rawValue)),
+            ("usesLeft", .number(Double(invitation.usesLeft))),
+            ("createdAt", invitation.createdMs.map { JSONValue.string(Timestamp.format(epochMilliseconds: $0)) } ?? .null),
+            ("expiresAt", .string(Timestamp.format(epochMilliseconds: invitation.expiresMs))),
+            ("createdBy", invitation.createdBy.map(JSONValue.string) ?? .null),
         ])
     }
 

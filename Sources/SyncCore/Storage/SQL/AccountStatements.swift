@@ -39,7 +39,7 @@ package struct AccountStatements: Sendable {
     }
 
     package func deleteAccount(
-        accountID: String, familyID: String, itemCollections: [String], privateLists: [String], nowMs: Int64
+        accountID: String, familyID: String, deletedBy: String, itemCollections: [String], privateLists: [String], nowMs: Int64
     ) async throws -> Bool {
         try await executor.inSQLTransaction { c in
             guard try await c.items.family(familyID, lock: true) != nil else { throw SyncError.unauthorized }
@@ -48,6 +48,9 @@ package struct AccountStatements: Sendable {
             // over.
             guard try await c.row("SELECT 1 FROM accounts WHERE id = \(accountID) AND family_id = \(familyID)\(.forUpdate)") != nil
             else { return false }
+            if deletedBy != accountID {
+                guard try await c.mayDelete(accountID, by: deletedBy, in: familyID) else { return false }
+            }
             try await c.checkNotLastOwnerAnywhere(accountID: accountID)
             // The cached tokens of its spaces go, and their streams wake and check theirs again.
             try await c.revokeAtCommit(try await c.spaceIDs(accountID: accountID) + [familyID, AccountSession.accountKey(accountID)])
@@ -60,6 +63,9 @@ package struct AccountStatements: Sendable {
                   AND collection\(isAnyOf: privateLists.map { "\($0)~\(accountID)" })
                 """)
             try await c.markEmptied(leaving: accountID, nowMs: nowMs)
+            // It leaves every space: its codes go too, and what barred it from others' codes.
+            try await c.execute("DELETE FROM invitations WHERE created_by = \(accountID)")
+            try await c.execute("DELETE FROM invitation_refusals WHERE account_id = \(accountID)")
             try await c.execute("DELETE FROM memberships WHERE account_id = \(accountID)")
             guard try await c.row("DELETE FROM accounts WHERE id = \(accountID) AND family_id = \(familyID) RETURNING id") != nil else {
                 return false
@@ -223,6 +229,26 @@ package struct AccountStatements: Sendable {
             guard let existing = try await identityAccount(issuer: issuer, subject: subject) else { throw SyncError.invalidCredentials }
             return (existing, false)
         }
+    }
+}
+
+extension SQLConnection {
+    /// Whether `deleter` may delete `accountID` for good, checked under the family's lock (security review H2, L2):
+    /// `deleter` must still own the family, and the account must be a member of the family alone, not an owner of it
+    /// (a login made in the family, a kid's). Anyone else only the account itself deletes: its deletion reaches its
+    /// other spaces and its private items everywhere. False when the account is no longer a member of the family.
+    fileprivate func mayDelete(_ accountID: String, by deleter: String, in familyID: String) async throws -> Bool {
+        let deleterRole = try await row("SELECT role FROM memberships WHERE space_id = \(familyID) AND account_id = \(deleter)")
+        guard deleterRole.map({ SpaceRole(stored: $0.text(0)) }) == .owner else {
+            throw SyncError.forbidden("Only the family's owner deletes another account.")
+        }
+        let memberships = try await rows("SELECT space_id, role FROM memberships WHERE account_id = \(accountID)")
+        guard let own = memberships.first(where: { $0.text(0) == familyID }) else { return false }
+        guard memberships.count == 1, SpaceRole(stored: own.text(1)) != .owner else {
+            throw SyncError.forbidden(
+                "Only the account itself may delete an owner or an account of other spaces; remove it from this space instead.")
+        }
+        return true
     }
 }
 

@@ -69,6 +69,12 @@ extension SQLConnection {
         guard stranded == 0 else { throw SyncError.lastOwner }
     }
 
+    /// Deletes the invitations `accountID` minted in `spaceID`, in the transaction where it leaves the space, is removed
+    /// from it or stops being an owner there: no code of its making outlives its right to invite (security review H1).
+    package func deleteInvitations(mintedBy accountID: String, in spaceID: String) async throws {
+        try await execute("DELETE FROM invitations WHERE space_id = \(spaceID) AND created_by = \(accountID)")
+    }
+
     /// 403 `quota_exceeded` when the account belongs to `limits.memberships` spaces, or (`owning`) owns `limits.owned`.
     package func checkMembershipLimits(accountID: String, limits: SpaceLimits, owning: Bool) async throws {
         let row = try await row(

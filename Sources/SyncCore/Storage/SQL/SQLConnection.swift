@@ -43,6 +43,9 @@ package struct SQLRow: Sendable {
         }
     }
 
+    /// Whether the column is SQL NULL (`text` and `int` read it as "" and 0).
+    package func isNull(_ column: Int) -> Bool { values[column] == .null }
+
     /// SQLite has no boolean type: an integer is true when not zero.
     package func bool(_ column: Int) -> Bool {
         switch values[column] {

@@ -29,10 +29,11 @@ extension SharedSQLStore {
     }
 
     public func deleteAccount(
-        accountID: String, familyID: String, itemCollections: [String], privateLists: [String], nowMs: Int64
+        accountID: String, familyID: String, deletedBy: String, itemCollections: [String], privateLists: [String], nowMs: Int64
     ) async throws -> Bool {
         try await AccountStatements(statementExecutor.executor).deleteAccount(
-            accountID: accountID, familyID: familyID, itemCollections: itemCollections, privateLists: privateLists, nowMs: nowMs)
+            accountID: accountID, familyID: familyID, deletedBy: deletedBy, itemCollections: itemCollections, privateLists: privateLists,
+            nowMs: nowMs)
     }
 
     public func credentials(usernameKey: String) async throws -> AccountCredentials? {
@@ -110,12 +111,20 @@ extension SharedSQLStore {
         try await SpaceStatements(statementExecutor.executor).setRole(spaceID: spaceID, accountID: accountID, role: role)
     }
 
-    public func removeMember(spaceID: String, accountID: String) async throws -> Bool {
-        try await SpaceStatements(statementExecutor.executor).removeMember(spaceID: spaceID, accountID: accountID)
+    public func removeMember(spaceID: String, accountID: String, by callerID: String) async throws -> Bool {
+        try await SpaceStatements(statementExecutor.executor).removeMember(spaceID: spaceID, accountID: accountID, by: callerID)
     }
 
     public func insertInvitation(_ invitation: NewInvitation, nowMs: Int64, limits: SpaceLimits) async throws {
         try await SpaceStatements(statementExecutor.executor).insertInvitation(invitation, nowMs: nowMs, limits: limits)
+    }
+
+    public func invitations(spaceID: String, nowMs: Int64) async throws -> [InvitationRecord] {
+        try await SpaceStatements(statementExecutor.executor).invitations(spaceID: spaceID, nowMs: nowMs)
+    }
+
+    public func revokeInvitation(spaceID: String, id: String) async throws -> Bool {
+        try await SpaceStatements(statementExecutor.executor).revokeInvitation(spaceID: spaceID, id: id)
     }
 
     public func acceptInvitation(hash: String, accountID: String, nowMs: Int64, limits: SpaceLimits) async throws -> SpaceRecord? {

@@ -58,16 +58,36 @@ package struct SpaceStatements: Sendable {
             guard let current = try await c.lockedRole(spaceID: spaceID, accountID: accountID) else { return false }
             if current == .owner, role != .owner { try await c.checkNotLastOwner(spaceID: spaceID) }
             try await c.execute("UPDATE memberships SET role = \(role.rawValue) WHERE space_id = \(spaceID) AND account_id = \(accountID)")
+            if current == .owner, role != .owner { try await c.deleteInvitations(mintedBy: accountID, in: spaceID) }
             try await c.revokeAtCommit([spaceID])
             return true
         }
     }
 
-    package func removeMember(spaceID: String, accountID: String) async throws -> Bool {
+    package func removeMember(spaceID: String, accountID: String, by callerID: String) async throws -> Bool {
         try await executor.inSQLTransaction { c in
             guard let current = try await c.lockedRole(spaceID: spaceID, accountID: accountID) else { return false }
+            let removed = callerID != accountID
+            if removed {
+                // The caller's role again, under the space's lock: two owners removing each other at once cannot both win.
+                guard
+                    let caller = try await c.row("SELECT role FROM memberships WHERE space_id = \(spaceID) AND account_id = \(callerID)")
+                else { throw SyncError.notFound("No such space.") }
+                let role = SpaceRole(stored: caller.text(0))
+                guard role == .owner else { throw SyncError.forbidden("A \(role.rawValue) of this space may not remove another member.") }
+            }
             if current == .owner { try await c.checkNotLastOwner(spaceID: spaceID) }
             try await c.execute("DELETE FROM memberships WHERE space_id = \(spaceID) AND account_id = \(accountID)")
+            try await c.deleteInvitations(mintedBy: accountID, in: spaceID)
+            if removed {
+                // No code of the space that exists now admits it again; one minted after this does (security review H1).
+                try await c.execute(
+                    """
+                    INSERT INTO invitation_refusals (hash, account_id)
+                    SELECT hash, \(accountID) FROM invitations WHERE space_id = \(spaceID)
+                    ON CONFLICT DO NOTHING
+                    """)
+            }
             try await c.revokeAtCommit([spaceID, AccountSession.accountKey(accountID)])
             return true
         }
@@ -80,11 +100,37 @@ package struct SpaceStatements: Sendable {
             let live = try await c.count(
                 "SELECT count(*) FROM invitations WHERE space_id = \(invitation.spaceID) AND expires_ms > \(nowMs) AND uses_left > 0")
             try SpaceLimits.checkInvitations(live: live, limits: limits)
+            // No minter (a store-level caller) is stored as NULL, as for the codes minted before the column existed.
             try await c.execute(
                 """
-                INSERT INTO invitations (hash, space_id, role, uses_left, expires_ms)
-                VALUES (\(invitation.hash), \(invitation.spaceID), \(invitation.role.rawValue), \(invitation.uses), \(invitation.expiresMs))
+                INSERT INTO invitations (hash, space_id, role, uses_left, expires_ms, created_ms, created_by)
+                VALUES (\(invitation.hash), \(invitation.spaceID), \(invitation.role.rawValue), \(invitation.uses), \(invitation.expiresMs),
+                        \(nowMs), NULLIF(\(invitation.createdBy ?? ""), ''))
                 """)
+        }
+    }
+
+    package func invitations(spaceID: String, nowMs: Int64) async throws -> [InvitationRecord] {
+        try await executor.inSQLStatements(writes: false) { c in
+            try await c.rows(
+                """
+                SELECT hash, role, uses_left, expires_ms, created_ms, created_by FROM invitations
+                WHERE space_id = \(spaceID) AND expires_ms > \(nowMs) AND uses_left > 0
+                ORDER BY COALESCE(created_ms, 0), hash
+                """
+            ).map { row in
+                InvitationRecord(
+                    hash: row.text(0), role: SpaceRole(stored: row.text(1)), usesLeft: Int(row.int(2)), expiresMs: row.int(3),
+                    createdMs: row.isNull(4) ? nil : row.int(4), createdBy: row.isNull(5) ? nil : row.text(5))
+            }
+        }
+    }
+
+    package func revokeInvitation(spaceID: String, id: String) async throws -> Bool {
+        // `InvitationRecord.idLength` hex digits of the hash (a literal: a bound length would be a bigint PostgreSQL's
+        // substr does not take).
+        try await executor.inSQLStatements(writes: true) { c in
+            try await c.row("DELETE FROM invitations WHERE space_id = \(spaceID) AND substr(hash, 1, 16) = \(id) RETURNING 1") != nil
         }
     }
 
@@ -102,6 +148,10 @@ package struct SpaceStatements: Sendable {
             let (spaceID, name) = (invitation.text(0), invitation.text(2))
             if let current = try await c.lockedRole(spaceID: spaceID, accountID: accountID) {
                 return SpaceRecord(id: spaceID, name: name, role: current)
+            }
+            guard try await c.row("SELECT 1 FROM invitation_refusals WHERE hash = \(hash) AND account_id = \(accountID)") == nil else {
+                throw SyncError.forbidden(
+                    "This account was removed from the space after the code was made: an owner invites it again with a new code.")
             }
             try await c.checkMembershipLimits(accountID: accountID, limits: limits, owning: false)
             try SpaceLimits.checkMembers(try await c.count("SELECT count(*) FROM memberships WHERE space_id = \(spaceID)"), limits: limits)
