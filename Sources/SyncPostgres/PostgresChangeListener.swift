@@ -6,12 +6,13 @@ import Synchronization
 
 /// The one PostgreSQL `LISTEN` connection of an instance: every write `NOTIFY`s its family in its transaction, and
 /// this service wakes that family's streams in the `ChangeHub`. After a lost connection it listens again and wakes
-/// every stream once, since notices may have been missed meanwhile.
+/// the families whose counter moved meanwhile (one statement for all of them: `catchUp`).
 ///
 /// A connection can also go deaf without failing (the server or a NAT forgot it, a failover moved the address: no
 /// reset ever arrives). So the listener sends itself a ping notice every `heartbeat` through the pool and expects to
 /// hear it within `deafAfter`: when it does not, it treats the connection as lost. Until it hears itself again the
-/// session cache is off (every token is looked up) and streams read the counter at their recheck.
+/// session cache is off (every token is looked up), and the counters of the followed families are read every
+/// heartbeat to wake those that moved.
 public struct PostgresChangeListener: Service {
     /// The channel writes notify on, with `<family id>:<version>` as payload (`t:` and the family id for a token
     /// revocation).
@@ -89,7 +90,8 @@ public struct PostgresChangeListener: Service {
                 hub.sessions.setLive(false)
                 if Task.isCancelled || Task.isShuttingDownGracefully { return }
                 logger.warning("change listener lost its connection; listening again", metadata: ["error": "\(String(reflecting: error))"])
-                hub.notifyAll()
+                // The families that moved meanwhile wake (when the database answers; else at the next listen).
+                await catchUp(wakeUnread: true)
                 try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(1)) }
             }
         }
@@ -116,13 +118,16 @@ public struct PostgresChangeListener: Service {
     /// Listens on `conn` until it fails or goes deaf.
     func listen(on conn: PostgresConnection) async throws {
         try await conn.listen(on: Self.channel) { notices in
-            // Listening now: revocations reach this instance again, and every stream checks once for what may have
-            // been missed meanwhile.
+            // Listening now: revocations reach this instance again (the session cache starts empty), and the families
+            // whose counter moved while no one listened wake, with one read for all of them: a stream of another
+            // family reads nothing.
             hub.sessions.setLive(true)
-            hub.notifyAll()
+            await catchUp(wakeUnread: true)
             let heard = HeardPings()
+            let suspicion = Suspicion()
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await self.beat(heard: heard, on: conn) }
+                group.addTask { try await self.beat(heard: heard, suspicion: suspicion, on: conn) }
+                group.addTask { try await self.catchUpWhileSuspected(suspicion) }
                 group.addTask {
                     for try await notice in notices { self.handle(notice.payload, heard: heard) }
                     throw Deaf()
@@ -138,10 +143,11 @@ public struct PostgresChangeListener: Service {
     ///
     /// A ping unheard for `suspectAfter` already turns the session cache off (every token is checked in the database)
     /// until a ping is heard again, so that a frozen listener does not keep a logout elsewhere from taking effect here
-    /// for the whole 10 s or so that telling deaf from slow takes. Streams are not woken then: a ping is most often
-    /// late because the database is busy, and every stream reading its counter at once would add to that; they check
-    /// once the listener is replaced.
-    func beat(heard: HeardPings, on conn: PostgresConnection) async throws {
+    /// for the whole 10 s or so that telling deaf from slow takes. Meanwhile `catchUpWhileSuspected` reads the counters
+    /// of the followed families every heartbeat, one statement for all, and wakes only those that moved: a write made
+    /// while the listener is frozen reaches this instance's streams within seconds, and a ping late because the
+    /// database is busy costs it one statement per heartbeat, not one per stream.
+    func beat(heard: HeardPings, suspicion: Suspicion, on conn: PostgresConnection) async throws {
         var n = 0
         var suspected = false
         while true {
@@ -157,6 +163,7 @@ public struct PostgresChangeListener: Service {
                 if !suspected, ContinuousClock.now >= sent + suspectAfter {
                     suspected = true
                     hub.sessions.setLive(false)
+                    suspicion.set(true)
                 }
                 if ContinuousClock.now >= sent + deafAfter {
                     // Unheard. A connection that still answers a query of its own is slow, not deaf (a loaded
@@ -174,10 +181,40 @@ public struct PostgresChangeListener: Service {
             if suspected, heard.last >= n {
                 // Heard after all: slow, not deaf. Notices come in order, so nothing sent before this ping was missed.
                 suspected = false
+                suspicion.set(false)
                 hub.sessions.setLive(true)
             }
             n += 1
             try await Task.sleep(until: sent + heartbeat)
+        }
+    }
+
+    /// While `suspicion` holds: a catch-up at once, then one every heartbeat.
+    func catchUpWhileSuspected(_ suspicion: Suspicion) async throws {
+        while true {
+            try await suspicion.waitUntilSuspected()
+            await catchUp(wakeUnread: false)
+            try await Task.sleep(for: heartbeat)
+        }
+    }
+
+    /// Reads the counters of the families streams follow, in one statement through the statements' pool, and wakes
+    /// those that moved past what their streams have seen (`ChangeHub.catchUp`). A failed read (the database away)
+    /// wakes nothing: the next catch-up, or the listener's replacement, reads again.
+    func catchUp(wakeUnread: Bool) async {
+        let keys = hub.followedKeys
+        guard !keys.isEmpty else { return }
+        do {
+            let counters = try await Deadline.run(within: deafAfter, timers: timers) { [pings, logger] in
+                var counters: [String: Int64] = [:]
+                let rows = try await pings.query("SELECT id, version FROM families WHERE id = ANY(\(keys))", logger: logger)
+                for try await (id, version) in rows.decode((String, Int64).self) { counters[id] = version }
+                return counters
+            }
+            let woken = hub.catchUp(counters, wakeUnread: wakeUnread)
+            if woken > 0 { logger.debug("change listener caught up", metadata: ["woken": "\(woken)", "followed": "\(keys.count)"]) }
+        } catch {
+            logger.debug("change listener could not catch up", metadata: ["error": "\(String(reflecting: error))"])
         }
     }
 
@@ -193,6 +230,42 @@ public struct PostgresChangeListener: Service {
             let parts = payload.split(separator: ":", maxSplits: 1)
             hub.notify(family: String(parts[0]), version: parts.count > 1 ? Int64(parts[1]) : nil)
         }
+    }
+}
+
+/// Whether the listener's last ping is unheard past `suspectAfter`, and a way to wait until it is.
+final class Suspicion: Sendable {
+    private let state = Mutex<(suspected: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    func set(_ suspected: Bool) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.suspected = suspected
+            guard suspected else { return nil }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Returns once suspected (at once if it is); throws when the task is cancelled.
+    func waitUntilSuspected() async throws {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.suspected || Task.isCancelled { return true }
+                    state.waiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
+        try Task.checkCancellation()
     }
 }
 

@@ -114,4 +114,33 @@ struct ChangeHubTests {
         #expect(await untouched.value == seen["b"]!)
         #expect(hub.waiting == 0)
     }
+
+    @Test("a catch-up wakes only the families whose counter passed what their streams saw, with that counter")
+    func catchUpWakesMovedOnly() async throws {
+        let hub = ChangeHub(timers: TimerWheel(resolution: .milliseconds(10)))
+        // (family, what its streams saw, the counter read, woken?, with what version)
+        let table: [(String, Int64?, Int64?, Bool, Int64?)] = [
+            ("still", 7, 7, false, 7),
+            ("moved", 7, 9, true, 9),
+            ("unseen", nil, 3, true, 3),
+            ("gone", 5, nil, false, 5),  // no row: a key that is not a family (an account's)
+        ]
+        var generations: [String: UInt64] = [:]
+        for (family, seen, _, _, _) in table {
+            generations[family] = hub.subscribe(family: family)
+            if let seen { hub.observe(family: family, version: seen) }
+        }
+        let counters = Dictionary(uniqueKeysWithValues: table.compactMap { row in row.2.map { (row.0, $0) } })
+        #expect(hub.catchUp(counters, wakeUnread: false) == 2)
+        for (family, _, _, woken, version) in table {
+            #expect((hub.generation(family: family) != generations[family]) == woken, "\(family)")
+            #expect(hub.latestVersion(family: family) == version, "\(family)")
+        }
+        // On the listener's replacement, keys with no row wake too (a membership notice may have been missed).
+        #expect(hub.catchUp(counters, wakeUnread: true) == 1)
+        #expect(hub.generation(family: "gone") != generations["gone"])
+        // A stream's own read never lowers what the hub knows.
+        hub.observe(family: "moved", version: 8)
+        #expect(hub.latestVersion(family: "moved") == 9)
+    }
 }

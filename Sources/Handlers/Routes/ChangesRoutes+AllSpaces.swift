@@ -133,6 +133,7 @@ struct AllSpacesState: Sendable {
             } else {
                 let read = try await engine.currentPosition(session)
                 position = (read.date, read.version)
+                slot.hub?.observe(family: space, version: read.version)
             }
             next.versions[space] = position.version
             if previous.map({ position.version > $0 }) ?? true { next.moved.append((space, position.date)) }

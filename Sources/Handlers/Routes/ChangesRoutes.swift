@@ -173,6 +173,8 @@ struct ChangesRoutes {
         var since = start.since
         var current = start.now
         var generation = wakeup.generation
+        // What the stream has seen: a listener's catch-up wakes the family only once its counter passes it.
+        wakeup.hub?.observe(family: wakeup.family, version: current.version)
         while true {
             var events = ""
             if since.map({ current.version > $0 }) ?? true {
@@ -213,6 +215,7 @@ struct ChangesRoutes {
             lastCheck = clock.now
             let read = try await position()
             current = (read.date, read.version)
+            wakeup.hub?.observe(family: wakeup.family, version: read.version)
         }
     }
 }

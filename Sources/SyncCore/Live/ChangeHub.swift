@@ -93,6 +93,35 @@ public final class ChangeHub: Sendable {
         state.withLock { $0.families[family]?.version }
     }
 
+    /// A stream read the family's counter at `version` from the database: the hub's version is at least that, so that a
+    /// catch-up (`catchUp`) wakes the family only when its counter moves past what its streams have seen.
+    public func observe(family: String, version: Int64) {
+        state.withLock { state in
+            guard state.families[family] != nil else { return }
+            state.families[family]!.version = max(state.families[family]!.version ?? version, version)
+        }
+    }
+
+    /// The keys followed now (families, and the account keys of streams of all spaces).
+    public var followedKeys: [String] { state.withLock { Array($0.families.keys) } }
+
+    /// What the listener read when it may have missed notices (suspected or replaced): the counter of each followed
+    /// family, in one statement. Wakes only the families whose counter passed the version their streams have seen
+    /// (or that have seen none yet), with that counter, so a woken stream names its date with no read of its own;
+    /// with `wakeUnread`, the followed keys `counters` has no row for too (account keys: a missed membership notice).
+    /// Returns how many keys it woke.
+    @discardableResult
+    public func catchUp(_ counters: [String: Int64], wakeUnread: Bool) -> Int {
+        let moved: [(String, Int64?)] = state.withLock { state in
+            state.families.compactMap { key, family in
+                guard let counter = counters[key] else { return wakeUnread ? (key, nil) : nil }
+                return counter > (family.version ?? .min) ? (key, counter) : nil
+            }
+        }
+        for (key, counter) in moved { notify(family: key, version: counter) }
+        return moved.count
+    }
+
     /// Wakes every stream (after the listener reconnected: notices may have been missed meanwhile).
     public func notifyAll() {
         let families = state.withLock { Array($0.families.keys) }
