@@ -154,4 +154,37 @@ struct SnapshotBudgetTests {
         #expect(await Self.status { _ = try await lenient.lease("b1", family: "B") } == .tooManyRequests)
         untracked.release()
     }
+
+    /// Issue 53: two families reading at the pace held every place (each within its share), and a third family's
+    /// answers were refused. A waiter of a family with no place cuts a holder of the family holding the most, and takes
+    /// the freed place before the waiters of families that hold one.
+    @Test("a family with no place takes one from the family holding the most, even when every holder keeps the pace")
+    func familyWithoutPlaceIsServed() async throws {
+        // Every holder is far above 1 byte a second: only the families' shares decide.
+        let budget = SnapshotBudget(perAccount: 4, perInstance: 4, wait: .seconds(60), pace: .init(minimumRate: 1, grace: .zero))
+        var answers: [String: AnswerStream] = [:]
+        var leases: [String: SnapshotLease] = [:]
+        for (name, family) in [("a1", "A"), ("a2", "A"), ("b1", "B"), ("b2", "B")] {
+            let lease = try await budget.lease(name, family: family)
+            let answer = AnswerStream()
+            lease.track(answer)
+            try await answer.send(ByteBuffer(repeating: 0, count: 1 << 20))
+            _ = try await answer.next()
+            answers[name] = answer
+            leases[name] = lease
+        }
+        let waiter = try await budget.lease("c1", family: "C")
+        #expect(budget.cutCount == 1)
+        #expect(budget.count == 4)
+        // One holder of A or B was cut: its producer stops at its next chunk.
+        var cut = 0
+        for (name, answer) in answers {
+            do { try await answer.send(ByteBuffer(string: "more")) } catch { cut += 1; leases[name] = nil }
+        }
+        #expect(cut == 1)
+        // C holds a place now: a second waiter of C is not served by cutting more (every family holds one or two).
+        for lease in leases.values { lease.release() }
+        waiter.release()
+        #expect(budget.count == 0)
+    }
 }

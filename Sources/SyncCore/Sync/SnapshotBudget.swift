@@ -17,6 +17,11 @@ import Synchronization
 /// an answer has to wait, the slowest holder that has held its place for `pace.grace` and read less than
 /// `pace.minimumRate` bytes a second on average is cut (its stream cancelled, its client gets a broken answer and asks
 /// again), and the waiter takes its place. A slow phone alone keeps its answer as long as it reads.
+///
+/// Nor is a place kept against a family that holds none: when every holder keeps the pace, a waiter of a family with
+/// no place cuts the slowest holder (past its grace) of the family holding the most places, two at least, and a freed
+/// place goes to the first waiter of a family with none before any other. Two families reading at the pace could
+/// otherwise hold every place of the instance, each within its share, and every other family got 429 (issue 53).
 public final class SnapshotBudget: Sendable {
     public let perAccount: Int
     public let perFamily: Int
@@ -123,7 +128,7 @@ public final class SnapshotBudget: Sendable {
                         return (true, nil)
                     }
                     state.waiters.append(Waiter(id: id, owner: owner, continuation: continuation))
-                    return (false, Self.takeSlowest(&state, pace: pace))
+                    return (false, Self.takeSlowest(&state, pace: pace) ?? Self.takeFromLargestFamily(&state, pace: pace, for: owner))
                 }
                 if placeFree {
                     continuation.resume()
@@ -165,6 +170,37 @@ public final class SnapshotBudget: Sendable {
         return state.holders[slowest.id]?.cut
     }
 
+    /// The cut of the slowest holder past its grace of the family holding the most places (two at least), when
+    /// `waiter`'s family holds none: every family that asks gets a place before one family gets a second.
+    private static func takeFromLargestFamily(_ state: inout State, pace: Pace, for waiter: Owner) -> (@Sendable () -> Void)? {
+        let held = heldByFamily(state)
+        guard held[waiter.family, default: 0] == 0 else { return nil }
+        let now = ContinuousClock.now
+        var chosen: (id: Int, places: Int, delivered: Int, since: ContinuousClock.Instant)?
+        for (id, holder) in state.holders {
+            guard holder.cut != nil, now - holder.since >= pace.grace else { continue }
+            let places = held[holder.owner.family, default: 0]
+            guard places >= 2 else { continue }
+            let delivered = holder.delivered?() ?? 0
+            // The family with the most places first; within it, the holder that delivered least for its time.
+            if let best = chosen {
+                let rate = Double(delivered) / max((now - holder.since) / .seconds(1), 1e-3)
+                let bestRate = Double(best.delivered) / max((now - best.since) / .seconds(1), 1e-3)
+                guard places > best.places || (places == best.places && rate < bestRate) else { continue }
+            }
+            chosen = (id, places, delivered, holder.since)
+        }
+        guard let chosen else { return nil }
+        state.cuts += 1
+        defer { state.holders[chosen.id]?.cut = nil }
+        return state.holders[chosen.id]?.cut
+    }
+
+    /// The places each family holds now (waiters not counted).
+    private static func heldByFamily(_ state: State) -> [String: Int] {
+        state.holders.values.reduce(into: [:]) { $0[$1.owner.family, default: 0] += 1 }
+    }
+
     /// A waiter whose time is up: refused, its account's and family's counts given back.
     private func expire(_ id: Int) {
         let waiter = state.withLock { state -> Waiter? in
@@ -196,7 +232,10 @@ public final class SnapshotBudget: Sendable {
                 state.total -= 1
                 return nil
             }
-            let next = state.waiters.removeFirst()
+            // The first waiter of a family holding no place, else the first.
+            let held = Self.heldByFamily(state)
+            let index = state.waiters.firstIndex { held[$0.owner.family, default: 0] == 0 } ?? 0
+            let next = state.waiters.remove(at: index)
             state.holders[next.id] = Holder(owner: next.owner, since: .now)
             return next
         }
