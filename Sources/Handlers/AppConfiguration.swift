@@ -78,6 +78,9 @@ public struct AppConfiguration: Sendable {
     public var requestTimeLimit = Duration.seconds(15)
     /// How long a store call may wait for the database before answering 503.
     public var databaseDeadline = Duration.seconds(10)
+    /// How long `serve` waits at start for a database that does not answer yet (a PostgreSQL still starting, or
+    /// restarting at the same time as the instances), trying again every second, before it exits with the reason.
+    public var databaseStartWait = Duration.seconds(60)
     /// A first request head must arrive within this, and a body may not stall longer than `bodyReadTimeout` between
     /// two pieces, or the connection closes.
     public var headerReadTimeout = Duration.seconds(10)

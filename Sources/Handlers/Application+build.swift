@@ -64,7 +64,18 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
             store: opened.store, media: opened.media, retentionSeconds: configuration.tombstoneRetentionSeconds, logger: logger,
             clock: configuration.clock))
     app.beforeServerStarts {
-        try await opened.store.migrate()
+        // A database that does not answer yet is waited for (up to `databaseStartWait`): instances and their database
+        // restarted together must not race, and a process manager restarting a failed start would only load it more.
+        let startBy = ContinuousClock.now + configuration.databaseStartWait
+        while true {
+            do {
+                try await opened.store.migrate()
+                break
+            } catch let error as SyncError where error.code == .unavailable && ContinuousClock.now < startBy {
+                logger.warning("waiting for the database", metadata: ["database": "\(configuration.database)"])
+                try await Task.sleep(for: .seconds(1))
+            }
+        }
         // The model served is recorded; a breaking change stops the start, before anything changed (§12).
         let changes = try await ModelRecord.apply(configuration.model, to: opened.store, acceptBreaking: configuration.acceptBreakingModelChanges)
         for change in changes { logger.notice("model change applied", metadata: ["change": "\(change)"]) }

@@ -140,6 +140,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds an idle keep-alive connection stays open.") var idleTimeout = 60
     @Option(help: "On SIGTERM, seconds the requests in flight may take to finish before they are cancelled.")
     var shutdownGrace = 30
+    @Option(help: "Seconds serve waits at start for a database that does not answer yet, before it exits.")
+    var databaseStartWait = 60
     @Option(help: "Most open connections.") var maxConnections = 10_000
     @Option(help: "Most open connections (HTTP/2 streams) of one client address, IPv6 by /64; trusted proxies are exempt.")
     var maxConnectionsPerAddress = 256
@@ -279,6 +281,8 @@ struct Serve: AsyncParsableCommand {
         guard requestTimeLimit >= 2 else { throw ValidationError("--request-time-limit must be at least 2 seconds") }
         guard shutdownGrace >= 1 else { throw ValidationError("--shutdown-grace must be at least 1 second") }
         configuration.shutdownGrace = .seconds(shutdownGrace)
+        guard databaseStartWait >= 0 else { throw ValidationError("--database-start-wait is 0 or more seconds") }
+        configuration.databaseStartWait = .seconds(databaseStartWait)
         guard (4...31).contains(bcryptCost) else { throw ValidationError("--bcrypt-cost must be 4 to 31") }
         guard bodyMaxBytes >= 1024 else { throw ValidationError("--body-max-bytes must be at least 1024") }
         guard groupMaxRequests >= 1 else { throw ValidationError("--group-max-requests must be at least 1") }

@@ -211,4 +211,32 @@ struct ServeOutageTests {
             #expect(lastOK.contains { $0.status == 200 }, "not back: \(lastOK.map(\.status))")
         }
     }
+
+    @Test("serve started while PostgreSQL is down waits for it, and serves once it is up")
+    func slowStart() async throws {
+        try await Self.withOwnPostgres { postgres in
+            let url = try await postgres.newDatabaseURL()
+            try await postgres.stop()
+            // Started again whatever happens below: `withOwnPostgres` stops it at the end.
+            let port = Int.random(in: 20_000..<60_000)
+            let log = TestScratch.path("slow-start-", suffix: ".log")
+            let pid = try ServerProcess.spawn(
+                ["env", "MALLOC_ARENA_MAX=2", try ServerProcess.binary(), "serve", "--port", "\(port)", "--bcrypt-cost", "4", "--database", url],
+                output: log)
+            let server = ServerProcess(pid: pid, port: port, log: log)
+            defer { server.killAndReap() }
+            // The event: serve says it waits.
+            let deadline = ContinuousClock.now + .seconds(60)
+            while !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("waiting for the database") {
+                guard ContinuousClock.now < deadline else {
+                    throw TestFailure("serve never said it waits: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try await postgres.restart()
+            try await server.waitUntilHealthy(scheme: "http", curlOptions: [])
+            let token = try await Curl.signup("http://localhost:\(port)")
+            #expect(await Self.call("http://localhost:\(port)", token: token, ["http://localhost:\(port)/api/v1/ctcsync"]).0 == 200)
+        }
+    }
 }
