@@ -120,7 +120,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Port to listen on.") var port = 8080
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var modelOption: ModelOption
-    @Flag(help: "Turn off POST /signup.") var disableSignup = false
+    @Flag(help: "Turn off POST /signup, and the accounts a first ID-token sign-in (POST /token) would create.") var disableSignup = false
     @Flag(help: "Turn off passwords: signup, login, password changes and password accounts (sign-in only through --identity).")
     var disablePasswords = false
     @Option(help: "bcrypt cost of password hashes (4–31).") var bcryptCost: UInt8 = 12

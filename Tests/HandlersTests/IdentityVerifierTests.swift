@@ -38,10 +38,12 @@ struct IdentityVerifierTests {
         let identity = try await verifier.verify(try idp.token(idp.claims()))
         #expect(identity == VerifiedIdentity(provider: "test", issuer: idp.issuer, subject: "user-1", displayName: "Ann Example"))
         #expect(try await verifier.verify(try idp.token(idp.claims(subject: "user-2"), signedWith: .ec)).subject == "user-2")
-        // `aud` as an array naming the app among others.
+        // `aud` as an array naming only the app; an untrusted extra audience is refused (security review L5).
         var claims = idp.claims()
-        claims["aud"] = ["another.app", idp.audience]
+        claims["aud"] = [idp.audience]
         #expect(await Self.outcome(verifier, try idp.token(claims)) == "accepted")
+        claims["aud"] = ["another.app", idp.audience]
+        #expect(await Self.outcome(verifier, try idp.token(claims)) == "audience")
         // 60 s of leeway on each time.
         let now = Date().timeIntervalSince1970
         claims = idp.claims()

@@ -46,13 +46,50 @@ public struct TestIdentityProvider: Sendable {
             """
     }
 
-    /// The provider as the server's configuration names it.
-    public func provider(name: String = "test", keySet: IdentityProvider.KeySetLocation, displayName: String? = "name") -> IdentityProvider {
-        IdentityProvider(
-            name: name, issuer: issuer, audiences: [audience], keySet: keySet, algorithms: ["RS256", "ES256"], displayNameClaim: displayName)
+    /// One key of a key set as JSON, for sets made to order: its RSA key (`.rsa`, `.rsaPSS`) or its P-256 key (`.ec`),
+    /// under `kid` (default: the key's id), with `alg` (default: the signature's; `.some(nil)`: none, as Microsoft
+    /// Entra ID publishes), `use` (nil: none) and `key_ops` (nil: none).
+    public func jwk(_ key: Signature, kid: String? = nil, alg: String?? = nil, use: String? = "sig", keyOps: [String]? = nil) throws -> String {
+        var members: [String: Any] = [:]
+        let defaultAlg: String?
+        switch key {
+        case .ec:
+            let point = ec.publicKey.x963Representation
+            members = ["kty": "EC", "kid": kid ?? ecKid, "crv": "P-256", "x": Self.base64URL(point[1..<33]), "y": Self.base64URL(point[33..<65])]
+            defaultAlg = "ES256"
+        case .rsa, .rsaPSS, .none, .hmac:
+            let primitives = try rsa.publicKey.getKeyPrimitives()
+            members = [
+                "kty": "RSA", "kid": kid ?? rsaKid, "n": Self.base64URL(primitives.modulus), "e": Self.base64URL(primitives.publicExponent),
+            ]
+            defaultAlg = key == .rsaPSS ? "PS256" : "RS256"
+        }
+        if let alg = alg ?? defaultAlg { members["alg"] = alg }
+        if let use { members["use"] = use }
+        if let keyOps { members["key_ops"] = keyOps }
+        return String(decoding: try JSONSerialization.data(withJSONObject: members, options: .sortedKeys), as: UTF8.self)
     }
 
-    public enum Signature { case rsa, ec, none, hmac }
+    /// A key set of `keys` (each made by `jwk`).
+    public static func jwks(_ keys: [String]) -> String { #"{"keys": ["# + keys.joined(separator: ", ") + "]}" }
+
+    /// The provider as the server's configuration names it.
+    public func provider(name: String = "test", keySet: IdentityProvider.KeySetLocation, displayName: String? = "name") -> IdentityProvider {
+        provider(name: name, keySet: keySet, displayName: displayName, algorithms: ["RS256", "ES256"])
+    }
+
+    /// The provider with the algorithms and audiences given (default: its own audience alone).
+    public func provider(
+        name: String = "test", keySet: IdentityProvider.KeySetLocation, displayName: String? = "name", algorithms: [String],
+        audiences: [String]? = nil
+    ) -> IdentityProvider {
+        IdentityProvider(
+            name: name, issuer: issuer, audiences: audiences ?? [audience], keySet: keySet, algorithms: algorithms, displayNameClaim: displayName)
+    }
+
+    /// How a token is signed: by the RSA key with PKCS#1 v1.5 (RS256) or PSS (PS256), by the P-256 key (ES256), by
+    /// nothing (`alg: none`), or by an HMAC keyed with the public key set (the confusion attack).
+    public enum Signature: Sendable { case rsa, ec, none, hmac, rsaPSS }
 
     /// Claims that pass every check, at `now` (seconds).
     public func claims(subject: String = "user-1", now: Double = Date().timeIntervalSince1970) -> [String: Any] {
@@ -64,6 +101,7 @@ public struct TestIdentityProvider: Sendable {
         var header: [String: Any] = ["typ": "JWT"]
         switch signature {
         case .rsa: header["alg"] = "RS256"
+        case .rsaPSS: header["alg"] = "PS256"
         case .ec: header["alg"] = "ES256"
         case .none: header["alg"] = "none"
         case .hmac: header["alg"] = "HS256"
@@ -78,6 +116,7 @@ public struct TestIdentityProvider: Sendable {
         let signed: Data
         switch signature {
         case .rsa: signed = try rsa.signature(for: SHA256.hash(data: bytes), padding: .insecurePKCS1v1_5).rawRepresentation
+        case .rsaPSS: signed = try rsa.signature(for: SHA256.hash(data: bytes), padding: .PSS).rawRepresentation
         case .ec: signed = try ec.signature(for: bytes).rawRepresentation
         case .none: signed = Data()
         case .hmac:

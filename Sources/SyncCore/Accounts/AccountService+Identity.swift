@@ -30,7 +30,7 @@ extension AccountService {
     ])
 
     /// Verifies the token (a refusal counts against the client address like a failed login: 429 past the limit), then
-    /// signs the identity's account in, making it on the first exchange.
+    /// signs the identity's account in, making it on the first exchange (403 `signup_disabled` then, with signup off).
     public func exchange(_ body: JSONValue, client: String) async throws -> IdentityGrant {
         let content = try Self.exchangeSchema.canonicalContent(of: body, pathID: nil)
         var values: [String: String] = [:]
@@ -49,6 +49,12 @@ extension AccountService {
         var accountID = try await store.identityAccount(issuer: verified.issuer, subject: verified.subject)
         var created = false
         if accountID == nil {
+            // `--disable-signup` closes every way to a new account: an identity's first exchange is a signup. Identities
+            // that already have an account still sign in.
+            guard settings.signupEnabled else {
+                throw SyncError(
+                    .signupDisabled, detail: "Signup is turned off on this server: only identities that already have an account sign in.")
+            }
             let account = try await newAccount(username: nil, password: nil, displayName: verified.displayName ?? verified.provider)
             let spaceID = DatabaseIdentity.uuid()
             let nowMs = now()

@@ -36,9 +36,10 @@ public struct IdentityEvents: Sendable {
 }
 
 /// Checks an OpenID Connect ID token against the configured providers (protocol §14): its issuer, its algorithm, its
-/// key, its signature (by JWTKit), its audience, its times (60 s of leeway) and its subject, in that order. A token
-/// that fails answers 401 `invalid_credentials` whose detail names the check; nothing a token holds makes it a 5xx,
-/// and only a key id the provider's set does not hold makes the server read the set again (throttled per provider).
+/// key, its signature (by JWTKit), its audience (every `aud` trusted, and `azp` one of them when there are several),
+/// its times (60 s of leeway) and its subject, in that order. A token that fails answers 401 `invalid_credentials`
+/// whose detail names the check; nothing a token holds makes it a 5xx, and only a key id the provider's set does not
+/// hold makes the server read the set again (throttled per provider).
 public final class IdentityVerifier: Sendable {
     public let providers: IdentityProviders
     /// One key cache per provider, by issuer.
@@ -110,33 +111,65 @@ public final class IdentityVerifier: Sendable {
             throw Refusal("unknown key", "the token's kid is not in \(provider.name)'s key set", provider)
         }
         // A key that declares its algorithm verifies only that one (no confusion between RSA padding schemes).
-        if let declared = key.algorithm, declared != algorithm {
+        if let declared = key.declared, declared != algorithm {
             throw Refusal("algorithm", "the key \(kid) is for \(declared)", provider)
         }
+        // A key without `alg` verifies the header's algorithm when it fits the key's type, through a verifier of that
+        // (key, algorithm) alone: no token can change the algorithm another token is verified with.
+        guard let verifier = key.verifiers[algorithm] else {
+            throw Refusal("algorithm", "the key \(kid) (\(key.kind)) does not verify \(algorithm)", provider)
+        }
         do {
-            _ = try await key.keys.verify(token, as: SignatureOnly.self)
+            _ = try await verifier.verify(token, as: SignatureOnly.self)
         } catch {
             throw Refusal("signature", "the signature does not verify with \(provider.name)'s key \(kid)", provider)
         }
-        try checkAudience(claims["aud"], provider)
+        try checkAudience(claims, provider)
         try checkTimes(claims, provider)
         guard let subject = claims["sub"]?.stringValue, !subject.isEmpty, subject.utf8.count <= 255 else {
             throw Refusal("subject", "the token has no sub (or one over 255 bytes)", provider)
         }
-        let name = provider.displayNameClaim.flatMap { claims[$0]?.stringValue }.flatMap { $0.isEmpty ? nil : String($0.prefix(100)) }
+        let name = provider.displayNameClaim.flatMap { claims[$0]?.stringValue }.flatMap(Self.displayName)
         return VerifiedIdentity(provider: provider.name, issuer: issuer, subject: subject, displayName: name)
     }
 
-    private func checkAudience(_ value: JSONValue?, _ provider: IdentityProvider) throws {
+    /// OpenID Connect Core §3.1.3.7: `aud` (a string or an array of strings) names only the provider's audiences (an
+    /// additional audience the app does not trust makes the token another party's too), and with several audiences an
+    /// `azp` names one of them.
+    private func checkAudience(_ claims: JSONValue, _ provider: IdentityProvider) throws {
         let audiences: [String]
-        switch value {
+        switch claims["aud"] {
         case .string(let one)?: audiences = [one]
-        case .array(let list)?: audiences = list.compactMap(\.stringValue)
+        case .array(let list)?:
+            audiences = list.compactMap(\.stringValue)
+            guard audiences.count == list.count else { throw Refusal("audience", "aud holds a value that is not a string", provider) }
         default: audiences = []
         }
         guard audiences.contains(where: provider.audiences.contains) else {
             throw Refusal("audience", "the token is not for this app (aud)", provider)
         }
+        guard audiences.allSatisfy(provider.audiences.contains) else {
+            throw Refusal("audience", "the token is also for an audience this app does not trust (aud)", provider)
+        }
+        if audiences.count > 1, let presenter = claims["azp"] {
+            guard let azp = presenter.stringValue, provider.audiences.contains(azp) else {
+                throw Refusal("audience", "the token was issued to another party (azp)", provider)
+            }
+        }
+    }
+
+    /// The display-name claim as an account's name (protocol §2's rules for names): control characters (Unicode
+    /// category Cc, U+0000 among them: PostgreSQL cannot store it) dropped, cut at `Limits.nameLength` Unicode scalars;
+    /// nil when nothing is left, so the account is named after the provider.
+    static func displayName(_ claim: String) -> String? {
+        var kept = String.UnicodeScalarView()
+        var count = 0
+        for scalar in claim.unicodeScalars where scalar.properties.generalCategory != .control {
+            guard count < Limits.nameLength else { break }
+            kept.append(scalar)
+            count += 1
+        }
+        return count == 0 ? nil : String(kept)
     }
 
     private func checkTimes(_ claims: JSONValue, _ provider: IdentityProvider) throws {
