@@ -440,8 +440,8 @@ extension DataModel {
             "tags": [
              "accounts"
             ],
-            "summary": "Add a login to the caller's family",
-            "description": "Answers the new account's public profile, which also appears in the `accounts` of the sync answer that carries the family singleton (protocol §12). Password hashing is bounded work; when more hashes are queued than the server can do within a few seconds, it answers 503 `unavailable` with `Retry-After` at once instead of queueing.",
+            "summary": "Add a login to the caller's family (owners)",
+            "description": "Answers the new account's public profile, which also appears in the `accounts` of the sync answer that carries the family singleton (protocol §12). The new account is a member of the caller's family (its home space). Only an owner of that space adds one (a member's logins would bypass the owners' invitations and outlive its removal), checked again as the account is added. Password hashing is bounded work; when more hashes are queued than the server can do within a few seconds, it answers 503 `unavailable` with `Retry-After` at once instead of queueing.",
             "requestBody": {
              "required": true,
              "content": {
@@ -470,7 +470,7 @@ extension DataModel {
               "$ref": "#/components/responses/Unauthorized"
              },
              "403": {
-              "description": "403 `quota_exceeded` when the family holds its most accounts already (`quotas.accountsPerFamily` of `GET /api/v1/`, default 20).",
+              "description": "403 `forbidden` when the caller is not an owner of its family; 403 `quota_exceeded` when the family has its most members already (`quotas.accountsPerFamily` of `GET /api/v1/`, default 20), counted as an accepted invitation counts them (every member, however it joined).",
               "content": {
                "application/problem+json": {
                 "schema": {
@@ -887,7 +887,7 @@ extension DataModel {
               "$ref": "#/components/responses/Unauthorized"
              },
              "403": {
-              "description": "403 `quota_exceeded` when the caller belongs to its most spaces (default 50); 403 `forbidden` for an account removed from the space after the code was minted.",
+              "description": "403 `quota_exceeded` when the caller belongs to its most spaces (default 50), when an owner code would make it own more than its most (default 10), or when the space has its most members; 403 `forbidden` for an account removed from the space after the code was minted.",
               "content": {
                "application/problem+json": {
                 "schema": {
@@ -915,6 +915,195 @@ extension DataModel {
             }
            }
           },
+          "/api/v1/spaces/{spaceId}/memberships": {
+           "parameters": [
+            {
+             "$ref": "#/components/parameters/SpaceIdPath"
+            }
+           ],
+           "get": {
+            "operationId": "listMemberships",
+            "tags": [
+             "spaces"
+            ],
+            "summary": "The members of a space",
+            "description": "In the order they joined.",
+            "responses": {
+             "200": {
+              "description": "The members.",
+              "content": {
+               "application/json": {
+                "schema": {
+                 "type": "array",
+                 "items": {
+                  "$ref": "#/components/schemas/Member"
+                 }
+                }
+               }
+              }
+             },
+             "401": {
+              "$ref": "#/components/responses/Unauthorized"
+             },
+             "404": {
+              "$ref": "#/components/responses/NoSuchSpace"
+             },
+             "503": {
+              "$ref": "#/components/responses/Unavailable"
+             }
+            }
+           }
+          },
+          "/api/v1/spaces/{spaceId}/memberships/{accountId}": {
+           "parameters": [
+            {
+             "$ref": "#/components/parameters/SpaceIdPath"
+            },
+            {
+             "name": "accountId",
+             "in": "path",
+             "required": true,
+             "description": "A member's account id.",
+             "schema": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 64
+             }
+            }
+           ],
+           "put": {
+            "operationId": "setMembershipRole",
+            "tags": [
+             "spaces"
+            ],
+            "summary": "Change a member's role (owners)",
+            "description": "The caller's ownership is checked again as the role changes, so two owners demoting each other at once cannot both succeed. Raising an account to owner counts the spaces it owns. An owner made a member or reader loses the invitations it minted in the space.",
+            "requestBody": {
+             "required": true,
+             "content": {
+              "application/json": {
+               "schema": {
+                "$ref": "#/components/schemas/RoleRequest"
+               }
+              }
+             }
+            },
+            "responses": {
+             "200": {
+              "description": "The member.",
+              "content": {
+               "application/json": {
+                "schema": {
+                 "$ref": "#/components/schemas/Member"
+                }
+               }
+              }
+             },
+             "400": {
+              "$ref": "#/components/responses/BadRequest"
+             },
+             "401": {
+              "$ref": "#/components/responses/Unauthorized"
+             },
+             "403": {
+              "$ref": "#/components/responses/RoleChangeRefused"
+             },
+             "404": {
+              "$ref": "#/components/responses/NoSuchSpace"
+             },
+             "409": {
+              "$ref": "#/components/responses/LastOwner"
+             },
+             "503": {
+              "$ref": "#/components/responses/Unavailable"
+             }
+            }
+           },
+           "patch": {
+            "operationId": "patchMembershipRole",
+            "tags": [
+             "spaces"
+            ],
+            "summary": "Change a member's role (owners), as `PUT` does",
+            "description": "The same call as `PUT`, with the same body (`role` is the one field a membership has).",
+            "requestBody": {
+             "required": true,
+             "content": {
+              "application/json": {
+               "schema": {
+                "$ref": "#/components/schemas/RoleRequest"
+               }
+              },
+              "application/merge-patch+json": {
+               "schema": {
+                "$ref": "#/components/schemas/RoleRequest"
+               }
+              }
+             }
+            },
+            "responses": {
+             "200": {
+              "description": "The member.",
+              "content": {
+               "application/json": {
+                "schema": {
+                 "$ref": "#/components/schemas/Member"
+                }
+               }
+              }
+             },
+             "400": {
+              "$ref": "#/components/responses/BadRequest"
+             },
+             "401": {
+              "$ref": "#/components/responses/Unauthorized"
+             },
+             "403": {
+              "$ref": "#/components/responses/RoleChangeRefused"
+             },
+             "404": {
+              "$ref": "#/components/responses/NoSuchSpace"
+             },
+             "409": {
+              "$ref": "#/components/responses/LastOwner"
+             },
+             "503": {
+              "$ref": "#/components/responses/Unavailable"
+             }
+            }
+           },
+           "delete": {
+            "operationId": "removeMembership",
+            "tags": [
+             "spaces"
+            ],
+            "summary": "Remove a member (owners), or leave (the member itself)",
+            "description": "The member's next call on the space answers 404 and its streams of the space end, on every instance. Its items of the lists private to each account (`scope` `account`) in the space are deleted with the membership (nobody else could read them), and the space's quotas get their share back. A removed account may not use the space's codes minted before its removal.",
+            "responses": {
+             "204": {
+              "description": "Removed."
+             },
+             "400": {
+              "$ref": "#/components/responses/BadRequest"
+             },
+             "401": {
+              "$ref": "#/components/responses/Unauthorized"
+             },
+             "403": {
+              "$ref": "#/components/responses/Forbidden"
+             },
+             "404": {
+              "$ref": "#/components/responses/NoSuchSpace"
+             },
+             "409": {
+              "$ref": "#/components/responses/LastOwner"
+             },
+             "503": {
+              "$ref": "#/components/responses/Unavailable"
+             }
+            }
+           }
+          },
           "/api/v1/spaces/{spaceId}/members": {
            "parameters": [
             {
@@ -926,8 +1115,8 @@ extension DataModel {
             "tags": [
              "spaces"
             ],
-            "summary": "The members of a space",
-            "description": "In the order they joined.",
+            "summary": "The members of a space (as `GET /spaces/{spaceId}/memberships`)",
+            "description": "In the order they joined. Kept, in every model, for the apps that list members here.",
             "responses": {
              "200": {
               "description": "The members.",
@@ -963,7 +1152,7 @@ extension DataModel {
              "name": "accountId",
              "in": "path",
              "required": true,
-             "description": "A member's account id. (In a model with a list named `members`, an id that is not a member account names that list's item, docs/decisions.md.)",
+             "description": "A member's account id.",
              "schema": {
               "type": "string",
               "minLength": 1,
@@ -973,10 +1162,12 @@ extension DataModel {
            ],
            "put": {
             "operationId": "setMemberRole",
+            "deprecated": true,
             "tags": [
              "spaces"
             ],
-            "summary": "Change a member's role (owners)",
+            "summary": "Change a member's role (owners); only in a model without a list named `members`",
+            "description": "The older path of `PUT /spaces/{spaceId}/memberships/{accountId}`, kept for the models that have no collection named `members`. In a model with one (the default model's family members), this path is that collection's item path and nothing else (a `PUT` there writes the item `{accountId}`); its membership calls are under `/memberships/` only.",
             "requestBody": {
              "required": true,
              "content": {
@@ -1005,7 +1196,7 @@ extension DataModel {
               "$ref": "#/components/responses/Unauthorized"
              },
              "403": {
-              "$ref": "#/components/responses/Forbidden"
+              "$ref": "#/components/responses/RoleChangeRefused"
              },
              "404": {
               "$ref": "#/components/responses/NoSuchSpace"
@@ -1020,11 +1211,12 @@ extension DataModel {
            },
            "delete": {
             "operationId": "removeMember",
+            "deprecated": true,
             "tags": [
              "spaces"
             ],
-            "summary": "Remove a member (owners), or leave (the member itself)",
-            "description": "The member's next call on the space answers 404 and its streams of the space end, on every instance.",
+            "summary": "Remove a member (owners), or leave (the member itself); only in a model without a list named `members`",
+            "description": "The older path of `DELETE /spaces/{spaceId}/memberships/{accountId}`, kept for the models that have no collection named `members`. In a model with one (the default model), this path deletes that collection's item `{accountId}` and never a membership.",
             "responses": {
              "204": {
               "description": "Removed."
@@ -2547,6 +2739,16 @@ extension DataModel {
            },
            "Forbidden": {
             "description": "403 `forbidden`: the caller's role in the space does not allow the call.",
+            "content": {
+             "application/problem+json": {
+              "schema": {
+               "$ref": "#/components/schemas/Problem"
+              }
+             }
+            }
+           },
+           "RoleChangeRefused": {
+            "description": "403 `forbidden`: the caller is not an owner of the space (checked again as the role changes); 403 `quota_exceeded`: raised to owner, the account would own more spaces than it may (default 10).",
             "content": {
              "application/problem+json": {
               "schema": {

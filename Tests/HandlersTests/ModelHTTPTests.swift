@@ -47,7 +47,8 @@ struct ModelHTTPTests {
                         "/api/v1/logout",
                         "/api/v1/password", "/api/v1/accounts", "/api/v1/accounts/{accountId}", "/api/v1/spaces", "/api/v1/spaces/{spaceId}",
                         "/api/v1/spaces/{spaceId}/invitations", "/api/v1/spaces/{spaceId}/invitations/{invitationId}",
-                        "/api/v1/invitations/accept", "/api/v1/spaces/{spaceId}/members",
+                        "/api/v1/invitations/accept", "/api/v1/spaces/{spaceId}/memberships",
+                        "/api/v1/spaces/{spaceId}/memberships/{accountId}", "/api/v1/spaces/{spaceId}/members",
                         "/api/v1/spaces/{spaceId}/members/{accountId}",
                     ] + (scoped + shared).map { "/api/v1" + $0 } + ["/api/v1/group", "/api/v1/changes"]
                     + (scoped + shared + ["/changes"]).map { "/api/v1/spaces/{spaceId}" + $0 })

@@ -69,16 +69,16 @@ struct SpaceRemovalSecurityTests {
             #expect(listed["createdBy"] == .string(malloryID) && listed["role"] == .string("owner") && listed["usesLeft"] == .number(5))
 
             // Alice demotes, then removes her: the demotion already took Mallory's codes with it.
-            let demoted = try await alice.call(.put, "/api/v1/spaces/\(space)/members/\(malloryID)", body: #"{"role":"reader"}"#)
+            let demoted = try await alice.call(.put, "/api/v1/spaces/\(space)/memberships/\(malloryID)", body: #"{"role":"reader"}"#)
             #expect(demoted.status == .ok, "\(demoted.body)")
             #expect(Self.listed(try await Self.invitations(alice, space), code: kept) == nil)
-            #expect(try await alice.call(.delete, "/api/v1/spaces/\(space)/members/\(malloryID)").status == .noContent)
+            #expect(try await alice.call(.delete, "/api/v1/spaces/\(space)/memberships/\(malloryID)").status == .noContent)
             #expect(try await mallory.call(.get, "/api/v1/spaces/\(space)/ctcsync").status == .notFound)
 
             // Her own old code: an unknown code now. She is not an owner again, and cannot remove Alice.
             let rejoin = try await SpacesHTTPTests.accept(mallory, kept)
             #expect(rejoin.status == .notFound && rejoin.json?["code"] == .string("not_found"), "\(rejoin.body)")
-            #expect(try await mallory.call(.delete, "/api/v1/spaces/\(space)/members/\(aliceID)").status == .notFound)
+            #expect(try await mallory.call(.delete, "/api/v1/spaces/\(space)/memberships/\(aliceID)").status == .notFound)
             let aliceSpaces = SpacesHTTPTests.array(try await alice.call(.get, "/api/v1/spaces"))
             #expect(aliceSpaces.first?["id"] == .string(space) && aliceSpaces.first?["role"] == .string("owner"))
             #expect(try await alice.call(.get, "/api/v1/ctcsync").status == .ok)
@@ -110,9 +110,9 @@ struct SpaceRemovalSecurityTests {
 
             // Removed while still an owner; leaving; deleting its own account.
             let firstID = try await Self.memberID(alice, space, "ownerone")
-            #expect(try await alice.call(.delete, "/api/v1/spaces/\(space)/members/\(firstID)").status == .noContent)
+            #expect(try await alice.call(.delete, "/api/v1/spaces/\(space)/memberships/\(firstID)").status == .noContent)
             let secondID = try await Self.memberID(alice, space, "ownertwo")
-            #expect(try await owners[1].call(.delete, "/api/v1/spaces/\(space)/members/\(secondID)").status == .noContent)
+            #expect(try await owners[1].call(.delete, "/api/v1/spaces/\(space)/memberships/\(secondID)").status == .noContent)
             let thirdID = try await Self.memberID(alice, space, "ownerthree")
             let deleted = try await owners[2].call(.delete, "/api/v1/accounts/\(thirdID)")
             #expect(deleted.status == .noContent, "\(deleted.body)")
@@ -137,7 +137,7 @@ struct SpaceRemovalSecurityTests {
             let shared = try await Self.mint(alice, space, #"{"role":"member","uses":5}"#)
             #expect(try await SpacesHTTPTests.accept(bob, shared).status == .ok)
             let bobID = try await Self.memberID(alice, space, "bob")
-            #expect(try await alice.call(.delete, "/api/v1/spaces/\(space)/members/\(bobID)").status == .noContent)
+            #expect(try await alice.call(.delete, "/api/v1/spaces/\(space)/memberships/\(bobID)").status == .noContent)
 
             // Bob, removed after the code was made, may not use it; the refusal spends nothing.
             let refused = try await SpacesHTTPTests.accept(bob, shared)
@@ -151,7 +151,7 @@ struct SpaceRemovalSecurityTests {
             #expect(joined.status == .ok && joined.json?["role"] == .string("member"), "\(joined.body)")
             // A member who left by itself was not removed: the shared code admits it again.
             let carolID = try await Self.memberID(alice, space, "carol")
-            #expect(try await carol.call(.delete, "/api/v1/spaces/\(space)/members/\(carolID)").status == .noContent)
+            #expect(try await carol.call(.delete, "/api/v1/spaces/\(space)/memberships/\(carolID)").status == .noContent)
             #expect(try await SpacesHTTPTests.accept(carol, shared).status == .ok)
 
             // An owner re-admits Bob with a code minted after the removal; the old one still refuses him meanwhile.
@@ -243,7 +243,7 @@ struct SpaceRemovalSecurityTests {
             #expect(try await alice.call(.put, "/api/v1/spaces/\(own)/contacts/c1", body: #"{"firstName":"Ann"}"#).status == .ok)
 
             // The kid, raised to owner, may not delete Alice: 403, and Alice, her token and her space are untouched.
-            #expect(try await alice.call(.put, "/api/v1/spaces/\(space)/members/\(kidID)", body: #"{"role":"owner"}"#).status == .ok)
+            #expect(try await alice.call(.put, "/api/v1/spaces/\(space)/memberships/\(kidID)", body: #"{"role":"owner"}"#).status == .ok)
             let refused = try await kid.call(.delete, "/api/v1/accounts/\(aliceID)")
             #expect(refused.status == .forbidden && refused.json?["code"] == .string("forbidden"), "\(refused.body)")
             #expect(refused.json?["detail"]?.stringValue?.contains("Only the account itself") == true, "\(refused.body)")
@@ -260,7 +260,7 @@ struct SpaceRemovalSecurityTests {
             #expect(try await SpacesHTTPTests.accept(sam, try await SpacesHTTPTests.invite(bob, jones, role: "member")).status == .ok)
             let spared = try await alice.call(.delete, "/api/v1/accounts/\(samID)")
             #expect(spared.status == .forbidden && spared.json?["code"] == .string("forbidden"), "\(spared.body)")
-            #expect(try await alice.call(.delete, "/api/v1/spaces/\(space)/members/\(samID)").status == .noContent)
+            #expect(try await alice.call(.delete, "/api/v1/spaces/\(space)/memberships/\(samID)").status == .noContent)
             #expect(try await sam.call(.get, "/api/v1/spaces/\(jones)/ctcsync").status == .ok)
 
             // A plain member that belongs to this space alone is still deleted by an owner (the kid, now an owner, too).
@@ -269,7 +269,7 @@ struct SpaceRemovalSecurityTests {
                 .post, "/api/v1/login", body: #"{"username":"teen","password":"password1"}"#)
             #expect(teenLogin.status == .unauthorized)
             // Made a member again, the kid's login is Alice's to delete.
-            #expect(try await alice.call(.put, "/api/v1/spaces/\(space)/members/\(kidID)", body: #"{"role":"member"}"#).status == .ok)
+            #expect(try await alice.call(.put, "/api/v1/spaces/\(space)/memberships/\(kidID)", body: #"{"role":"member"}"#).status == .ok)
             #expect(try await alice.call(.delete, "/api/v1/accounts/\(kidID)").status == .noContent)
             #expect(try await kid.call(.get, "/api/v1/ctcsync").status == .unauthorized)
         }

@@ -70,11 +70,11 @@ struct SpacesChangesHTTPTests {
                 ])
             let aliceID = try #require(
                 SpacesHTTPTests.array(try await bob.call(.get, "/api/v1/spaces/\(jones)/members")).last?["accountId"]?.stringValue)
-            #expect(try await bob.call(.put, "/api/v1/spaces/\(jones)/members/\(aliceID)", body: #"{"role":"reader"}"#).status == .ok)
+            #expect(try await bob.call(.put, "/api/v1/spaces/\(jones)/memberships/\(aliceID)", body: #"{"role":"reader"}"#).status == .ok)
             #expect(try await stream.next(where: Self.isSpaces) == [Self.spaces([(home, "owner"), (groceries, "owner"), (jones, "reader")])])
             #expect(try await bob.call(.put, "/api/v1/contacts/b1", body: #"{"firstName":"Bo"}"#).status == .ok)
             #expect(try await stream.next(where: Self.isChange(of: jones)) == [Self.change(jones, try await Self.date(bob, jones))])
-            #expect(try await bob.call(.delete, "/api/v1/spaces/\(jones)/members/\(aliceID)").status == .noContent)
+            #expect(try await bob.call(.delete, "/api/v1/spaces/\(jones)/memberships/\(aliceID)").status == .noContent)
             #expect(try await stream.next(where: Self.isSpaces) == [Self.spaces([(home, "owner"), (groceries, "owner")])])
             // Nothing of the space it left: the next event is its own write.
             #expect(try await bob.call(.put, "/api/v1/contacts/b2", body: #"{"firstName":"Bea"}"#).status == .ok)
@@ -122,7 +122,7 @@ struct SpacesChangesHTTPTests {
             #expect(try await stream.next(where: Self.isChange(of: jones)) == [Self.change(jones, try await Self.date(bob, jones))])
             let aliceID = try #require(
                 SpacesHTTPTests.array(try await bob.call(.get, "/api/v1/spaces/\(jones)/members")).last?["accountId"]?.stringValue)
-            #expect(try await bob.call(.delete, "/api/v1/spaces/\(jones)/members/\(aliceID)").status == .noContent)
+            #expect(try await bob.call(.delete, "/api/v1/spaces/\(jones)/memberships/\(aliceID)").status == .noContent)
             #expect(try await stream.next(where: Self.isSpaces) == [Self.spaces([(home, "owner")])])
         }
     }

@@ -76,15 +76,15 @@ struct SpacesHTTPTests {
             #expect(accounts.map { $0["role"] } == [.string("owner"), .string("reader")])
             let aliceID = try #require(accounts.first?["accountId"]?.stringValue)
             let bobID = try #require(accounts.last?["accountId"]?.stringValue)
-            let promoted = try await alice.call(.put, "/api/v1/spaces/\(space)/members/\(bobID)", body: #"{"role":"member"}"#)
+            let promoted = try await alice.call(.put, "/api/v1/spaces/\(space)/memberships/\(bobID)", body: #"{"role":"member"}"#)
             #expect(promoted.status == .ok && promoted.json?["role"] == .string("member"), "\(promoted.body)")
             #expect(try await bob.call(.put, "/api/v1/spaces/\(space)/contacts/c2", body: #"{"firstName":"Bo"}"#).status == .ok)
-            #expect(try await bob.call(.put, "/api/v1/spaces/\(space)/members/\(aliceID)", body: #"{"role":"reader"}"#).status == .forbidden)
+            #expect(try await bob.call(.put, "/api/v1/spaces/\(space)/memberships/\(aliceID)", body: #"{"role":"reader"}"#).status == .forbidden)
 
             // The last owner neither leaves nor steps down.
             for answer in [
-                try await alice.call(.delete, "/api/v1/spaces/\(space)/members/\(aliceID)"),
-                try await alice.call(.put, "/api/v1/spaces/\(space)/members/\(aliceID)", body: #"{"role":"member"}"#),
+                try await alice.call(.delete, "/api/v1/spaces/\(space)/memberships/\(aliceID)"),
+                try await alice.call(.put, "/api/v1/spaces/\(space)/memberships/\(aliceID)", body: #"{"role":"member"}"#),
             ] {
                 #expect(answer.status == .conflict && answer.json?["code"] == .string("last_owner"), "\(answer.body)")
             }
@@ -95,7 +95,7 @@ struct SpacesHTTPTests {
             #expect(try await bob.call(.get, "/api/v1/spaces/\(space)/ctcsync?date=\(date)").json?["sync"] == .bool(true))
 
             // Removed, his next call on the space is 404; re-invited, his old date is a first sync again.
-            #expect(try await alice.call(.delete, "/api/v1/spaces/\(space)/members/\(bobID)").status == .noContent)
+            #expect(try await alice.call(.delete, "/api/v1/spaces/\(space)/memberships/\(bobID)").status == .noContent)
             #expect(try await bob.call(.get, "/api/v1/spaces/\(space)/ctcsync?date=\(date)").status == .notFound)
             #expect(try await bob.call(.put, "/api/v1/spaces/\(space)/contacts/c3", body: #"{"firstName":"Cy"}"#).status == .notFound)
             #expect(try await Self.accept(bob, try await Self.invite(alice, space, role: "member")).status == .ok)
@@ -115,7 +115,7 @@ struct SpacesHTTPTests {
             #expect(statuses == [.number(200), .number(200), .number(200), .number(404)], "\(group.body)")
 
             // Leaving: a member removes itself.
-            #expect(try await bob.call(.delete, "/api/v1/spaces/\(space)/members/\(bobID)").status == .noContent)
+            #expect(try await bob.call(.delete, "/api/v1/spaces/\(space)/memberships/\(bobID)").status == .noContent)
             #expect(Self.array(try await bob.call(.get, "/api/v1/spaces")).count == 1)
         }
     }
@@ -222,7 +222,7 @@ struct SpacesHTTPTests {
                 "http://127.0.0.1:\(port)/api/v1/spaces/\(space)/changes",
             ])
             try await HardeningHTTPTests.waitForStreams(two, count: 1)
-            #expect(try await alice.call(.delete, "/api/v1/spaces/\(space)/members/\(bobID)").status == .noContent)
+            #expect(try await alice.call(.delete, "/api/v1/spaces/\(space)/memberships/\(bobID)").status == .noContent)
             // The stream ends with the membership (its maximum duration is an hour).
             let streamed = try await stream
             #expect(streamed.hasPrefix("retry: 2000"), "\(streamed.prefix(200))")

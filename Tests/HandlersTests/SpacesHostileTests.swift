@@ -128,7 +128,7 @@ struct SpacesHostileTests {
                         seen += 1
                         if seen == 6 { break }
                     }
-                    let removal = try await alice.call(.delete, "/api/v1/spaces/\(space)/members/\(bobID)")
+                    let removal = try await alice.call(.delete, "/api/v1/spaces/\(space)/memberships/\(bobID)")
                     #expect(removal.status == .noContent)
                     removed.value.store(true, ordering: .sequentiallyConsistent)
                     return []

@@ -3,12 +3,16 @@ import Hummingbird
 import SyncCore
 
 /// The calls of protocol §15: `GET`/`POST /spaces`, `POST /invitations/accept`, and under `/spaces/{spaceId}` the
-/// space itself (`PUT`), its invitations (made, listed and revoked by owners) and its members.
+/// space itself (`PUT`), its invitations (made, listed and revoked by owners) and its memberships.
 ///
-/// `/spaces/{spaceId}/members/{id}` is also the item path of a model collection named `members` (the family app's):
-/// a `PUT` or `DELETE` there names the membership of `{id}` when `{id}` is a member account of the space, else the
-/// item (docs/decisions.md, "Spaces").
+/// Memberships have paths of their own, `/spaces/{spaceId}/memberships[/{accountId}]` (security review L4: a `DELETE`
+/// of a `members` item keyed by an account id removed that member from the space). `/spaces/{spaceId}/members/{id}` is
+/// the item path of a model collection named `members` (the family app's) and nothing else; in a model without one it
+/// still takes the membership calls it took before, so that no app of such a model breaks. `GET …/members` still lists
+/// the memberships, in every model, as it did.
 struct SpaceRoutes {
+    typealias Handler = @Sendable (Request, AppRequestContext) async throws -> Response
+
     let spaces: SpaceService
     let bodyMaxBytes: Int
     let clientAddress: ClientAddressResolver
@@ -39,11 +43,9 @@ struct SpaceRoutes {
     }
 
     /// The calls on one space, on the group of `/spaces/{spaceId}` (behind `SpaceMiddleware`). `members` holds the
-    /// handlers of a model collection named `members`, if the model has one.
-    func addPrefixed(
-        to space: RouterGroup<AppRequestContext>,
-        members: [HTTPRequest.Method: @Sendable (Request, AppRequestContext) async throws -> Response]?
-    ) {
+    /// handlers of a model collection named `members`, if the model has one: `members/{id}` is then that collection's
+    /// item path alone.
+    func addPrefixed(to space: RouterGroup<AppRequestContext>, members: [HTTPRequest.Method: Handler]?) {
         space.resource(
             "",
             [
@@ -69,25 +71,33 @@ struct SpaceRoutes {
                     return Response(status: .noContent)
                 }
             ])
-        space.resource(
-            "members", [.get: { _, context in HTTPBodies.response(json: try await spaces.members(try context.requireSession())) }])
-        var memberHandlers = members ?? [:]
-        let itemPut = members?[.put]
-        let itemDelete = members?[.delete]
-        memberHandlers[.put] = { request, context in
-            let session = try context.requireSession()
-            let target = context.pathID("id") ?? ""
-            if let itemPut, !(try await spaces.isMember(session, accountID: target)) { return try await itemPut(request, context) }
-            let body = try await HTTPBodies.json(request, limit: bodyMaxBytes)
-            return HTTPBodies.response(json: try await spaces.setRole(session, accountID: target, body))
+        let list: Handler = { _, context in HTTPBodies.response(json: try await spaces.members(try context.requireSession())) }
+        // A model whose collection or sync endpoint is named `memberships` keeps that path (its routes would clash).
+        if !spaces.modelTakes("memberships") {
+            space.resource("memberships", [.get: list])
+            space.resource("memberships/:accountId", membership("accountId", [.put, .patch, .delete]))
         }
-        memberHandlers[.delete] = { request, context in
+        space.resource("members", [.get: list])
+        if let members {
+            space.resource("members/:id", members)
+        } else {
+            space.resource("members/:id", membership("id", [.put, .delete]))
+        }
+    }
+
+    /// The membership calls of `methods` on a path whose parameter `parameter` is the account id: `PUT` or `PATCH`
+    /// `{"role"}` re-roles the member, `DELETE` removes it (or, its own, leaves).
+    func membership(_ parameter: String, _ methods: Set<HTTPRequest.Method>) -> [HTTPRequest.Method: Handler] {
+        let role: Handler = { request, context in
             let session = try context.requireSession()
-            let target = context.pathID("id") ?? ""
-            if let itemDelete, !(try await spaces.isMember(session, accountID: target)) { return try await itemDelete(request, context) }
-            try await spaces.remove(session, accountID: target)
+            let body = try await HTTPBodies.json(request, limit: bodyMaxBytes)
+            return HTTPBodies.response(json: try await spaces.setRole(session, accountID: context.pathID(parameter) ?? "", body))
+        }
+        let remove: Handler = { _, context in
+            try await spaces.remove(try context.requireSession(), accountID: context.pathID(parameter) ?? "")
             return Response(status: .noContent)
         }
-        space.resource("members/:id", memberHandlers)
+        let all: [HTTPRequest.Method: Handler] = [.put: role, .patch: role, .delete: remove]
+        return all.filter { methods.contains($0.key) }
     }
 }

@@ -18,7 +18,9 @@ public struct AccountService: Sendable {
         public var maxFailuresPerUsername = 100
         /// The throttling window.
         public var failureWindowSeconds: Int64 = 15 * 60
-        /// Most accounts of one family (protocol §1: 20; `POST /accounts` over it answers 403 `quota_exceeded`).
+        /// Most members of one family (protocol §1: 20; `POST /accounts` over it answers 403 `quota_exceeded`), counted
+        /// as memberships of the space, as an accepted invitation counts them against `SpaceLimits.members`: `serve` sets
+        /// both from `--max-accounts-per-family`.
         public var maxAccountsPerFamily = 20
 
         public init() {}
@@ -153,15 +155,18 @@ public struct AccountService: Sendable {
             key: ItemKey(collection: singleton.name, id: id), body: ItemBody.make(id: id, content: content, serverFields: [], modifiedMs: nowMs))
     }
 
-    /// `POST /accounts`: adds a login to the caller's family, as a member; answers the new account's public profile. A
-    /// reader may not.
+    /// `POST /accounts`: adds a login to the caller's family, as a member; answers the new account's public profile.
+    /// Owners only (security review M4: a member's logins bypassed the owners' invitations and outlived its removal),
+    /// checked again under the space's lock; 403 `quota_exceeded` when the space has its most members (by membership,
+    /// as invitations count them).
     public func addAccount(_ session: Session, _ body: JSONValue) async throws -> String {
-        try session.require(.member, to: "add an account")
+        try session.require(.owner, to: "add an account")
         try requirePasswords()
         let v = Self.values(try Self.accountSchema.canonicalContent(of: body, pathID: nil))
         guard try await store.credentials(usernameKey: v["username"]!.lowercased()) == nil else { throw SyncError.usernameTaken }
         let account = try await newAccount(username: v["username"]!, password: v["password"]!, displayName: v["displayName"])
-        try await store.createAccount(account, familyID: session.familyID, nowMs: now(), maxAccounts: settings.maxAccountsPerFamily)
+        try await store.createAccount(
+            account, familyID: session.familyID, nowMs: now(), maxMembers: settings.maxAccountsPerFamily, addedBy: session.accountID)
         return account.profileBody
     }
 

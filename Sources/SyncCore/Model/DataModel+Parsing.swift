@@ -7,7 +7,7 @@ extension DataModel {
     /// Paths of the API that no collection or sync endpoint may take (§1, §6–§13).
     public static let reservedNames: Set<String> = [
         "signup", "login", "logout", "password", "accounts", "group", "changes", "media", "verify", "model", "openapi.json",
-        "health", "ready", "metrics", "spaces", "invitations",
+        "health", "ready", "metrics", "spaces", "invitations", "memberships", "token",
     ]
     /// Names the server sets on items; a model may not declare them.
     static let serverNames: Set<String> = ["id", "modified", "author", "created", "nomore"]

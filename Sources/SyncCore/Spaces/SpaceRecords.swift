@@ -167,7 +167,13 @@ extension SpaceLimits {
         guard memberships < limits.memberships else {
             throw SyncError.quotaExceeded("An account belongs to at most \(limits.memberships) spaces.")
         }
-        if let owned, owned >= limits.owned { throw SyncError.quotaExceeded("An account owns at most \(limits.owned) spaces.") }
+        if let owned { try checkOwned(owned, limits: limits) }
+    }
+
+    /// 403 `quota_exceeded` when an account owning `owned` spaces cannot own one more (a space it creates, an owner code
+    /// it accepts, a role raised to owner).
+    package static func checkOwned(_ owned: Int, limits: SpaceLimits) throws {
+        guard owned < limits.owned else { throw SyncError.quotaExceeded("An account owns at most \(limits.owned) spaces.") }
     }
 
     /// 403 `quota_exceeded` when a space of `count` members cannot take one more.

@@ -111,19 +111,22 @@ public struct SpaceService: Sendable {
         return JSONWriter.encode(Self.json(joined, home: nil))
     }
 
-    /// `GET /spaces/{id}/members`, by any member: `[{"accountId", "displayName", "role"}]`, in the order they joined.
+    /// `GET /spaces/{id}/memberships` (and `/members`), by any member: `[{"accountId", "displayName", "role"}]`, in the
+    /// order they joined.
     public func members(_ session: Session) async throws -> String {
         JSONWriter.encode(.array(try await store.members(spaceID: session.familyID).map(Self.json)))
     }
 
-    /// `PUT /spaces/{id}/members/{accountId}` `{"role"}`, by an owner: the member as listed; 409 `last_owner` when it
-    /// would leave the space without an owner. An owner made a member or reader loses the invitations it minted there.
+    /// `PUT` (or `PATCH`) `/spaces/{id}/memberships/{accountId}` `{"role"}`, by an owner: the member as listed; 409
+    /// `last_owner` when it would leave the space without an owner, 403 `quota_exceeded` when it raises an account that
+    /// owns its most spaces already (security review L1). The caller's ownership is read again in the changing
+    /// transaction (L2). An owner made a member or reader loses the invitations it minted there.
     public func setRole(_ session: Session, accountID: String, _ body: JSONValue) async throws -> String {
         try session.require(.owner, to: "change a member's role")
         let role = SpaceRole(stored: try Self.string("role", of: body, Self.roleSchema))
-        guard try await store.setRole(spaceID: session.familyID, accountID: accountID, role: role) else {
-            throw SyncError.notFound("No member \(accountID) in this space.")
-        }
+        let changed = try await store.setRole(
+            spaceID: session.familyID, accountID: accountID, role: role, by: session.accountID, limits: limits)
+        guard changed else { throw SyncError.notFound("No member \(accountID) in this space.") }
         accounts.revokeLocally(accountID: accountID, session.familyID)
         guard let member = try await store.member(spaceID: session.familyID, accountID: accountID) else {
             throw SyncError.notFound("No member \(accountID) in this space.")
@@ -131,22 +134,24 @@ public struct SpaceService: Sendable {
         return JSONWriter.encode(Self.json(member))
     }
 
-    /// `DELETE /spaces/{id}/members/{accountId}`, by an owner or by the member itself (leaving); 409 `last_owner` for
-    /// the space's last owner. The member's next call on the space answers 404 and its streams of the space end; the
+    /// `DELETE /spaces/{id}/memberships/{accountId}`, by an owner or by the member itself (leaving); 409 `last_owner`
+    /// for the space's last owner. The member's next call on the space answers 404 and its streams of the space end; the
     /// invitations it minted there go, and a removed (not leaving) member can no longer use the space's codes minted
-    /// before (security review H1).
+    /// before (security review H1). Its items of the lists private to each account go too, and with them their share of
+    /// the space's quotas (security review M1).
     public func remove(_ session: Session, accountID: String) async throws {
         if accountID != session.accountID { try session.require(.owner, to: "remove another member") }
-        guard try await store.removeMember(spaceID: session.familyID, accountID: accountID, by: session.accountID) else {
-            throw SyncError.notFound("No member \(accountID) in this space.")
-        }
+        let removed = try await store.removeMember(
+            spaceID: session.familyID, accountID: accountID, by: session.accountID,
+            privateLists: collections.lists.filter(\.privateToAccount).map(\.name))
+        guard removed else { throw SyncError.notFound("No member \(accountID) in this space.") }
         accounts.revokeLocally(accountID: accountID, session.familyID)
     }
 
-    /// Whether `accountID` is a member of the caller's space (the path `/spaces/{id}/members/{x}` then names the
-    /// member, else an item of a model collection named `members`).
-    public func isMember(_ session: Session, accountID: String) async throws -> Bool {
-        try await store.member(spaceID: session.familyID, accountID: accountID) != nil
+    /// Whether the model takes `word` for a path of a space: a collection's or a sync endpoint's name. The membership
+    /// routes stay off such a word (a model may name a collection `memberships`, which is no reserved name).
+    public func modelTakes(_ word: String) -> Bool {
+        collections.model.collections.contains { $0.name == word || $0.sync == word }
     }
 
     static func json(_ space: SpaceRecord, home: Bool?) -> JSONValue {

@@ -50,19 +50,20 @@ public protocol AccountStore: Sendable {
         _ account: NewAccount, issuer: String, subject: String, space: NewSpace, nowMs: Int64
     ) async throws -> (accountID: String, created: Bool)
     /// Adds an account to a family, as a member, and publishes its profile as a change of the family; throws
-    /// `username_taken`, and 403 `quota_exceeded` when the family holds `maxAccounts` already (counted under the
-    /// family's lock).
-    func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64, maxAccounts: Int) async throws
+    /// `username_taken`, and 403 `quota_exceeded` when the family has `maxMembers` members already (memberships, as an
+    /// accepted invitation counts them, under the family's lock). `addedBy`, checked under that lock, must own the
+    /// family (403 `forbidden` otherwise; nil: no check).
+    func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64, maxMembers: Int, addedBy: String?) async throws
     /// The accounts made in the family (its signup and `POST /accounts`), oldest first, each with whether it owns the
     /// family now.
     func accounts(familyID: String) async throws -> [AccountRecord]
     /// Deletes an account of the family in one transaction: its row (it can no longer log in), its tokens (revoked on
     /// every instance), its memberships and the invitations it minted, its items of `itemCollections`, its profile and
     /// singleton (tombstones, so every replica drops them), and its own items of the lists private to each account
-    /// (`privateLists`) in every space (deleted outright: no other account ever held them). False when none; 409
-    /// `last_owner` when it is the last owner of a space that has other members. `deletedBy` another account: checked
-    /// under the family's lock, that account must own the family, and the deleted one must be a member of the family
-    /// alone and not an owner (403 `forbidden` otherwise; false when it is no longer a member).
+    /// (`privateLists`) in every space, also those it left (deleted outright: no other account ever held them). False
+    /// when none; 409 `last_owner` when it is the last owner of a space that has other members. `deletedBy` another
+    /// account: checked under the family's lock, that account must own the family, and the deleted one must be a member
+    /// of the family alone and not an owner (403 `forbidden` otherwise; false when it is no longer a member).
     func deleteAccount(
         accountID: String, familyID: String, deletedBy: String, itemCollections: [String], privateLists: [String], nowMs: Int64
     ) async throws -> Bool
@@ -106,21 +107,24 @@ public protocol SpaceStore: Sendable {
     /// One member of a space, nil when the account is not one.
     func member(spaceID: String, accountID: String) async throws -> MemberRecord?
     /// Gives a member another role; false when the account is not a member, 409 `last_owner` when it would leave the
-    /// space without an owner. An owner made a member or reader loses the invitations it minted in the space.
-    func setRole(spaceID: String, accountID: String, role: SpaceRole) async throws -> Bool
-    /// Removes a member, with the invitations it minted in the space; false when the account is not a member, 409
-    /// `last_owner` when it is the space's last owner. `callerID` is the member itself (leaving) or, checked under the
-    /// space's lock, an owner of it (403 `forbidden` otherwise): then no invitation of the space minted before the
-    /// removal admits the account again.
-    func removeMember(spaceID: String, accountID: String, by callerID: String) async throws -> Bool
+    /// space without an owner. `callerID` must own the space, checked under the space's lock (403 `forbidden`
+    /// otherwise). Raised to owner, the account may own at most `limits.owned` spaces (403 `quota_exceeded`, counted
+    /// under its account's lock). An owner made a member or reader loses the invitations it minted in the space.
+    func setRole(spaceID: String, accountID: String, role: SpaceRole, by callerID: String, limits: SpaceLimits) async throws -> Bool
+    /// Removes a member, with the invitations it minted in the space and its own items of the lists private to each
+    /// account (`privateLists`, deleted outright: nobody else ever held them, and the space's quotas get their share
+    /// back); false when the account is not a member, 409 `last_owner` when it is the space's last owner. `callerID` is
+    /// the member itself (leaving) or, checked under the space's lock, an owner of it (403 `forbidden` otherwise): then
+    /// no invitation of the space minted before the removal admits the account again.
+    func removeMember(spaceID: String, accountID: String, by callerID: String, privateLists: [String]) async throws -> Bool
     /// Stores an invitation by the hash of its code; 403 `quota_exceeded` when the space keeps `limits.invitations`
     /// unused, unexpired ones already.
     func insertInvitation(_ invitation: NewInvitation, nowMs: Int64, limits: SpaceLimits) async throws
     /// Spends one use of an unexpired invitation to make `accountID` a member of its space, as of a new version of the
     /// space's counter (its `sinceVersion`); an account already a member keeps its role and spends nothing. Nil for an
-    /// unknown, used-up or expired code; 403 `quota_exceeded` when the account belongs to `limits.memberships` spaces or
-    /// the space holds `limits.members`; 403 `forbidden` when an owner removed the account from the space after the code
-    /// was minted.
+    /// unknown, used-up or expired code; 403 `quota_exceeded` when the account belongs to `limits.memberships` spaces,
+    /// owns `limits.owned` (an owner code), or the space holds `limits.members`; 403 `forbidden` when an owner removed
+    /// the account from the space after the code was minted.
     func acceptInvitation(hash: String, accountID: String, nowMs: Int64, limits: SpaceLimits) async throws -> SpaceRecord?
     /// The unused, unexpired invitations of a space, oldest first.
     func invitations(spaceID: String, nowMs: Int64) async throws -> [InvitationRecord]
@@ -255,8 +259,8 @@ extension AccountStore {
             nowMs: nowMs)
     }
 
-    /// `createAccount` with no account quota.
+    /// `createAccount` with no member quota and no caller to check.
     public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64) async throws {
-        try await createAccount(account, familyID: familyID, nowMs: nowMs, maxAccounts: .max)
+        try await createAccount(account, familyID: familyID, nowMs: nowMs, maxMembers: .max, addedBy: nil)
     }
 }

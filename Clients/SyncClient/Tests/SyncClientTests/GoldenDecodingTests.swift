@@ -28,7 +28,7 @@ struct GoldenDecodingTests {
             case (3, "invitations"):
                 _ = try body.decode(SpaceInvitation.self)
                 return [.space]
-            case (4, "members") where method == "PUT" && body["role"]?.stringValue.map(["owner", "member", "reader"].contains) == true:
+            case (4, "memberships") where method == "PUT" && body["role"]?.stringValue.map(["owner", "member", "reader"].contains) == true:
                 _ = try body.decode(SpaceMember.self)
                 return [.space]
             default:

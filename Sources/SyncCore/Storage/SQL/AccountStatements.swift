@@ -15,12 +15,15 @@ package struct AccountStatements: Sendable {
         }
     }
 
-    package func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64, maxAccounts: Int) async throws {
+    package func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64, maxMembers: Int, addedBy: String?) async throws {
         try await executor.inSQLTransaction { c in
             guard try await c.items.family(familyID, lock: true) != nil else { throw SyncError.unauthorized }
-            guard try await c.count("SELECT count(*) FROM accounts WHERE family_id = \(familyID)") < maxAccounts else {
-                throw SyncError.quotaExceeded("A family holds at most \(maxAccounts) accounts.")
-            }
+            // Under the space's lock (security review M4): the caller still owns the space, and the space's members
+            // are counted as an accepted invitation counts them, by membership (accounts made in the space that left
+            // it are no members; members who joined by invitation are).
+            if let addedBy { try await c.requireOwner(addedBy, of: familyID, to: "add an account") }
+            try SpaceLimits.checkMembers(
+                try await c.count("SELECT count(*) FROM memberships WHERE space_id = \(familyID)"), limits: SpaceLimits(members: maxMembers))
             let version = try await c.insertAccount(account, familyID: familyID, nowMs: nowMs)
             try await c.insertMembership(spaceID: familyID, accountID: account.id, role: .member, sinceVersion: version)
         }
@@ -57,11 +60,8 @@ package struct AccountStatements: Sendable {
             // Its tokens, identities and memberships first: they reference the account.
             try await c.execute("DELETE FROM tokens WHERE account_id = \(accountID)")
             try await c.execute("DELETE FROM identities WHERE account_id = \(accountID)")
-            try await c.execute(
-                """
-                DELETE FROM items WHERE family_id IN (SELECT space_id FROM memberships WHERE account_id = \(accountID))
-                  AND collection\(isAnyOf: privateLists.map { "\($0)~\(accountID)" })
-                """)
+            // Its private items of every space, also of spaces it left before they went with it (security review M1).
+            try await c.deletePrivateItems(of: accountID, lists: privateLists, in: nil)
             try await c.markEmptied(leaving: accountID, nowMs: nowMs)
             // It leaves every space: its codes go too, and what barred it from others' codes.
             try await c.execute("DELETE FROM invitations WHERE created_by = \(accountID)")

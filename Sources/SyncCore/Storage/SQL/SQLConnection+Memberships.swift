@@ -69,6 +69,43 @@ extension SQLConnection {
         guard stranded == 0 else { throw SyncError.lastOwner }
     }
 
+    /// 404 when `callerID` no longer belongs to the space, 403 `forbidden` unless it owns it: an owner's authority read
+    /// again in the transaction that uses it, after the space's row is locked (security review L2). The caller's
+    /// cached session only says it was an owner when its request began; two owners acting on each other at once would
+    /// otherwise both succeed, the second on a role it no longer held.
+    package func requireOwner(_ callerID: String, of spaceID: String, to action: String) async throws {
+        guard let caller = try await row("SELECT role FROM memberships WHERE space_id = \(spaceID) AND account_id = \(callerID)") else {
+            throw SyncError.notFound("No such space.")
+        }
+        let role = SpaceRole(stored: caller.text(0))
+        guard role == .owner else { throw SyncError.forbidden("A \(role.rawValue) of this space may not \(action).") }
+    }
+
+    /// 403 `quota_exceeded` when the account owns `limits.owned` spaces already: run before it is raised to owner of a
+    /// space it belongs to, with its row locked (security review L1). Its memberships are not counted: it keeps them.
+    package func checkOwnedLimit(accountID: String, limits: SpaceLimits) async throws {
+        try SpaceLimits.checkOwned(
+            try await count("SELECT count(*) FROM memberships WHERE account_id = \(accountID) AND role = 'owner'"), limits: limits)
+    }
+
+    /// Deletes an account's items of the lists private to each account (`privateLists`, their model names): in `spaceID`
+    /// when it leaves the space or is removed from it, in every space (nil) when it is deleted (security review M1).
+    /// Outright, tombstones too: no other account ever read them, and the account's own replica of the space starts from
+    /// a full sync if it comes back (`since_version`). The usage triggers give the space's quotas (`live_items`,
+    /// `stored_bytes`) back in this transaction.
+    package func deletePrivateItems(of accountID: String, lists privateLists: [String], in spaceID: String?) async throws {
+        guard !privateLists.isEmpty else { return }
+        let keys = privateLists.map { "\($0)~\(accountID)" }
+        if let spaceID {
+            try await execute("DELETE FROM items WHERE family_id = \(spaceID) AND collection\(isAnyOf: keys)")
+        } else {
+            // Every space, also those it left before its private rows went with it: through the index of private rows
+            // (`items_private`, whose condition the statement repeats word for word so that both planners take it), not a
+            // scan of every space's items.
+            try await execute("DELETE FROM items WHERE collection\(isAnyOf: keys) AND collection LIKE '%~%'")
+        }
+    }
+
     /// Deletes the invitations `accountID` minted in `spaceID`, in the transaction where it leaves the space, is removed
     /// from it or stops being an owner there: no code of its making outlives its right to invite (security review H1).
     package func deleteInvitations(mintedBy accountID: String, in spaceID: String) async throws {

@@ -20,8 +20,9 @@ extension SharedSQLStore {
             id: id, name: name, familyItem: familyItem, account: account, nowMs: nowMs)
     }
 
-    public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64, maxAccounts: Int) async throws {
-        try await AccountStatements(statementExecutor.executor).createAccount(account, familyID: familyID, nowMs: nowMs, maxAccounts: maxAccounts)
+    public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64, maxMembers: Int, addedBy: String?) async throws {
+        try await AccountStatements(statementExecutor.executor).createAccount(
+            account, familyID: familyID, nowMs: nowMs, maxMembers: maxMembers, addedBy: addedBy)
     }
 
     public func accounts(familyID: String) async throws -> [AccountRecord] {
@@ -107,12 +108,14 @@ extension SharedSQLStore {
         try await SpaceStatements(statementExecutor.executor).member(spaceID: spaceID, accountID: accountID)
     }
 
-    public func setRole(spaceID: String, accountID: String, role: SpaceRole) async throws -> Bool {
-        try await SpaceStatements(statementExecutor.executor).setRole(spaceID: spaceID, accountID: accountID, role: role)
+    public func setRole(spaceID: String, accountID: String, role: SpaceRole, by callerID: String, limits: SpaceLimits) async throws -> Bool {
+        try await SpaceStatements(statementExecutor.executor).setRole(
+            spaceID: spaceID, accountID: accountID, role: role, by: callerID, limits: limits)
     }
 
-    public func removeMember(spaceID: String, accountID: String, by callerID: String) async throws -> Bool {
-        try await SpaceStatements(statementExecutor.executor).removeMember(spaceID: spaceID, accountID: accountID, by: callerID)
+    public func removeMember(spaceID: String, accountID: String, by callerID: String, privateLists: [String]) async throws -> Bool {
+        try await SpaceStatements(statementExecutor.executor).removeMember(
+            spaceID: spaceID, accountID: accountID, by: callerID, privateLists: privateLists)
     }
 
     public func insertInvitation(_ invitation: NewInvitation, nowMs: Int64, limits: SpaceLimits) async throws {

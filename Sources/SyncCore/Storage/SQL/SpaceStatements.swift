@@ -53,9 +53,18 @@ package struct SpaceStatements: Sendable {
         }
     }
 
-    package func setRole(spaceID: String, accountID: String, role: SpaceRole) async throws -> Bool {
+    package func setRole(spaceID: String, accountID: String, role: SpaceRole, by callerID: String, limits: SpaceLimits) async throws -> Bool {
         try await executor.inSQLTransaction { c in
+            // Raised to owner, the account's owned spaces are counted (security review L1): its row first, then the
+            // space's (the order of every membership change), so a space it creates or an owner code it accepts
+            // meanwhile is counted too.
+            if role == .owner {
+                guard try await c.row("SELECT 1 FROM accounts WHERE id = \(accountID)\(.forUpdate)") != nil else { return false }
+            }
             guard let current = try await c.lockedRole(spaceID: spaceID, accountID: accountID) else { return false }
+            // The caller's role again, under the space's lock: two owners demoting each other at once cannot both win.
+            try await c.requireOwner(callerID, of: spaceID, to: "change a member's role")
+            if current != .owner, role == .owner { try await c.checkOwnedLimit(accountID: accountID, limits: limits) }
             if current == .owner, role != .owner { try await c.checkNotLastOwner(spaceID: spaceID) }
             try await c.execute("UPDATE memberships SET role = \(role.rawValue) WHERE space_id = \(spaceID) AND account_id = \(accountID)")
             if current == .owner, role != .owner { try await c.deleteInvitations(mintedBy: accountID, in: spaceID) }
@@ -64,20 +73,16 @@ package struct SpaceStatements: Sendable {
         }
     }
 
-    package func removeMember(spaceID: String, accountID: String, by callerID: String) async throws -> Bool {
+    package func removeMember(spaceID: String, accountID: String, by callerID: String, privateLists: [String]) async throws -> Bool {
         try await executor.inSQLTransaction { c in
             guard let current = try await c.lockedRole(spaceID: spaceID, accountID: accountID) else { return false }
             let removed = callerID != accountID
-            if removed {
-                // The caller's role again, under the space's lock: two owners removing each other at once cannot both win.
-                guard
-                    let caller = try await c.row("SELECT role FROM memberships WHERE space_id = \(spaceID) AND account_id = \(callerID)")
-                else { throw SyncError.notFound("No such space.") }
-                let role = SpaceRole(stored: caller.text(0))
-                guard role == .owner else { throw SyncError.forbidden("A \(role.rawValue) of this space may not remove another member.") }
-            }
+            // The caller's role again, under the space's lock: two owners removing each other at once cannot both win.
+            if removed { try await c.requireOwner(callerID, of: spaceID, to: "remove another member") }
             if current == .owner { try await c.checkNotLastOwner(spaceID: spaceID) }
             try await c.execute("DELETE FROM memberships WHERE space_id = \(spaceID) AND account_id = \(accountID)")
+            // Its private items of the space go with it, and their share of the space's quotas (security review M1).
+            try await c.deletePrivateItems(of: accountID, lists: privateLists, in: spaceID)
             try await c.deleteInvitations(mintedBy: accountID, in: spaceID)
             if removed {
                 // No code of the space that exists now admits it again; one minted after this does (security review H1).
@@ -153,9 +158,10 @@ package struct SpaceStatements: Sendable {
                 throw SyncError.forbidden(
                     "This account was removed from the space after the code was made: an owner invites it again with a new code.")
             }
-            try await c.checkMembershipLimits(accountID: accountID, limits: limits, owning: false)
-            try SpaceLimits.checkMembers(try await c.count("SELECT count(*) FROM memberships WHERE space_id = \(spaceID)"), limits: limits)
             let role = SpaceRole(stored: invitation.text(1))
+            // An owner code makes it an owner: counted against the spaces it may own (security review L1).
+            try await c.checkMembershipLimits(accountID: accountID, limits: limits, owning: role == .owner)
+            try SpaceLimits.checkMembers(try await c.count("SELECT count(*) FROM memberships WHERE space_id = \(spaceID)"), limits: limits)
             // Joining raises the space's counter: a date issued before it is no date for this member.
             let version = try await c.items.bump(familyID: spaceID)
             try await c.insertMembership(spaceID: spaceID, accountID: accountID, role: role, sinceVersion: version)

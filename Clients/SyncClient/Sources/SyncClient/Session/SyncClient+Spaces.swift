@@ -60,7 +60,7 @@ extension SyncClient {
 
     /// The members of this client's space.
     public func members() async throws -> [SpaceMember] {
-        try await decoded(try await call("GET", try spacePath("/members")), as: [SpaceMember].self)
+        try await decoded(try await call("GET", try spacePath("/memberships")), as: [SpaceMember].self)
     }
 
     /// A client of another space of the signed-in account, with its own replica file (the session is shared through
