@@ -16,14 +16,7 @@ struct FrozenListenerTests {
     /// The test stops a PostgreSQL backend, so it runs on a PostgreSQL of its own (see `SessionCacheHTTPTests`).
     @Test("a write while the listener is frozen reaches an open stream within 5 s")
     func writeWhileFrozen() async throws {
-        let postgres = TestPostgres()
-        do {
-            try await Self.writeWhileFrozen(on: postgres)
-        } catch {
-            try? await postgres.stop()
-            throw error
-        }
-        try await postgres.stop()
+        try await TestPostgres.withOwn { try await Self.writeWhileFrozen(on: $0) }
     }
 
     static func writeWhileFrozen(on postgres: TestPostgres) async throws {

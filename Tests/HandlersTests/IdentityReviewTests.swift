@@ -213,18 +213,9 @@ final class RedirectingKeySetServer: Sendable {
                 status: .ok, headers: [.contentType: "application/json", .cacheControl: "max-age=3600"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: self.jwks)))
         }
-        let (ports, port) = AsyncStream.makeStream(of: Int.self)
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in
-                port.yield(channel.localAddress?.port ?? 0)
-                port.finish()
-            })
-        let server = Task { try await app.runService() }
-        defer { server.cancel() }
-        var iterator = ports.makeAsyncIterator()
-        guard let bound = await iterator.next(), bound > 0 else { throw TestFailure("the key set server did not start") }
-        boundPort.store(bound, ordering: .relaxed)
-        return try await body("http://127.0.0.1:\(bound)")
+        return try await LoopbackServer.serving(router) { bound, _ in
+            boundPort.store(bound, ordering: .relaxed)
+            return try await body("http://127.0.0.1:\(bound)")
+        }
     }
 }

@@ -26,6 +26,16 @@ final class KeySetServer: Sendable {
                 status: .ok, headers: [.contentType: "application/json", .cacheControl: "max-age=3600"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: self.body.withLock { $0 })))
         }
+        return try await LoopbackServer.serving(router) { port, stop in try await body("http://127.0.0.1:\(port)/jwks", stop) }
+    }
+}
+
+/// A router served on a free loopback port while `body` runs with the port; `stop` shuts the server down and returns
+/// once its port is closed (it is stopped at the end anyway).
+enum LoopbackServer {
+    static func serving<T: Sendable>(
+        _ router: Router<BasicRequestContext>, _ body: @Sendable (_ port: Int, _ stop: @escaping @Sendable () async -> Void) async throws -> T
+    ) async throws -> T {
         let (ports, port) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
@@ -36,8 +46,8 @@ final class KeySetServer: Sendable {
         let server = Task { try await app.runService() }
         defer { server.cancel() }
         var iterator = ports.makeAsyncIterator()
-        guard let bound = await iterator.next(), bound > 0 else { throw TestFailure("the key set server did not start") }
-        return try await body("http://127.0.0.1:\(bound)/jwks") {
+        guard let bound = await iterator.next(), bound > 0 else { throw TestFailure("the loopback server did not start") }
+        return try await body(bound) {
             server.cancel()
             _ = await server.result
         }

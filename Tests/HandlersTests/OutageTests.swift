@@ -33,15 +33,7 @@ struct OutageTests {
     /// behind the other heavy tests (one of them 172 s) and ran out of a 3-minute limit before it began.
     @Test("PostgreSQL stopped 10 s under 4 readers and 4 writers", .timeLimit(.minutes(10)))
     func outage() async throws {
-        // Its own PostgreSQL, stopped at the end whatever happens: a postmaster left running loads the machine.
-        let postgres = TestPostgres()
-        do {
-            try await HeavyTestGate.shared.run { try await Self.runOutage(postgres) }
-        } catch {
-            try? await postgres.stop()
-            throw error
-        }
-        try await postgres.stop()
+        try await TestPostgres.withOwn { postgres in try await HeavyTestGate.shared.run { try await Self.runOutage(postgres) } }
     }
 
     static let readsGroup =

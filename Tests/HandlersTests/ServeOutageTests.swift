@@ -151,14 +151,7 @@ struct ServeOutageTests {
 
     /// Runs `body` with a PostgreSQL of its own, stopped at the end whatever happens.
     static func withOwnPostgres(_ body: @Sendable (TestPostgres) async throws -> Void) async throws {
-        let postgres = TestPostgres()
-        do {
-            try await HeavyTestGate.shared.run { try await body(postgres) }
-        } catch {
-            try? await postgres.stop()
-            throw error
-        }
-        try await postgres.stop()
+        try await TestPostgres.withOwn { postgres in try await HeavyTestGate.shared.run { try await body(postgres) } }
     }
 
     @Test("PostgreSQL stopped 10 s under 4 writers and 4 readers: serve stays up and is back within 2 s", .timeLimit(.minutes(10)))

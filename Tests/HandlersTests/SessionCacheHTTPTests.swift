@@ -72,14 +72,7 @@ struct SessionCacheHTTPTests {
     /// held a lock of the shared cluster would stall every other test's writes.
     @Test("a listener gone deaf without failing is noticed: a revocation elsewhere stops the token long before the cache would")
     func deafListener() async throws {
-        let postgres = TestPostgres()
-        do {
-            try await Self.deafListener(on: postgres)
-        } catch {
-            try? await postgres.stop()
-            throw error
-        }
-        try await postgres.stop()
+        try await TestPostgres.withOwn { try await Self.deafListener(on: $0) }
     }
 
     static func deafListener(on postgres: TestPostgres) async throws {

@@ -71,7 +71,13 @@ struct SpacesChangesHTTPTests {
             let aliceID = try #require(
                 SpacesHTTPTests.array(try await bob.call(.get, "/api/v1/spaces/\(jones)/members")).last?["accountId"]?.stringValue)
             #expect(try await bob.call(.put, "/api/v1/spaces/\(jones)/memberships/\(aliceID)", body: #"{"role":"reader"}"#).status == .ok)
-            #expect(try await stream.next(where: Self.isSpaces) == [Self.spaces([(home, "owner"), (groceries, "owner"), (jones, "reader")])])
+            // A role change starts the account's dates over from a new version of the space (what it may read changed):
+            // the space's new date comes with the new role, before or after it.
+            let reroled = try await stream.next(where: Self.isSpaces)
+            #expect(reroled.last == Self.spaces([(home, "owner"), (groceries, "owner"), (jones, "reader")]), "\(reroled)")
+            let moved = Self.change(jones, try await Self.date(bob, jones))
+            #expect(reroled.dropLast().allSatisfy { $0 == moved }, "\(reroled)")
+            if !reroled.contains(moved) { #expect(try await stream.next(where: Self.isChange(of: jones)) == [moved]) }
             #expect(try await bob.call(.put, "/api/v1/contacts/b1", body: #"{"firstName":"Bo"}"#).status == .ok)
             #expect(try await stream.next(where: Self.isChange(of: jones)) == [Self.change(jones, try await Self.date(bob, jones))])
             #expect(try await bob.call(.delete, "/api/v1/spaces/\(jones)/memberships/\(aliceID)").status == .noContent)

@@ -12,6 +12,20 @@ public actor TestPostgres {
     /// A server of its own, for a test that stops and restarts it (outages); the shared one is never stopped.
     public init() {}
 
+    /// Runs `body` with a server of its own (a test that stops, restarts or freezes it owns it), stopped at the end
+    /// whatever happens: a postmaster left running loads the machine.
+    public static func withOwn<T: Sendable>(_ body: @Sendable (TestPostgres) async throws -> T) async throws -> T {
+        let postgres = TestPostgres()
+        do {
+            let value = try await body(postgres)
+            try await postgres.stop()
+            return value
+        } catch {
+            try? await postgres.stop()
+            throw error
+        }
+    }
+
     /// Stops the server at once (`pg_ctl stop -m fast`: open connections are terminated, like a crash or failover).
     public func stop() async throws {
         guard let control else { return }

@@ -44,9 +44,14 @@ public struct MediaService: Sendable {
     ///
     /// The family's media quota is checked when the upload commits, under the family's lock: bytes the family already
     /// has are never refused, and what a refused upload costs is bounded by `maxBytes`.
+    ///
+    /// Uploading is writing to the space: 403 `forbidden` below `member` (protocol §15), before anything of the body is
+    /// read or stored (security review M2: readers filled the media quota, and kept their uploads alive by sending the
+    /// same bytes again, which refreshes them).
     public func upload(
         _ session: Session, contentType: String?, declaredLength: Int64?, body: some AsyncSequence<ByteBuffer, any Error>
     ) async throws -> Uploaded {
+        try Self.requireUpload(session)
         guard let type = contentType.flatMap(MediaType.init(contentType:)) else {
             throw SyncError.unsupportedMediaType(
                 "Content-Type must be one of \(MediaType.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -74,6 +79,11 @@ public struct MediaService: Sendable {
             await upload.abort()
             throw error
         }
+    }
+
+    /// 403 `forbidden` for a caller below `member`: readers read a space's media, members and owners add to it.
+    public static func requireUpload(_ session: Session) throws {
+        try session.require(.member, to: "upload media")
     }
 
     /// 403 `quota_exceeded` when `adding` bytes to the family's `used` would pass its media quota.

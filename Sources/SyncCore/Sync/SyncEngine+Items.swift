@@ -55,7 +55,7 @@ extension SyncEngine {
     ) async throws
         -> ItemAnswer
     {
-        try Self.requireWrite(session, address)
+        try Self.requireWrite(session, address, parent: parentSpec(of: address.collection))
         let address = address.owned(by: session)
         try address.validate()
         let content = try address.collection.schema.canonicalContent(of: body, pathID: address.id)
@@ -72,7 +72,7 @@ extension SyncEngine {
     ) async throws
         -> ItemAnswer
     {
-        try Self.requireWrite(session, address)
+        try Self.requireWrite(session, address, parent: parentSpec(of: address.collection))
         let address = address.owned(by: session)
         try address.validate()
         // Checked and keyed before the write: the work under the family's lock is linear in the declared fields,
@@ -162,17 +162,38 @@ extension SyncEngine {
     }
 
     /// `DELETE`: idempotent; a missing item is not an error (unless `If-Match` asks for it). Deleting a parent
-    /// deletes its children; deleting a child changes its parent.
+    /// deletes its children; deleting a child changes its parent. A parent whose children are written by their authors
+    /// only is deleted by a caller below owner only while it holds none of another account (security review L3).
     public func delete(_ session: Session, _ address: ItemAddress, preconditions: WritePreconditions) async throws {
-        try Self.requireWrite(session, address)
+        try Self.requireWrite(session, address, parent: parentSpec(of: address.collection))
         let address = address.owned(by: session)
         try address.validate()
+        var attempts = 0
+        while true {
+            let checked = try await checkCascade(session, address)
+            do {
+                return try await delete(session, address, preconditions: preconditions, checked: checked)
+            } catch let error as SyncError where error == Self.childrenMoved {
+                // A child of the parent was written between the read of its children and the lock: read them again.
+                attempts += 1
+                if attempts == Self.cascadeAttempts { throw error }
+            }
+        }
+    }
+
+    /// The delete itself, under the family's lock; `checked`, the parent's row as its children were read, must still be
+    /// the row the lock finds.
+    private func delete(
+        _ session: Session, _ address: ItemAddress, preconditions: WritePreconditions, checked: CascadeCheck?
+    ) async throws {
         let nowMs = now()
         _ = try await write(session, address, nowMs: nowMs) { context in
             let parent = try Self.liveParent(address, context)
             let live = context.existing?.live
             try preconditions.check(live: live)
             guard let live else { return .unchanged }
+            // Every write of a child rewrites its parent's row (`touch`): an unchanged version means unchanged children.
+            if let checked, checked.parentVersion != live.version { throw Self.childrenMoved }
             var rows = [
                 RowWrite(
                     key: address.key, body: nil, sortMs: live.sortMs, sortMoved: false, tag: live.tag,
@@ -183,20 +204,89 @@ extension SyncEngine {
         }
     }
 
-    /// 403 `forbidden` for a write below the collection's role (protocol §15: members write, readers only read); an
-    /// account-scoped singleton is the account's own, which any role writes.
-    static func requireWrite(_ session: Session, _ address: ItemAddress) throws {
+    /// What a parent's delete read of its children before taking the family's lock (`checkCascade`).
+    struct CascadeCheck: Sendable {
+        /// The version of the parent's row (live or tombstone) read before its children; nil when it had none.
+        let parentVersion: Int64?
+    }
+
+    /// How many times a delete reads a parent's children again when one of them changed before its lock.
+    static let cascadeAttempts = 3
+    /// Children read per page by `requireOwnChildren`.
+    static let cascadePage = 500
+    /// Thrown under the lock when the parent's row moved after its children were read; retried by `delete`, answered
+    /// (503, retry) only when the children kept changing.
+    static let childrenMoved = SyncError(
+        .unavailable, detail: "The item's children changed while it was being deleted; send the delete again.", retryAfter: 1)
+
+    /// Security review L3: a caller below owner deleting a parent whose child collection is `write: author` would delete
+    /// other authors' children, which it may not delete one by one. 403 `forbidden` when the parent holds a live child
+    /// of another account. The parent's row is read first, then its children, from the primary; the answer holds for
+    /// the delete only while that row's version is the one the family's lock finds (every child write rewrites its
+    /// parent), which the delete checks. Nil when there is nothing to check (an owner, no such children).
+    func checkCascade(_ session: Session, _ address: ItemAddress) async throws -> CascadeCheck? {
+        guard session.role < .owner, let childName = address.collection.childName, let child = collections.named(childName),
+            child.access.write == .author
+        else { return nil }
+        let row = try await store.item(familyID: session.familyID, key: address.key)
+        if let live = row?.live { try await requireOwnChildren(session, child, of: address.collection, parentID: live.id) }
+        return CascadeCheck(parentVersion: row?.version)
+    }
+
+    /// 403 `forbidden` at the first live child of `parentID` that another account wrote, read page by page (each page
+    /// within the byte budget of a page answer).
+    private func requireOwnChildren(_ session: Session, _ child: CollectionSpec, of parent: CollectionSpec, parentID: String) async throws {
+        var anchor: String?
+        while true {
+            let query = PageQuery(
+                collection: child.name, parentID: parentID, anchorID: anchor, limit: Self.cascadePage, tags: nil, children: nil,
+                byteBudget: pageBytes)
+            // Nil: the place read last is gone (purged meanwhile); so did the parent's row move, and the delete reads again.
+            guard let rows = try await store.page(familyID: session.familyID, query: query) else { throw Self.childrenMoved }
+            var last: String?
+            var more = rows.items.count > Self.cascadePage
+            for row in rows.items.prefix(Self.cascadePage) {
+                // A body withheld past the byte budget: the next page starts after the last one read.
+                guard let body = row.body else {
+                    more = true
+                    break
+                }
+                guard ItemBody.members(of: body).first(where: { $0.key == "author" })?.value == .string(session.accountID) else {
+                    throw SyncError.forbidden(
+                        "Only an owner deletes an item of \(parent.name) that holds \(child.name) of other authors.")
+                }
+                last = row.id
+            }
+            guard more else { return }
+            // The first body of a page is always kept, so a page that goes on has read at least one child.
+            guard let last else { throw Self.childrenMoved }
+            anchor = last
+        }
+    }
+
+    /// 403 `forbidden` for a write below the collection's role (protocol §15: members write, readers only read), or by a
+    /// caller that may not read it (`requireRead`, `parent` included); an account-scoped singleton is the account's own,
+    /// which any role writes.
+    static func requireWrite(_ session: Session, _ address: ItemAddress, parent: CollectionSpec?) throws {
         if case .singleton(perAccount: true) = address.collection.kind { return }
         switch address.collection.access.write {
         case .role(let role): try session.require(role, to: "write \(address.collection.name)")
         case .author: try session.require(.member, to: "write \(address.collection.name)")
         }
-        try requireRead(session, address.collection)
+        try requireRead(session, address.collection, parent: parent)
     }
 
-    /// 403 `forbidden` for a read below the collection's role (protocol §15, the model's `access.read`).
-    static func requireRead(_ session: Session, _ collection: CollectionSpec) throws {
+    /// 403 `forbidden` for a read below the collection's role (protocol §15, the model's `access.read`). With `parent`,
+    /// the collection is a child, read under its parent: the parent's role is required too, the stricter of the two
+    /// (security review M3: a members-only parent's children were read by readers through their own routes).
+    static func requireRead(_ session: Session, _ collection: CollectionSpec, parent: CollectionSpec? = nil) throws {
         try session.require(collection.access.read, to: "read \(collection.name)")
+        if let parent { try session.require(parent.access.read, to: "read \(parent.name)") }
+    }
+
+    /// The parent collection of a child collection, nil for the others.
+    func parentSpec(of collection: CollectionSpec) -> CollectionSpec? {
+        collection.parentName.flatMap(collections.named)
     }
 
     /// For a collection written by authors only: 403 `forbidden` when the live item was created by another account and
@@ -229,7 +319,8 @@ extension SyncEngine {
 
     /// `GET`: the live item, or 404 (also under a missing or deleted parent).
     public func get(_ session: Session, _ address: ItemAddress, ifNoneMatch: String?) async throws -> ItemAnswer {
-        try Self.requireRead(session, address.collection)
+        // A child under its parent: the parent's role too, checked before the parent is looked for (no existence oracle).
+        try Self.requireRead(session, address.collection, parent: parentSpec(of: address.collection))
         let address = address.owned(by: session)
         try address.validate()
         if let parentKey = address.parentKey {

@@ -30,7 +30,8 @@ extension SyncEngine {
         let since = try await position(parameters.date, session, for: [spec.name] + (spec.childName.map { [$0] } ?? []))
         let query = PageQuery(
             collection: spec.name, anchorID: parameters.lastId, limit: parameters.nb, tags: parameters.types,
-            children: spec.childName.map { ChildrenQuery(collection: $0, limit: parameters.maxChildren) }, byteBudget: pageBytes)
+            children: embeddedChildren(session, spec).map { ChildrenQuery(collection: $0, limit: parameters.maxChildren) },
+            byteBudget: pageBytes)
         let rows = try await reads.pageSync(familyID: session.familyID, query: query, since: since)
         // The client's list can be brought up to date only from a position this server can answer, and only when its
         // last item's place is known: the item exists (or existed) and its sort key has not moved since that position.
@@ -76,9 +77,10 @@ extension SyncEngine {
     }
 
     /// `GET /threads`, `/wall` (next items below `lastId`) and `GET /threads/{id}/messages`, `/wall/{id}/comments`:
-    /// `{"items": […], "nomore": bool}`; 404 for a parent or a `lastId` that never existed.
+    /// `{"items": […], "nomore": bool}`; 404 for a parent or a `lastId` that never existed. Children are read only by a
+    /// caller that reads their parent collection too, checked before the parent is looked for (security review M3).
     public func page(_ session: Session, _ spec: CollectionSpec, parentID: String?, _ parameters: PageParameters) async throws -> [UInt8] {
-        try Self.requireRead(session, spec)
+        try Self.requireRead(session, spec, parent: parentSpec(of: spec))
         if let parentName = spec.parentName {
             guard let parentID, ItemID.isValid(parentID),
                 try await reads.item(familyID: session.familyID, key: ItemKey(collection: parentName, id: parentID))?.live != nil
@@ -86,7 +88,8 @@ extension SyncEngine {
         }
         let query = PageQuery(
             collection: spec.name, parentID: parentID ?? "", anchorID: parameters.lastId, limit: parameters.nb, tags: parameters.types,
-            children: spec.childName.map { ChildrenQuery(collection: $0, limit: parameters.maxChildren) }, byteBudget: pageBytes)
+            children: embeddedChildren(session, spec).map { ChildrenQuery(collection: $0, limit: parameters.maxChildren) },
+            byteBudget: pageBytes)
         guard let rows = try await reads.page(familyID: session.familyID, query: query) else {
             throw SyncError.notFound("No item with this lastId.")
         }
@@ -98,8 +101,18 @@ extension SyncEngine {
         return writer.bytes
     }
 
+    /// The child collection whose items travel inside the parents of `spec` in answers to this caller: none when it may
+    /// not read it (security review M3: a members-only child was embedded in the answers to readers). Every parent then
+    /// carries an empty list and `nomore` true: of the children this caller may read, it has no more, as the children's
+    /// own routes answer it 403. Nothing of them is read.
+    func embeddedChildren(_ session: Session, _ spec: CollectionSpec) -> String? {
+        guard let childName = spec.childName, let child = collections.named(childName) else { return spec.childName }
+        return session.role >= child.access.read ? childName : nil
+    }
+
     /// Writes items as a JSON array; a parent carries its newest children, those whose bodies were kept, and its own
-    /// `nomore` (protocol §4): false when it has older ones or some were withheld (`PageBytes`).
+    /// `nomore` (protocol §4): false when it has older ones or some were withheld (`PageBytes`). A parent whose
+    /// children were not read (`embeddedChildren`) carries none, and `nomore` true.
     static func writeItems(_ list: PageList, children: [String: [StoredItem]], spec: CollectionSpec, into writer: inout JSONWriter) {
         writer.raw("[")
         for (index, item) in list.items.enumerated() {

@@ -66,7 +66,18 @@ package struct SpaceStatements: Sendable {
             try await c.requireOwner(callerID, of: spaceID, to: "change a member's role")
             if current != .owner, role == .owner { try await c.checkOwnedLimit(accountID: accountID, limits: limits) }
             if current == .owner, role != .owner { try await c.checkNotLastOwner(spaceID: spaceID) }
-            try await c.execute("UPDATE memberships SET role = \(role.rawValue) WHERE space_id = \(spaceID) AND account_id = \(accountID)")
+            // What the account may read changes with its role (`access.read`, members-only children): every date it
+            // holds was cut for the old role, so it starts from a new version of the space, as a new member does, and
+            // its next sync is a full answer (a reader made member had never received the members-only rows it now
+            // reads; a member made reader keeps rows it may no longer read).
+            let since = current == role ? nil : try await c.items.bump(familyID: spaceID)
+            if let since {
+                try await c.execute(
+                    """
+                    UPDATE memberships SET role = \(role.rawValue), since_version = \(since)
+                    WHERE space_id = \(spaceID) AND account_id = \(accountID)
+                    """)
+            }
             if current == .owner, role != .owner { try await c.deleteInvitations(mintedBy: accountID, in: spaceID) }
             try await c.revokeAtCommit([spaceID])
             return true
