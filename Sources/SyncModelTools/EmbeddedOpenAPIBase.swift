@@ -1249,7 +1249,7 @@ extension DataModel {
              "media"
             ],
             "summary": "Upload a photo or video",
-            "description": "The raw bytes, with their `Content-Type` (one of `mediaTypes` of `GET /api/v1/`). The declared type must be what the bytes are (their signature is checked), else 415. Streamed to storage and hashed on the way, never held whole in memory; at most `mediaMaxBytes` (default 20 MiB), else 413. The name is the SHA-256 of the bytes: the same bytes uploaded twice answer the same URL (201 both times, as protocol §10 says) and are stored once per family. Put the URL in any field of format `uri` (protocol §10). Not allowed inside `POST /group` (binary bodies do not belong in JSON).",
+            "description": "The raw bytes, with their `Content-Type` (one of `mediaTypes` of `GET /api/v1/`). The declared type must be what the bytes are (their signature is checked), else 415. Streamed to storage and hashed on the way, never held whole in memory; at most `mediaMaxBytes` (default 20 MiB), else 413. The name is the SHA-256 of the bytes: the same bytes uploaded twice answer the same URL (201 both times, as protocol §10 says) and are stored once per family. Put the URL in any field of format `uri` (protocol §10). Not allowed inside `POST /group` (binary bodies do not belong in JSON). A reader of the space may not upload: 403 `forbidden`, before a byte of the body is read.",
             "requestBody": {
              "required": true,
              "description": "The bytes of the file (binary, not JSON).",
