@@ -1,0 +1,254 @@
+import { ErrorCode, SyncClientError } from "./errors.js";
+import { JsonValue } from "./json.js";
+import { Log } from "./logger.js";
+
+/** The `fetch` function the client calls (the global one by default; a test or an app may wrap it). */
+export type FetchFunction = (input: string, init: RequestInit) => Promise<Response>;
+
+/** One answer, read whole up to the cap. */
+export class HttpAnswer {
+    constructor(
+        readonly status: number,
+        readonly headers: Headers,
+        readonly bytes: Uint8Array
+    ) {}
+
+    header(name: string): string | null {
+        return this.headers.get(name);
+    }
+
+    text(): string {
+        return new TextDecoder().decode(this.bytes);
+    }
+
+    /** The body as JSON; undefined when it is empty or not JSON (a proxy's HTML page). */
+    json(): JsonValue | undefined {
+        if (this.bytes.byteLength === 0) return undefined;
+        try {
+            return JSON.parse(this.text()) as JsonValue;
+        } catch {
+            return undefined;
+        }
+    }
+
+    /** The error this answer means (undefined for a success). */
+    error(): SyncClientError | undefined {
+        return SyncClientError.fromAnswer(this.status, this.json(), this.header("Retry-After"));
+    }
+}
+
+/**
+ * Reads a body up to `limit` bytes and no further: a declared length over it is refused before any byte is read, and
+ * a stream that goes past it is cancelled at once (the connection is dropped), so a broken or hostile server cannot
+ * fill the device's memory. Throws `answer_too_large`. A body cut off by the network throws `offline`.
+ */
+export async function readCapped(response: Response, limit: number): Promise<Uint8Array> {
+    const declared = response.headers.get("Content-Length");
+    const encoded = response.headers.get("Content-Encoding");
+    if (declared !== null && (encoded === null || encoded === "identity") && Number(declared) > limit) {
+        await response.body?.cancel().catch(() => undefined);
+        throw SyncClientError.answerTooLarge(response.status, limit);
+    }
+    if (response.body === null) return new Uint8Array(0);
+    const reader = response.body.getReader();
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    for (;;) {
+        let piece: ReadableStreamReadResult<Uint8Array>;
+        try {
+            piece = await reader.read();
+        } catch (error) {
+            throw SyncClientError.offline(`the answer was cut off: ${describe(error)}`, error);
+        }
+        if (piece.done) break;
+        total += piece.value.byteLength;
+        if (total > limit) {
+            await reader.cancel().catch(() => undefined);
+            throw SyncClientError.answerTooLarge(response.status, limit);
+        }
+        chunks.push(piece.value);
+    }
+    if (chunks.length === 1) return chunks[0]!;
+    const whole = new Uint8Array(total);
+    let offset = 0;
+    for (const chunk of chunks) {
+        whole.set(chunk, offset);
+        offset += chunk.byteLength;
+    }
+    return whole;
+}
+
+function describe(error: unknown): string {
+    if (error instanceof Error) {
+        const cause = (error as { cause?: unknown }).cause;
+        return cause instanceof Error ? `${error.message} (${cause.message})` : error.message;
+    }
+    return String(error);
+}
+
+export interface RetryPolicyOptions {
+    /** Attempts per call, the first included (1: never retry). Default 4. */
+    attempts?: number;
+    /** Default 500 ms. */
+    baseDelayMs?: number;
+    /** Default 30 s. A `Retry-After` longer than this is not waited for: the error goes to the caller at once. */
+    maximumDelayMs?: number;
+    /** How to wait (tests may record or skip the waits). */
+    sleep?: (ms: number) => Promise<void>;
+    /** A number in [0, 1) for the jitter. */
+    random?: () => number;
+}
+
+/**
+ * How the client waits before trying again after a network error, a 429 or a 5xx: exponential backoff with "equal
+ * jitter", never sooner than the server's `Retry-After`, a bounded number of attempts per call (the Swift SDK's
+ * `RetryPolicy`).
+ */
+export class RetryPolicy {
+    readonly attempts: number;
+    readonly baseDelayMs: number;
+    readonly maximumDelayMs: number;
+    readonly sleep: (ms: number) => Promise<void>;
+    private readonly random: () => number;
+
+    constructor(options: RetryPolicyOptions = {}) {
+        this.attempts = options.attempts ?? 4;
+        this.baseDelayMs = options.baseDelayMs ?? 500;
+        this.maximumDelayMs = options.maximumDelayMs ?? 30_000;
+        this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+        this.random = options.random ?? Math.random;
+    }
+
+    /** The wait before attempt `attempt + 1` (0-based): base × 2^attempt capped, half fixed half random, at least `Retry-After`. */
+    delay(attempt: number, retryAfterSeconds?: number): number {
+        const exponential = this.baseDelayMs * 2 ** Math.min(Math.max(attempt, 0), 16);
+        const capped = Math.min(exponential, this.maximumDelayMs);
+        const jittered = capped * (0.5 + 0.5 * this.random());
+        return Math.max(jittered, (retryAfterSeconds ?? 0) * 1000);
+    }
+
+    /** Runs `body`, retrying the errors `retrying` accepts (by default the transient ones) with backoff. */
+    async run<T>(body: () => Promise<T>, retrying: (error: SyncClientError) => boolean = (error) => error.isTransient): Promise<T> {
+        for (let attempt = 0; ; attempt++) {
+            try {
+                return await body();
+            } catch (error) {
+                if (!(error instanceof SyncClientError) || !retrying(error) || attempt + 1 >= this.attempts) throw error;
+                if (error.retryAfter !== undefined && error.retryAfter * 1000 > this.maximumDelayMs) throw error;
+                await this.sleep(this.delay(attempt, error.retryAfter));
+            }
+        }
+    }
+}
+
+export interface HttpCoreOptions {
+    serverUrl: string;
+    fetch?: FetchFunction | undefined;
+    /** Most bytes of one answer read (default 64 MiB). */
+    answerMaxBytes?: number | undefined;
+    /** Longest a call may take, answer included (default 60 s): past it, `offline`. */
+    requestTimeoutMs?: number | undefined;
+    /** Allow `http://` to a host other than this machine (default false: tokens would cross the network in clear). */
+    allowsInsecureHTTP?: boolean | undefined;
+    log: Log;
+}
+
+export interface CallOptions {
+    body?: JsonValue | undefined;
+    headers?: Record<string, string> | undefined;
+    /** The bearer token; none for the calls that need none (sign-in, the model, the server's description). */
+    token?: string | undefined;
+}
+
+/**
+ * The HTTP core: every call goes through `fetch`, every answer is read with a size cap, every failure becomes a
+ * `SyncClientError` (problem+json answers with the server's code; no answer is `offline`).
+ */
+export class HttpCore {
+    readonly base: string;
+    readonly answerMaxBytes: number;
+    private readonly fetcher: FetchFunction;
+    private readonly timeoutMs: number;
+    private readonly log: Log;
+
+    constructor(options: HttpCoreOptions) {
+        let base = options.serverUrl;
+        while (base.endsWith("/")) base = base.slice(0, -1);
+        const url = new URL(base);
+        const local = ["127.0.0.1", "[::1]", "localhost"].includes(url.hostname);
+        if (url.protocol !== "https:" && !(url.protocol === "http:" && (local || options.allowsInsecureHTTP))) {
+            throw SyncClientError.invalid(`the server URL must be https (or http to this machine, or allowsInsecureHTTP): ${base}`);
+        }
+        this.base = base + "/api/v1";
+        this.answerMaxBytes = options.answerMaxBytes ?? 64 * 1024 * 1024;
+        this.timeoutMs = options.requestTimeoutMs ?? 60_000;
+        this.fetcher = options.fetch ?? ((input, init) => fetch(input, init));
+        this.log = options.log;
+    }
+
+    /** One call to `path` (under `/api/v1`), its answer read whole up to `answerMaxBytes`. A transport failure is `offline`. */
+    async call(method: string, path: string, options: CallOptions = {}): Promise<HttpAnswer> {
+        const headers: Record<string, string> = { Accept: "application/json", ...(options.headers ?? {}) };
+        if (options.token !== undefined) headers["Authorization"] = `Bearer ${options.token}`;
+        let body: string | undefined;
+        if (options.body !== undefined) {
+            body = JSON.stringify(options.body);
+            headers["Content-Type"] = headers["Content-Type"] ?? "application/json";
+        }
+        const controller = new AbortController();
+        const timer = setTimeout(() => controller.abort(), this.timeoutMs);
+        const started = Date.now();
+        try {
+            let response: Response;
+            try {
+                const init: RequestInit = { method, headers, signal: controller.signal };
+                if (body !== undefined) init.body = body;
+                response = await this.fetcher(this.base + path, init);
+            } catch (error) {
+                const why = controller.signal.aborted ? `no answer within ${this.timeoutMs} ms` : describe(error);
+                this.log.write("notice", "http", "no answer", { method, path: pathOnly(path), error: why });
+                throw SyncClientError.offline(why, error);
+            }
+            let bytes: Uint8Array;
+            try {
+                bytes = await readCapped(response, this.answerMaxBytes);
+            } catch (error) {
+                if (controller.signal.aborted) throw SyncClientError.offline(`no answer within ${this.timeoutMs} ms`, error);
+                if (error instanceof SyncClientError && error.code === ErrorCode.answerTooLarge) {
+                    this.log.write("warning", "http", "answer too large: not read further", {
+                        method,
+                        path: pathOnly(path),
+                        limit: this.answerMaxBytes,
+                    });
+                }
+                throw error;
+            }
+            this.log.write("debug", "http", "answer", {
+                method,
+                path: pathOnly(path),
+                status: response.status,
+                bytes: bytes.byteLength,
+                ms: Date.now() - started,
+            });
+            return new HttpAnswer(response.status, response.headers, bytes);
+        } finally {
+            clearTimeout(timer);
+        }
+    }
+}
+
+/** A path without its query (a date of sync or a `lastId` stays out of the logs' labels). */
+function pathOnly(path: string): string {
+    const query = path.indexOf("?");
+    return query < 0 ? path : path.slice(0, query);
+}
+
+/** A query value, percent-encoded. */
+export function queryEscape(value: string): string {
+    return encodeURIComponent(value);
+}
+
+/** A path segment (an id), percent-encoded. */
+export function pathEscape(value: string): string {
+    return encodeURIComponent(value);
+}

@@ -1,0 +1,33 @@
+// @syncapi/client: the TypeScript client of SyncAPI. Runs wherever `fetch` does; storage comes from a driver
+// (`NodeSqliteDriver` in "@syncapi/client/node").
+export { SyncClient } from "./client.js";
+export type {
+    ConflictHandler,
+    ConflictOutcome,
+    ConflictRecord,
+    ConflictResolution,
+    ConflictVersions,
+    IdentitySignIn,
+    OnlineEvents,
+    ServerLimits,
+    SyncClientEvents,
+    SyncClientOptions,
+    SyncReport,
+} from "./client.js";
+export { ErrorCode, idTokenChecks, parseRetryAfter, SyncClientError } from "./errors.js";
+export type { ErrorCodeValue, SyncErrorKind } from "./errors.js";
+export { HttpAnswer, HttpCore, readCapped, RetryPolicy } from "./http.js";
+export type { FetchFunction, RetryPolicyOptions } from "./http.js";
+export { canonicalText, jsonEqual } from "./json.js";
+export type { JsonObject, JsonValue } from "./json.js";
+export { consoleLogger } from "./logger.js";
+export type { LogEntry, Logger, LogLevel } from "./logger.js";
+export { fieldMerge } from "./merge.js";
+export type { FieldMerge } from "./merge.js";
+export { ServerModel } from "./model.js";
+export type { CollectionKind, ModelCollection, SyncEndpoint } from "./model.js";
+export type { FailedOperation, OperationKind, PendingOperation } from "./replica.js";
+export { migrations } from "./schema.js";
+export { MemoryTokenStore } from "./session.js";
+export type { ClientSession, TokenStore } from "./session.js";
+export type { SqlExecutor, SqlRow, SqlValue, StorageDriver } from "./storage/driver.js";
