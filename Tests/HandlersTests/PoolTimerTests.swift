@@ -48,8 +48,9 @@ struct PoolTimerTests {
             guard let date = SyncAPITestJSON.string(first.body, "date") else { throw TestFailure("no date: \(first.body)") }
             // A delta on the statements' pool, each request one lease and one park.
             let url = "\(base)/api/v1/ctcsync?date=\(date)"
-            // Past the keep-alive interval first: what a cancelled timer holds is then given back as fast as it comes.
-            _ = try await Self.load(url, token: token, seconds: 8)
+            // Past the idle timeout first (`PoolSize.idleTimeout`, the longest of a park's timers): what a cancelled
+            // timer holds is then given back as fast as it comes.
+            _ = try await Self.load(url, token: token, seconds: Int(PoolSize.idleTimeout / .seconds(1)) + 3)
             let before = try Self.residentMemory(server.pid)
             let requests = try await Self.load(url, token: token, seconds: 15)
             let grown = try Self.residentMemory(server.pid) - before

@@ -207,31 +207,31 @@ struct ProcessTests {
         print("sigkill \(backend): \(acknowledged.count) acknowledged writes checked after the kill")
     }
 
-    @Test(
-        "the PostgreSQL pools open whole at start (--database-connections for statements, --max-snapshot-answers-per-instance for snapshot answers), before any request"
-    )
-    func poolOpensAtStart() async throws {
+    /// Issue 53: a pool opened whole (a minimum of open connections) crashed the server in a database outage
+    /// (PostgresNIO 1.33.2 traps when an outage leaves fewer live connections than a minimum above zero): the pools
+    /// open on demand, within their sizes (`docs/decisions.md`, "Pools without a minimum").
+    @Test("the PostgreSQL pools open on demand, within --database-connections and --max-snapshot-answers-per-instance")
+    func poolOpensOnDemand() async throws {
         let database = try await TestPostgres.shared.newDatabaseURL()
         let server = try await ServerProcess.start([
             "--database", database, "--database-connections", "6", "--max-snapshot-answers-per-instance", "3",
         ])
         defer { server.killAndReap() }
-        // The statements' 6 (the LISTEN connection is one of them) and the snapshot answers' 3, with no request served
-        // but /health (which reads nothing).
         let probe = TransactionProbe(url: database)
         let open = try await probe.run { probe in
             var count = 0
+            // The LISTEN connection is held for the instance's life: the event that the start is over.
             for _ in 0..<50 {
                 count = 0
                 for try await n in try await probe.client.query(
                     "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
                 ).decode(Int.self) { count = n }
-                if count >= 9 { break }
+                if count >= 1 { break }
                 try await Task.sleep(for: .milliseconds(100))
             }
             return count
         }
-        #expect(open == 9, "both pools whole, LISTEN included")
+        #expect((1...9).contains(open), "\(open) connections open: the LISTEN one at least, never past both pools' sizes")
         await #expect(throws: (any Error).self) {
             try await TestPostgres.run([try ServerProcess.binary(), "serve", "--database", database, "--database-connections", "1"])
         }

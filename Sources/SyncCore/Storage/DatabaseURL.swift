@@ -72,11 +72,13 @@ public struct PoolSize: Sendable {
         self.snapshotConnections = snapshotConnections
     }
 
-    /// How long a connection stays open unused. Each time a connection goes back to the pool the pool arms a timer of
-    /// this length, whose cancelled sleep the Swift runtime keeps until its deadline (`keepAliveFrequency`): the memory
-    /// an instance holds grows with it, so it is as short as the keep-alive. The pool keeps what the last seconds of
-    /// load used, and reopens the rest on demand.
-    public static let idleTimeout: Duration = .seconds(5)
+    /// How long a connection stays open unused: PostgresNIO's default, a minute. Each time a connection goes back to
+    /// the pool the pool arms a timer of this length, whose cancelled sleep the Swift runtime keeps until its deadline
+    /// (`keepAliveFrequency`), so what an instance holds levels off after a minute of load at about 0.7 KB per
+    /// request answered in it (docs/scaling.md). 5 s (the keep-alive's, tried first) was followed by two clean-clone
+    /// test runs that hung in PostgreSQL tests, their process idle for half an hour; the cause was not found, and a
+    /// minute is what the test pools ran with through every earlier green run.
+    public static let idleTimeout: Duration = .seconds(60)
 
     /// The default size of the statements' pool: twice the cores plus two (as many statements running at once as the
     /// database can run well, the rest waiting their turn in the pool rather than in the database's scheduler),
