@@ -8,13 +8,13 @@ import TestSupport
 import Testing
 
 /// A write made while this instance's `LISTEN` backend is frozen (SIGSTOP: its connection open, no notice ever
-/// delivered) reaches this instance's streams within 5 s: the listener, its ping unheard, reads the followed families'
+/// delivered) reaches this instance's streams within seconds: the listener, its ping unheard, reads the followed families'
 /// counters in one statement and wakes the family that moved (issue 53). Before, streams learned it only once the
 /// listener was found deaf and replaced (about 11 s), or at their 30 s recheck.
 @Suite("A frozen change listener", .sharingTheMachine)
 struct FrozenListenerTests {
     /// The test stops a PostgreSQL backend, so it runs on a PostgreSQL of its own (see `SessionCacheHTTPTests`).
-    @Test("a write while the listener is frozen reaches an open stream within 5 s")
+    @Test("a write while the listener is frozen reaches an open stream in seconds, long before the listener is replaced")
     func writeWhileFrozen() async throws {
         try await TestPostgres.withOwn { try await Self.writeWhileFrozen(on: $0) }
     }
@@ -40,7 +40,10 @@ struct FrozenListenerTests {
             let events = try await stream.next(where: { $0.name == "change" && $0 != first.last })
             let seconds = (ContinuousClock.now - wrote) / .seconds(1)
             print("frozen listener: the write reached the stream \(seconds) s after it was acknowledged")
-            #expect(seconds < 5, "\(seconds) s: \(events)")
+            // 2.1 to 2.8 s measured (pings every 2 s, a catch-up once one is unheard for 1 s); 11.9 s before, when only the
+            // listener's replacement (5 s unheard, then 5 s for its own query) woke the stream. The ceiling leaves a
+            // loaded machine room and still fails that path.
+            #expect(seconds < 9, "\(seconds) s: \(events)")
             stream.disconnect()
         }
     }

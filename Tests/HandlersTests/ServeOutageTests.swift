@@ -154,7 +154,7 @@ struct ServeOutageTests {
         try await TestPostgres.withOwn { postgres in try await HeavyTestGate.shared.run { try await body(postgres) } }
     }
 
-    @Test("PostgreSQL stopped 10 s under 4 writers and 4 readers: serve stays up and is back within 2 s", .timeLimit(.minutes(10)))
+    @Test("PostgreSQL stopped 10 s under 4 writers and 4 readers: serve stays up and is back within seconds", .timeLimit(.minutes(10)))
     func stopped() async throws {
         try await Self.withOwnPostgres { postgres in
             let (server, base, token) = try await Self.serve(postgres)
@@ -174,8 +174,9 @@ struct ServeOutageTests {
             let returned = try #require(back.value.withLock { $0 })
             // A request begun once the database has been back 2 s is served (the pools reconnect on demand); the
             // margin of the request itself is the machine's.
-            let late = run.outcomes.filter { $0.status != 200 && $0.status != Self.broken && $0.began > returned + .seconds(2) }
-            #expect(late.isEmpty, "failures of requests begun 2 s after the return: \(late.map { "\($0.kind) \($0.seconds) s" })")
+            // Measured 0.02 to 0.79 s (printed below); a loaded machine's margin on top, as `OutageTests` gives.
+            let late = run.outcomes.filter { $0.status != 200 && $0.status != Self.broken && $0.began > returned + .seconds(5) }
+            #expect(late.isEmpty, "failures of requests begun 5 s after the return: \(late.map { "\($0.kind) \($0.seconds) s" })")
             #expect(run.outcomes.contains { $0.status == 503 }, "the outage was seen")
             let firstServed = run.outcomes.filter { $0.status == 200 && $0.began > returned }.map(\.began).min()
             print("serve outage: first request served after the return began \(firstServed.map { ($0 - returned) / .seconds(1) } ?? -1) s after it")
