@@ -15,7 +15,7 @@ let package = Package(
     // iOS for the SDK's product only (the server's targets are never built for it).
     platforms: [.macOS(.v15), .iOS(.v16)],
     products: [
-        .executable(name: "syncapi", targets: ["syncapi"]),
+        .executable(name: "syncapi", targets: ["SyncAPICommands"]),
         // The Swift SDK, for apps: `.package(url: "https://github.com/…/syncapi.git", branch: "main", traits: [])` and
         // `.product(name: "SyncClient", package: "syncapi")`. It builds from GRDB, swift-log and Foundation alone:
         // SwiftPM resolves only the packages of the products an app uses (the server's are never fetched for it).
@@ -69,11 +69,11 @@ let package = Package(
             path: "Clients/SyncClient/Sources/SyncClientCommands",
             swiftSettings: swiftSettings
         ),
-        // The layers, as modules: `SyncCore` (the model, JSON, the engine and the storage protocols; no database
+        // The layers, as modules: `SyncAPI` (the model, JSON, the engine and the storage protocols; no database
         // driver), one target per backend that speaks its SQL, `SyncStorage` that opens the one a URL names,
         // `SyncModelTools` (code generation), `Handlers` (HTTP) and the `syncapi` command line.
         .target(
-            name: "SyncCore",
+            name: "SyncAPI",
             dependencies: [
                 .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "Crypto", package: "swift-crypto", condition: server),
@@ -91,7 +91,7 @@ let package = Package(
         .target(
             name: "SyncPostgres",
             dependencies: [
-                "SyncCore",
+                "SyncAPI",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
                 .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
@@ -104,7 +104,7 @@ let package = Package(
         .target(
             name: "SyncSQLite",
             dependencies: [
-                "SyncCore",
+                "SyncAPI",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "NIOCore", package: "swift-nio", condition: server),
@@ -116,7 +116,7 @@ let package = Package(
         .target(
             name: "SyncStorage",
             dependencies: [
-                "SyncCore", "SyncPostgres", "SyncSQLite",
+                "SyncAPI", "SyncPostgres", "SyncSQLite",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
                 .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
@@ -127,13 +127,13 @@ let package = Package(
         // the OpenAPI document; nothing in the core depends on generation.
         .target(
             name: "SyncModelTools",
-            dependencies: ["SyncCore"],
+            dependencies: ["SyncAPI"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "Handlers",
             dependencies: [
-                "SyncCore",
+                "SyncAPI",
                 "SyncStorage",
                 "SyncModelTools",
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
@@ -151,11 +151,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The `syncapi` command line (serve, migrate, model, client): its module is named apart from `SyncAPI`, since the
+        // two names differ only in case (one file system of two on developers' machines does not tell them apart).
         .executableTarget(
-            name: "syncapi",
+            name: "SyncAPICommands",
             dependencies: [
                 "Handlers",
-                "SyncCore",
+                "SyncAPI",
                 "SyncStorage",
                 "SyncModelTools",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
@@ -167,7 +169,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "SyncCore", "SyncStorage", "SyncPostgres", "SyncSQLite",
+                "SyncAPI", "SyncStorage", "SyncPostgres", "SyncSQLite",
                 .product(name: "Logging", package: "swift-log", condition: server),
                 // `TestIdentityProvider` mints its own keys and ID tokens.
                 .product(name: "Crypto", package: "swift-crypto", condition: server),
@@ -177,9 +179,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "SyncCoreTests",
+            name: "SyncAPITests",
             dependencies: [
-                "SyncCore", "SyncPostgres", "SyncSQLite", "SyncStorage", "SyncModelTools", "TestSupport",
+                "SyncAPI", "SyncPostgres", "SyncSQLite", "SyncStorage", "SyncModelTools", "TestSupport",
                 .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: server), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio", condition: server),
@@ -191,7 +193,7 @@ let package = Package(
             name: "HandlersTests",
             dependencies: [
                 "Handlers",
-                "SyncCore", "SyncStorage", "SyncPostgres",
+                "SyncAPI", "SyncStorage", "SyncPostgres",
                 "TestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
@@ -207,7 +209,7 @@ let package = Package(
             name: "ClientTests",
             dependencies: [
                 "Handlers",
-                "SyncCore", "SyncStorage", "SyncPostgres",
+                "SyncAPI", "SyncStorage", "SyncPostgres",
                 "TestSupport",
                 "SyncClient",
                 "SyncClientCommands",

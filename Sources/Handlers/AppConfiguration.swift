@@ -1,4 +1,4 @@
-import SyncCore
+import SyncAPI
 
 /// Everything an operator can set, gathered by the executable from flags, environment and defaults.
 public struct AppConfiguration: Sendable {

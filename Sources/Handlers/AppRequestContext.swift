@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import SyncCore
+import SyncAPI
 
 /// The per-request context: Hummingbird's core storage, the TCP peer, and the authenticated session, once checked.
 public struct AppRequestContext: RequestContext {

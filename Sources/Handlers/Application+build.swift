@@ -6,7 +6,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import Prometheus
-import SyncCore
+import SyncAPI
 import SyncStorage
 import Synchronization
 

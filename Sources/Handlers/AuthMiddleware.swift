@@ -1,5 +1,5 @@
 import Hummingbird
-import SyncCore
+import SyncAPI
 
 /// Checks `Authorization: Bearer <token>` on every data route and puts the account and its session in its home space
 /// in the context (`SpaceMiddleware` then moves it to the space a prefixed path names).

@@ -1,4 +1,4 @@
-import SyncCore
+import SyncAPI
 
 #if canImport(Glibc)
 import Glibc

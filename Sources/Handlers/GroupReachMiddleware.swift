@@ -1,5 +1,5 @@
 import Hummingbird
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// What a `POST /group` sub-request may reach (protocol §6), decided on the route pattern the router resolved the

@@ -1,6 +1,6 @@
 import Hummingbird
 import NIOCore
-import SyncCore
+import SyncAPI
 
 /// Reading JSON request bodies and writing JSON answers, shared by every route.
 enum HTTPBodies {

@@ -1,6 +1,6 @@
 import Foundation
 import Prometheus
-import SyncCore
+import SyncAPI
 
 extension IdentityEvents {
     /// Prometheus counters of sign-ins through identity providers (protocol §14), labelled by provider name (from the

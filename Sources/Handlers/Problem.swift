@@ -1,7 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
-import SyncCore
+import SyncAPI
 
 /// An error as HTTP answers it: RFC 9457 `application/problem+json` with the stable `code` of protocol §7, at the
 /// status its code has (`SyncError.Code.status`) unless the answer names another (a 416 for a range, the status of a

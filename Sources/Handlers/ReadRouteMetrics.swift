@@ -1,5 +1,5 @@
 import Prometheus
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// `syncapi_read_transactions_total{served_by}` (protocol §13): sync reads answered by a standby, by the primary

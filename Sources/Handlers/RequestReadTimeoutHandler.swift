@@ -1,7 +1,7 @@
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// Closes a connection whose first request head does not arrive within `headTimeout`, whose request body stalls for

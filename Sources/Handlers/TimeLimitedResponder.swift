@@ -1,7 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// Every request is answered within `limit` (protocol §8): past it, 503 `unavailable` with `Retry-After`, whatever

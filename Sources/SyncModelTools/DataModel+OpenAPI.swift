@@ -1,5 +1,5 @@
 import Foundation
-import SyncCore
+import SyncAPI
 
 /// The OpenAPI document of a model (protocol §12), generated, never copied: the operations every model shares
 /// (accounts, media, verify, group, changes, operations; `models/openapi-base.yaml`, embedded in the binary) with the

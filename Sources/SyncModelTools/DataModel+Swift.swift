@@ -1,5 +1,5 @@
 import Foundation
-import SyncCore
+import SyncAPI
 
 /// Swift types of a model (protocol §12, `syncapi model swift`): one `Codable`, `Identifiable`, `Hashable`,
 /// `Sendable` struct per collection, date-times as `Date`, and every member the app's version does not know kept and

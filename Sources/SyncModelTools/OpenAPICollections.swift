@@ -1,4 +1,4 @@
-import SyncCore
+import SyncAPI
 
 /// The paths a model's collections make, in the model file's order: each collection's item path, then its sync
 /// endpoint and pages; the endpoints that answer singletons together (protocol §5, §12) after them. Every answer

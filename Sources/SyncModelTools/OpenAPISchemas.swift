@@ -1,4 +1,4 @@
-import SyncCore
+import SyncAPI
 
 /// The JSON Schemas of a model's items and answers, from the same field specifications the server validates with
 /// (`CollectionSpec.schema`), so the document states exactly the limits the server enforces.

@@ -1,4 +1,4 @@
-import SyncCore
+import SyncAPI
 
 /// The Swift SDK's `ServerErrorCode`: one constant per error code of protocol §7 (`SyncError.Code`), generated so
 /// that the SDK matches the server's codes without keeping a copy of the list (`scripts/generate-sdk-models`).

@@ -1,6 +1,6 @@
 import NIOCore
 import PostgresNIO
-import SyncCore
+import SyncAPI
 
 /// Reads a row's columns in order, each as its own concrete type, for the statements that return many rows.
 ///

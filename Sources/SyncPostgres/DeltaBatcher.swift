@@ -1,7 +1,7 @@
 import Logging
 import PostgresNIO
 import ServiceLifecycle
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// Reads the deltas of concurrent requests, of any families, in one statement.

@@ -1,7 +1,7 @@
 import Logging
 import PostgresNIO
 import ServiceLifecycle
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// The one PostgreSQL `LISTEN` connection of an instance: every write `NOTIFY`s its family in its transaction, and

@@ -1,6 +1,6 @@
 import Logging
 import PostgresNIO
-import SyncCore
+import SyncAPI
 
 /// What a PostgreSQL failure means for the request that met it (protocol §8: a database that restarts, fails over,
 /// deadlocks or is busy is never a 500).

@@ -1,6 +1,6 @@
 import Logging
 import PostgresNIO
-import SyncCore
+import SyncAPI
 
 /// The item statements in PostgreSQL's SQL, on one leased connection; the hot ones are prepared (`PreparedStatements`).
 package struct PostgresItemStatements: ItemStatements {

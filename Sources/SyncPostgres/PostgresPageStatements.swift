@@ -1,6 +1,6 @@
 import Logging
 import PostgresNIO
-import SyncCore
+import SyncAPI
 
 /// A paginated sync and a page, one statement each on PostgreSQL, where the shared orchestration's 7 to 9 statements,
 /// inside a transaction of their own, would each be a round trip. Every part the engine decides from is a common table

@@ -1,6 +1,6 @@
 import Logging
 import PostgresNIO
-import SyncCore
+import SyncAPI
 
 /// A leased PostgreSQL connection as the statements shared with SQLite see it (`AccountStatements`, `SpaceStatements`):
 /// their parameters bound as `$n`, their rows read by the cells' types, and revocations notified in the transaction,

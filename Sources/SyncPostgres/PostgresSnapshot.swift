@@ -1,5 +1,5 @@
 import PostgresNIO
-import SyncCore
+import SyncAPI
 
 /// A snapshot pinned by `PostgresStore.withReadSnapshot`: one connection inside a REPEATABLE READ transaction, which
 /// every read of it uses; the deltas a group's run will ask for may be read ahead on it, in one statement.

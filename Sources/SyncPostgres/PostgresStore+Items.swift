@@ -1,5 +1,5 @@
 import PostgresNIO
-import SyncCore
+import SyncAPI
 
 /// PostgreSQL as an item executor: statements on a pooled connection, inside the request's deadline, retried after a
 /// serialization failure or a deadlock (`guarded`). The orchestration is the shared one.

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// Media inside PostgreSQL, so every instance serves every file: the bytes in 256 KiB rows of `media_chunks`

@@ -1,5 +1,5 @@
 import PostgresNIO
-import SyncCore
+import SyncAPI
 
 /// A group's deltas in one statement: one round trip per snapshot, not one per sub-request (`PostgresSnapshot`).
 extension PostgresStore {

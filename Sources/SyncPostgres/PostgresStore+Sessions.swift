@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-import SyncCore
+import SyncAPI
 
 /// PostgreSQL's accounts, spaces, meta, expiry and emptied-space purges are the statements it shares with SQLite (`SharedSQLStore`); the
 /// session lookup is its own, a prepared statement (every request whose token is not cached runs it).

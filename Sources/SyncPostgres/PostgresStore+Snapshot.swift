@@ -1,6 +1,6 @@
 import NIOCore
 import PostgresNIO
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// A read-only snapshot whose `START TRANSACTION` and `COMMIT` take no round trip of their own.

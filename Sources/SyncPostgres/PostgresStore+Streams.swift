@@ -1,6 +1,6 @@
 import Logging
 import PostgresNIO
-import SyncCore
+import SyncAPI
 
 /// Full lists read page by page as the rows arrive, so that an answer of 100,000 items never sits whole in memory.
 extension PostgresStore {

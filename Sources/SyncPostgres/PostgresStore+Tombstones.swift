@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-import SyncCore
+import SyncAPI
 
 /// Tombstone purge in PostgreSQL, safe on a live database: one instance at a time (advisory lock), each batch in
 /// its own short transaction that locks the family row first, in the same order as every writer.

@@ -3,7 +3,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 import ServiceLifecycle
-import SyncCore
+import SyncAPI
 
 /// The production store: PostgreSQL through a pooled `PostgresClient`, every value bound.
 ///

@@ -1,5 +1,5 @@
 import PostgresNIO
-import SyncCore
+import SyncAPI
 
 extension PreparedStatements {
     /// Every live row's body of a full list, oldest change first, with the family's counter on every row (a family

@@ -1,5 +1,5 @@
 import PostgresNIO
-import SyncCore
+import SyncAPI
 
 /// A paginated sync and a page as prepared statements, planned once per connection like the deltas: planning a page
 /// statement again on every run would be more than half of PostgreSQL's time for it.

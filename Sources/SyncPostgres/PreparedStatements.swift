@@ -1,6 +1,6 @@
 import Logging
 import PostgresNIO
-import SyncCore
+import SyncAPI
 
 /// The hot statements, prepared once per connection (parsed and planned once, then only bound and run): a delta, an
 /// item read, a family lock and a token lookup run on nearly every request.

@@ -1,6 +1,6 @@
 import Logging
 import PostgresNIO
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// The reads of sync answers with hot standbys (`--read-database`, protocol §13), beside the primary's store.

@@ -1,5 +1,5 @@
 import Foundation
-import SyncCore
+import SyncAPI
 
 /// Splits a migration file into the statements PostgreSQL's extended protocol takes one at a time.
 ///

@@ -1,5 +1,5 @@
 import PostgresNIO
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// One PostgreSQL hot standby named by `--read-database` (protocol §13): its store, and whether reads may go to it.

@@ -1,7 +1,7 @@
 import Logging
 import PostgresNIO
 import ServiceLifecycle
-import SyncCore
+import SyncAPI
 
 /// Checks every standby about once a second (protocol §13), as a service of the application's service group: a
 /// standby that is down, answers errors, is not in recovery (promoted: no longer a copy of the primary) or lags past

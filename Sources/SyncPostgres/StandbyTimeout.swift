@@ -1,4 +1,4 @@
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// A time limit on one call to a standby, independent of the request's deadline (a nested `Deadline.run` is not

@@ -1,5 +1,5 @@
 import GRDB
-import SyncCore
+import SyncAPI
 
 /// Prepared statements cached per connection: SQLite parses each distinct SQL text once, not at every call.
 extension Database {

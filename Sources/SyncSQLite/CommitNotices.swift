@@ -1,5 +1,5 @@
 import GRDB
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// Tells the hub of every space whose version a committed transaction raised: the SQLite counterpart of the `pg_notify`

@@ -1,5 +1,5 @@
 import Foundation
-import SyncCore
+import SyncAPI
 
 /// Runs `async` code to its end on the calling thread: inside a GRDB access closure, so that the orchestration written
 /// once for both backends (which is `async`, as PostgreSQL's statements are) can use a GRDB `Database`.

@@ -1,5 +1,5 @@
 import GRDB
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// Read-only connections on which a read runs on the calling thread when one is free, else nil (the caller then reads

@@ -1,5 +1,5 @@
 import GRDB
-import SyncCore
+import SyncAPI
 
 /// The item statements in SQLite's SQL, on the GRDB connection of the current access; every statement is parsed once
 /// per connection (`cachedStatement`).

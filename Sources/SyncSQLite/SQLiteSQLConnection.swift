@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import SyncCore
+import SyncAPI
 
 /// The GRDB connection of one access as the statements shared with PostgreSQL see it (`AccountStatements`,
 /// `SpaceStatements`): their parameters bound as `?n`, lists as JSON arrays read by `json_each`, every statement parsed

@@ -1,5 +1,5 @@
 import GRDB
-import SyncCore
+import SyncAPI
 
 /// A snapshot pinned by `SQLiteStore.withReadSnapshot`: one connection of the snapshot readers inside its read
 /// transaction, which every read of it uses (WAL: it sees the database as it was when the transaction began).

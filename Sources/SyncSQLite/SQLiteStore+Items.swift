@@ -1,5 +1,5 @@
 import GRDB
-import SyncCore
+import SyncAPI
 
 /// SQLite as an item executor: the shared orchestration runs on the GRDB connection's own thread
 /// (`ConnectionThreadExecutor`), in the single writer's transaction or in a WAL snapshot.

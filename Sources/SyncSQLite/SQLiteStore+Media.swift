@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import NIOCore
 import NIOPosix
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// Media on the embedded default: files under `media/` beside the database, described by the `media` table.

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import SyncCore
+import SyncAPI
 
 /// SQLite's accounts, spaces, meta, expiry and emptied-space purges are the statements it shares with PostgreSQL (`SharedSQLStore`); the
 /// session lookup is its own, and so is the revocation of cached sessions after a commit.

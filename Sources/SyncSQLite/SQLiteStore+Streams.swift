@@ -1,6 +1,6 @@
 import GRDB
 import NIOCore
-import SyncCore
+import SyncAPI
 
 /// Full lists read page by page from one WAL snapshot, so that an answer of 100,000 items never sits whole in memory.
 extension SQLiteStore {

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import SyncCore
+import SyncAPI
 
 /// Tombstone purge in SQLite: small batches, so the single writer is never held long.
 extension SQLiteStore {

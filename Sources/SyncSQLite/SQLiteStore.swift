@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import SyncCore
+import SyncAPI
 
 /// The embedded default store: one SQLite file in WAL mode through GRDB, so `syncapi serve` needs no set-up.
 ///

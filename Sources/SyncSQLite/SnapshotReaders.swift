@@ -1,5 +1,5 @@
 import GRDB
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// Read-only connections that hold one WAL snapshot across several reads (a group's run of reads, a streamed full

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import ServiceLifecycle
-import SyncCore
+import SyncAPI
 import SyncPostgres
 import SyncSQLite
 

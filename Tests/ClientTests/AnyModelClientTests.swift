@@ -1,6 +1,6 @@
 import Foundation
 import SyncClient
-import SyncCore
+import SyncAPI
 import Synchronization
 import TestSupport
 import Testing

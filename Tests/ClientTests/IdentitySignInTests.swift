@@ -2,7 +2,7 @@ import Foundation
 import Handlers
 import SyncClient
 import SyncClientCommands
-import SyncCore
+import SyncAPI
 import TestSupport
 import Testing
 

@@ -6,7 +6,7 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import SyncClient
-import SyncCore
+import SyncAPI
 import TestSupport
 import Testing
 

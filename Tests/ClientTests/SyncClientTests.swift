@@ -3,7 +3,7 @@ import GRDB
 import HTTPTypes
 import Logging
 import SyncClient
-import SyncCore
+import SyncAPI
 import SyncStorage
 import TestSupport
 import Testing

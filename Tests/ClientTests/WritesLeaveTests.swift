@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Handlers
 import SyncClient
-import SyncCore
+import SyncAPI
 import TestSupport
 import Testing
 

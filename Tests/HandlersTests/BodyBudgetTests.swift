@@ -1,7 +1,7 @@
 import HTTPTypes
 import Handlers
 import HummingbirdTesting
-import SyncCore
+import SyncAPI
 import TestSupport
 import Testing
 

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import SyncCore
+import SyncAPI
 
 /// A golden example of `docs/api/examples/`: a sequence of requests and the exact answers they must get.
 ///

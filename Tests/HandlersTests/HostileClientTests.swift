@@ -5,7 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOPosix
-import SyncCore
+import SyncAPI
 import Synchronization
 import TestSupport
 import Testing

@@ -4,7 +4,7 @@ import Handlers
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
-import SyncCore
+import SyncAPI
 import Synchronization
 import TestSupport
 import Testing

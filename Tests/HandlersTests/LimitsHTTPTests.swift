@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import SyncCore
+import SyncAPI
 import Synchronization
 import TestSupport
 import Testing

@@ -5,7 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import PostgresNIO
-import SyncCore
+import SyncAPI
 import TestSupport
 import Testing
 

@@ -6,7 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
-import SyncCore
+import SyncAPI
 import SyncStorage
 import TestSupport
 import Testing

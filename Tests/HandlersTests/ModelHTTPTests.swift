@@ -3,7 +3,7 @@ import HTTPTypes
 import Handlers
 import Hummingbird
 import HummingbirdTesting
-import SyncCore
+import SyncAPI
 import SyncModelTools
 import TestSupport
 import Testing

@@ -1,5 +1,5 @@
 import Foundation
-import SyncCore
+import SyncAPI
 import TestSupport
 import Testing
 

@@ -4,7 +4,7 @@ import Handlers
 import Hummingbird
 import HummingbirdTesting
 import Logging
-import SyncCore
+import SyncAPI
 import TestSupport
 import Testing
 

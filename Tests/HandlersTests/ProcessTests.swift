@@ -1,6 +1,6 @@
 import Foundation
 import PostgresNIO
-import SyncCore
+import SyncAPI
 import TestSupport
 import Testing
 

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import SyncCore
+import SyncAPI
 import TestSupport
 import Testing
 

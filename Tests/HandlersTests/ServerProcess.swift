@@ -1,5 +1,5 @@
 import Foundation
-import SyncCore
+import SyncAPI
 import TestSupport
 
 /// The real `syncapi` executable, started as its own process on a free port, for what only a process shows: TLS on

@@ -1,6 +1,6 @@
 import Foundation
 import NIOPosix
-import SyncCore
+import SyncAPI
 import TestSupport
 import Testing
 

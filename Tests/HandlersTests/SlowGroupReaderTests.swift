@@ -3,7 +3,7 @@ import HTTPTypes
 import Handlers
 import HummingbirdTesting
 import NIOPosix
-import SyncCore
+import SyncAPI
 import TestSupport
 import Testing
 

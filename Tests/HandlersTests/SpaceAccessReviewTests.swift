@@ -4,7 +4,7 @@ import HTTPTypes
 import Handlers
 import Hummingbird
 import HummingbirdTesting
-import SyncCore
+import SyncAPI
 import TestSupport
 import Testing
 

@@ -3,7 +3,7 @@ import Handlers
 import Hummingbird
 import HummingbirdTesting
 import Logging
-import SyncCore
+import SyncAPI
 import Synchronization
 import TestSupport
 import Testing

@@ -5,7 +5,7 @@ import Handlers
 import Hummingbird
 import HummingbirdTesting
 import Logging
-import SyncCore
+import SyncAPI
 import SyncStorage
 import TestSupport
 import Testing

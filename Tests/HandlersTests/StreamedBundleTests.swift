@@ -1,6 +1,6 @@
 import HTTPTypes
 import Handlers
-import SyncCore
+import SyncAPI
 import TestSupport
 import Testing
 

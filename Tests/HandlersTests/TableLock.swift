@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-import SyncCore
+import SyncAPI
 import TestSupport
 
 /// A table of a test's own PostgreSQL database held `ACCESS EXCLUSIVE` by a connection of the test, so that the

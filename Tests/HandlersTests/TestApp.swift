@@ -3,7 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
-import SyncCore
+import SyncAPI
 import TestSupport
 import Testing
 

@@ -1,6 +1,6 @@
 import Logging
 import PostgresNIO
-import SyncCore
+import SyncAPI
 
 /// Counts the transactions that other sessions commit on one test database (`pg_stat_database`), to prove what a
 /// path costs the database rather than how fast it ran.

@@ -4,7 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import PostgresNIO
-import SyncCore
+import SyncAPI
 import SyncPostgres
 import TestSupport
 import Testing

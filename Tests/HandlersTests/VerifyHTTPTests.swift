@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import HTTPTypes
-import SyncCore
+import SyncAPI
 import TestSupport
 import Testing
 

@@ -1,4 +1,4 @@
-import SyncCore
+import SyncAPI
 
 extension AnswerProducers {
     /// The producers of the engines that tests build without an application (an application runs its own as a

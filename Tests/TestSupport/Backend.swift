@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import SyncCore
+import SyncAPI
 import SyncStorage
 
 /// The two storage backends every store and contract test runs on.

@@ -1,4 +1,4 @@
-import SyncCore
+import SyncAPI
 
 /// The default model's collections by name, for the tests (the server's sources name none of them: they read the
 /// model's registry).

@@ -1,4 +1,4 @@
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// A wall clock in milliseconds since 1970 that a test moves, for an application's `clock`: time passes when the

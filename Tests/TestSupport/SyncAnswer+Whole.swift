@@ -1,5 +1,5 @@
 import NIOCore
-import SyncCore
+import SyncAPI
 
 extension SyncAnswer {
     /// The whole JSON answer, a streamed one collected: tests compare answers whole, the server never holds one.

@@ -1,7 +1,7 @@
 import Crypto
 import CryptoExtras
 import Foundation
-import SyncCore
+import SyncAPI
 
 /// An identity provider of the tests' own: an RSA and a P-256 key it signs ID tokens with, its key set as JSON, and
 /// tokens made to order (any header, any claims, signed by either key, by none or by an HMAC).

@@ -1,5 +1,5 @@
 import Hummingbird
-import SyncCore
+import SyncAPI
 
 /// `POST /signup`, `/login`, `/logout`, `/password`, `/accounts` (protocol §1), and `/token` (§14).
 struct AccountRoutes {

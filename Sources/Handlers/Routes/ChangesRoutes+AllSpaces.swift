@@ -1,7 +1,7 @@
 import Hummingbird
 import NIOCore
 import ServiceLifecycle
-import SyncCore
+import SyncAPI
 
 /// `GET /changes?spaces=all` (protocol §15): one stream for every space of the caller. It opens with `event: spaces`
 /// (the caller's spaces and roles) and one `event: change` per space (`{"space", "date"}`, its current date), so that

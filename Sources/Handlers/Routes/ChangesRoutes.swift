@@ -3,7 +3,7 @@ import Hummingbird
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// `GET /changes` (protocol §9): a server-sent event stream that says `change` with the new date of sync as soon as

@@ -1,7 +1,7 @@
 import Hummingbird
 import HummingbirdCore
 import NIOCore
-import SyncCore
+import SyncAPI
 import Synchronization
 
 /// `POST /group` (protocol §6): many calls in one round trip. Each sub-request goes through the same router,

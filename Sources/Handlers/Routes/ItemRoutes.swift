@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import SyncCore
+import SyncAPI
 
 /// `PUT`, `PATCH`, `GET`, `DELETE /{collection}/{id}` for every writable collection of the registry (protocol §2), children
 /// under their parent (`/threads/{parentId}/messages/{id}`).

@@ -1,7 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import SyncCore
+import SyncAPI
 
 /// `POST /media`, `GET` and `HEAD /media/{sha256}` (protocol §10): uploads streamed to storage, immutable
 /// downloads that standard HTTP caches keep for a year, `Range` for video, `If-None-Match` for revalidation.

@@ -1,7 +1,7 @@
 import Hummingbird
 import NIOCore
 import Prometheus
-import SyncCore
+import SyncAPI
 import SyncModelTools
 
 /// `GET /health`, `GET /ready`, `GET /metrics` and the server description `GET /api/v1/` (protocol §8).

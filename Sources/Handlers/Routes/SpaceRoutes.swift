@@ -1,6 +1,6 @@
 import HTTPTypes
 import Hummingbird
-import SyncCore
+import SyncAPI
 
 /// The calls of protocol §15: `GET`/`POST /spaces`, `POST /invitations/accept`, and under `/spaces/{spaceId}` the
 /// space itself (`PUT`), its invitations (made, listed and revoked by owners) and its memberships.

@@ -1,5 +1,5 @@
 import Hummingbird
-import SyncCore
+import SyncAPI
 
 /// The sync endpoints of the registry: full lists (`ctcsync`, `evtsync`, `plcsync`, protocol §3), paginated lists
 /// (`msgsyncthread`, `wallsync`, §4) and their pagination APIs (`/threads`, `/wall`, children pages).

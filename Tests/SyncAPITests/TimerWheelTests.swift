@@ -1,0 +1,94 @@
+import NIOPosix
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import SyncAPI
+
+/// The shared timer of the time limits: never early, late by about a slot at most, a cancelled limit never fires
+/// and lets what it holds go at once, and the wheel stops turning when nothing is pending.
+@Suite("Timer wheel", .sharingTheMachine)
+struct TimerWheelTests {
+    @Test("limits fire in order, never before their delay, and cancelled ones never")
+    func firesAndCancels() async throws {
+        let wheel = TimerWheel(resolution: .milliseconds(10))
+        let start = ContinuousClock.now
+        let fired = Box<[(Int, Duration)]>([])
+        var handles: [TimerWheel.Handle] = []
+        for index in 0..<40 {
+            handles.append(
+                wheel.schedule(in: .milliseconds(5 * index)) {
+                    let at = ContinuousClock.now - start
+                    fired.value.withLock { $0.append((index, at)) }
+                })
+        }
+        // A cancel that comes after its limit fired (a loaded machine may reach it late) does nothing and says so:
+        // exactly the limits whose cancel succeeded never fire.
+        var cancelled = Set<Int>()
+        for (index, handle) in handles.enumerated() where index % 2 == 1 {
+            if wheel.cancel(handle) { cancelled.insert(index) }
+        }
+        let expected = Set(0..<40).subtracting(cancelled)
+        // Waited for, not slept on: a loaded machine may run the loop late (never early).
+        let deadline = ContinuousClock.now + .seconds(60)
+        while fired.value.withLock({ $0.count }) < expected.count, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        let seen = fired.value.withLock { $0 }
+        #expect(seen.count == expected.count && Set(seen.map(\.0)) == expected)
+        for (index, at) in seen { #expect(at >= .milliseconds(5 * index), "limit \(index) fired at \(at)") }
+    }
+
+    @Test("a cancelled limit lets what it holds go at once; after a long idle the wheel fires again")
+    func releasesAndRestarts() async throws {
+        let wheel = TimerWheel(resolution: .milliseconds(10))
+        weak var held: Holder?
+        do {
+            let holder = Holder()
+            held = holder
+            let handle = wheel.schedule(in: .seconds(60)) { _ = holder }
+            wheel.cancel(handle)
+        }
+        #expect(held == nil)
+        // Idle for many slots, then one limit: it fires.
+        try await Task.sleep(for: .milliseconds(300))
+        let (stream, continuation) = AsyncStream<Void>.makeStream()
+        _ = wheel.schedule(in: .milliseconds(20)) { continuation.yield() }
+        var iterator = stream.makeAsyncIterator()
+        let woke: Void? = await iterator.next()
+        #expect(woke != nil)
+    }
+
+    @Test("thousands of limits from many tasks: each fires once or is cancelled, none lost")
+    func concurrent() async throws {
+        let wheel = TimerWheel(resolution: .milliseconds(5))
+        let fired = Box(0)
+        let cancelled = Box(0)
+        await withTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    for index in 0..<500 {
+                        let handle = wheel.schedule(in: .milliseconds((task * 500 + index) % 50)) { fired.value.withLock { $0 += 1 } }
+                        if index % 3 == 0, wheel.cancel(handle) { cancelled.value.withLock { $0 += 1 } }
+                    }
+                }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while fired.value.withLock({ $0 }) + cancelled.value.withLock({ $0 }) < 4000, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        // A cancel that comes after its limit fired (short delays) does nothing and says so: each limit is counted once.
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(fired.value.withLock { $0 } + cancelled.value.withLock { $0 } == 4000)
+        #expect(cancelled.value.withLock { $0 } > 0)
+    }
+}
+
+private final class Holder: Sendable {}
+
+private final class Box<Value: Sendable>: Sendable {
+    let value: Mutex<Value>
+    init(_ value: Value) { self.value = Mutex(value) }
+}
