@@ -1,6 +1,6 @@
 import Foundation
-import SyncClient
 import SyncAPI
+import SyncClient
 import Synchronization
 import TestSupport
 import Testing

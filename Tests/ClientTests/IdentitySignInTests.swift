@@ -1,8 +1,8 @@
 import Foundation
 import Handlers
+import SyncAPI
 import SyncClient
 import SyncClientCommands
-import SyncAPI
 import TestSupport
 import Testing
 

@@ -5,8 +5,8 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
-import SyncClient
 import SyncAPI
+import SyncClient
 import TestSupport
 import Testing
 

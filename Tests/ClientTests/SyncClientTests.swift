@@ -2,8 +2,8 @@ import Foundation
 import GRDB
 import HTTPTypes
 import Logging
-import SyncClient
 import SyncAPI
+import SyncClient
 import SyncStorage
 import TestSupport
 import Testing

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import Handlers
-import SyncClient
 import SyncAPI
+import SyncClient
 import TestSupport
 import Testing
 

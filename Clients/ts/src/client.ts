@@ -9,6 +9,7 @@ import { FailedOperation, MetaKey, PendingOperation } from "./replica.js";
 import { migrate } from "./schema.js";
 import { ClientSession, MemoryTokenStore, TokenStore } from "./session.js";
 import { AsyncLock } from "./storage/lock.js";
+import { verifyAndRepair, VerifyCall, VerifyReport } from "./verify.js";
 import { SqlExecutor, StorageDriver } from "./storage/driver.js";
 
 /** The server's bounds on one call (`GET /api/v1/` `limits`, protocol §8). */
@@ -1070,7 +1071,24 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         }
     }
 
-    private async syncOnce(): Promise<SyncReport> {
+    /**
+     * Proves the replica exact (protocol §11): a sync with `GET /verify` in the same group (one snapshot, one date),
+     * each list's count and digest compared with the replica's; a list that differs is downloaded again whole in a
+     * second sync (unsent edits kept on top) and named in `repaired`.
+     */
+    async verify(): Promise<VerifyReport> {
+        const endpoints = (await this.serverModel()).endpoints;
+        return this.work.run(() =>
+            verifyAndRepair(this.db, endpoints, async (options) => {
+                const report = await this.retry.run(() => this.syncOnce(options));
+                this.emit("synced", report);
+                return report;
+            })
+        );
+    }
+
+    /** One sync: `fresh` collections asked without a date (downloaded again whole); `verify` added to the group. */
+    private async syncOnce(options: { fresh?: ReadonlySet<string>; verify?: VerifyCall } = {}): Promise<SyncReport> {
         if (!this.session) throw SyncClientError.notSignedIn();
         const report = await this.pushQueue();
         const model = await this.serverModel();
@@ -1081,7 +1099,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         for (;;) {
             const pageSize = Math.max(1, Math.min(this.options.pageSize ?? 50, limits.nbMax));
             const children = Math.max(0, Math.min(this.options.maxChildren ?? 10, limits.maxChildren));
-            const requests = await syncRequests(this.db, endpoints, pageSize, children);
+            const requests = await syncRequests(this.db, endpoints, pageSize, children, options.fresh);
+            if (options.verify) requests.push({ id: "verify", method: "GET", url: options.verify.url });
             if (requests.length > limits.groupMaxRequests && !refreshed) {
                 refreshed = true;
                 limits = await this.limits(true);
@@ -1130,6 +1149,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         });
         report.date = applied.date;
         report.replaced = applied.replaced;
+        const verified = responses.get("verify");
+        if (options.verify && verified) Object.assign(options.verify, { status: verified.status, body: verified.body });
         return report;
     }
 
@@ -1257,16 +1278,22 @@ function parseGroup(json: JsonValue | undefined): Map<string, SubResponse> {
 
 /**
  * The sync calls of one group, one per sync endpoint (its name is the call's id), from the replica's state: the
- * stored date (one date is valid for all), no date for a collection the stored date does not cover (one the server
+ * stored date (one date is valid for all), no date for a `fresh` collection nor one the stored date does not cover (one the server
  * added since), nor for a paginated list the replica holds no item of (§4), whose `lastId` is otherwise its last held item.
  */
-async function syncRequests(db: SqlExecutor, endpoints: SyncEndpoint[], pageSize: number, maxChildren: number): Promise<SubRequest[]> {
+async function syncRequests(
+    db: SqlExecutor,
+    endpoints: SyncEndpoint[],
+    pageSize: number,
+    maxChildren: number,
+    fresh: ReadonlySet<string> = new Set()
+): Promise<SubRequest[]> {
     const date = await replica.getMeta(db, MetaKey.date);
     const synced = new Set((await replica.getMeta(db, MetaKey.synced) ?? "").split(",").filter((name) => name !== ""));
     const requests: SubRequest[] = [];
     for (const endpoint of endpoints) {
         const covered = endpoint.members.every(
-            (member) => synced.has(member.name) && (member.children === undefined || synced.has(member.children))
+            (member) => !fresh.has(member.name) && synced.has(member.name) && (member.children === undefined || synced.has(member.children))
         );
         const since = covered ? date : undefined;
         if (endpoint.shape === "paginated") {

@@ -150,6 +150,8 @@ export interface HttpCoreOptions {
     requestTimeoutMs?: number | undefined;
     /** Allow `http://` to a host other than this machine (default false: tokens would cross the network in clear). */
     allowsInsecureHTTP?: boolean | undefined;
+    /** The space a client's replica holds (protocol §15): its space's paths go under `/spaces/{space}`; none: the home space. */
+    space?: string | undefined;
     log: Log;
 }
 
@@ -158,6 +160,22 @@ export interface CallOptions {
     headers?: Record<string, string> | undefined;
     /** The bearer token; none for the calls that need none (sign-in, the model, the server's description). */
     token?: string | undefined;
+    /** Raw bytes to send instead of JSON (media), with their `Content-Type` in `headers`. */
+    bytes?: Uint8Array | undefined;
+    /** Most bytes of this answer read (default `answerMaxBytes`). */
+    maxBytes?: number | undefined;
+    /** false: the path is not put in the client's space (`GET /changes?spaces=all`). Default true. */
+    prefixed?: boolean | undefined;
+}
+
+/** The account-level paths (protocol §15): every other path addresses a space. */
+const accountPaths = new Set(["", "signup", "login", "logout", "password", "accounts", "spaces", "invitations", "model", "group", "token"]);
+
+/** `path` (under `/api/v1`) in `space`: `/spaces/{space}` before a path of a space; account-level paths as they are. */
+export function inSpace(path: string, space: string | undefined): string {
+    if (space === undefined) return path;
+    const first = /^\/([^/?]*)/.exec(path)?.[1] ?? "";
+    return accountPaths.has(first) ? path : `/spaces/${pathEscape(space)}${path}`;
 }
 
 /**
@@ -170,6 +188,8 @@ export class HttpCore {
     private readonly fetcher: FetchFunction;
     private readonly timeoutMs: number;
     private readonly log: Log;
+    /** The space whose paths this core's calls address (undefined: the home space's unprefixed paths). */
+    readonly space: string | undefined;
 
     constructor(options: HttpCoreOptions) {
         let base = options.serverUrl;
@@ -184,15 +204,58 @@ export class HttpCore {
         this.timeoutMs = options.requestTimeoutMs ?? 60_000;
         this.fetcher = options.fetch ?? ((input, init) => fetch(input, init));
         this.log = options.log;
+        this.space = options.space;
+    }
+
+    /** `path` as this core sends it: in its space, and a group's sub-requests too (`/api/v1/...` → `/api/v1/spaces/S/...`). */
+    private place(path: string, body: JsonValue | undefined, prefixed: boolean): { path: string; body: JsonValue | undefined } {
+        if (this.space === undefined || !prefixed) return { path, body };
+        if (path === "/group" && body !== null && typeof body === "object" && !Array.isArray(body) && Array.isArray(body.requests)) {
+            const requests = body.requests.map((request) => {
+                if (request === null || typeof request !== "object" || Array.isArray(request) || typeof request.url !== "string") return request;
+                if (!request.url.startsWith("/api/v1/")) return request;
+                return { ...request, url: "/api/v1" + inSpace(request.url.slice("/api/v1".length), this.space) };
+            });
+            return { path, body: { ...body, requests } };
+        }
+        return { path: inSpace(path, this.space), body };
+    }
+
+    /**
+     * Opens a streamed answer (`GET /changes`): the `Response` as soon as its head arrives (within the call timeout),
+     * its body left to the caller, who stops it with `signal`.
+     */
+    async stream(path: string, options: { token: string; headers: Record<string, string>; signal: AbortSignal; prefixed?: boolean }): Promise<Response> {
+        const placed = this.place(path, undefined, options.prefixed ?? true).path;
+        const controller = new AbortController();
+        const abort = (): void => controller.abort();
+        options.signal.addEventListener("abort", abort);
+        const timer = setTimeout(abort, this.timeoutMs);
+        try {
+            return await this.fetcher(this.base + placed, {
+                method: "GET",
+                headers: { ...options.headers, Authorization: `Bearer ${options.token}` },
+                signal: controller.signal,
+            });
+        } catch (error) {
+            throw SyncClientError.offline(controller.signal.aborted ? `no answer within ${this.timeoutMs} ms` : describe(error), error);
+        } finally {
+            // The head is here (or never will be); the body's reads still end with the caller's signal.
+            clearTimeout(timer);
+        }
     }
 
     /** One call to `path` (under `/api/v1`), its answer read whole up to `answerMaxBytes`. A transport failure is `offline`. */
-    async call(method: string, path: string, options: CallOptions = {}): Promise<HttpAnswer> {
+    async call(method: string, pathInSpace: string, options: CallOptions = {}): Promise<HttpAnswer> {
+        const placed = this.place(pathInSpace, options.body, options.prefixed ?? true);
+        const path = placed.path;
         const headers: Record<string, string> = { Accept: "application/json", ...(options.headers ?? {}) };
         if (options.token !== undefined) headers["Authorization"] = `Bearer ${options.token}`;
-        let body: string | undefined;
-        if (options.body !== undefined) {
-            body = JSON.stringify(options.body);
+        let body: string | Uint8Array | undefined;
+        if (options.bytes !== undefined) {
+            body = options.bytes;
+        } else if (placed.body !== undefined) {
+            body = JSON.stringify(placed.body);
             headers["Content-Type"] = headers["Content-Type"] ?? "application/json";
         }
         const controller = new AbortController();
@@ -211,7 +274,7 @@ export class HttpCore {
             }
             let bytes: Uint8Array;
             try {
-                bytes = await readCapped(response, this.answerMaxBytes);
+                bytes = await readCapped(response, options.maxBytes ?? this.answerMaxBytes);
             } catch (error) {
                 if (controller.signal.aborted) throw SyncClientError.offline(`no answer within ${this.timeoutMs} ms`, error);
                 if (error instanceof SyncClientError && error.code === ErrorCode.answerTooLarge) {

@@ -28,6 +28,8 @@ export { ServerModel } from "./model.js";
 export type { CollectionKind, ModelCollection, SyncEndpoint } from "./model.js";
 export type { FailedOperation, OperationKind, PendingOperation } from "./replica.js";
 export { migrations } from "./schema.js";
+export { localDigests, parseVerifyAnswer, sha256Hex } from "./verify.js";
+export type { ListDigest, VerifyAnswer, VerifyReport } from "./verify.js";
 export { MemoryTokenStore } from "./session.js";
 export type { ClientSession, TokenStore } from "./session.js";
 export type { SqlExecutor, SqlRow, SqlValue, StorageDriver } from "./storage/driver.js";
