@@ -33,3 +33,7 @@ export type { ListDigest, VerifyAnswer, VerifyReport } from "./verify.js";
 export { MemoryTokenStore } from "./session.js";
 export type { ClientSession, TokenStore } from "./session.js";
 export type { SqlExecutor, SqlRow, SqlValue, StorageDriver } from "./storage/driver.js";
+export { ExpoSqliteDriver } from "./storage/expo-sqlite.js";
+export type { ExpoSqliteDatabase, ExpoSqliteExecutor } from "./storage/expo-sqlite.js";
+export { OpSqliteDriver } from "./storage/op-sqlite.js";
+export type { OpSqliteDatabase, OpSqliteResult, OpSqliteTransaction } from "./storage/op-sqlite.js";
