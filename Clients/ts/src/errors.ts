@@ -55,6 +55,7 @@ export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode] | (strin
  * - `idTokenRefused`: `POST /token` refused the ID token; `check` names the failed check (`expired`, `audience`…).
  * - `unpushedWrites`: a logout or an account switch would lose queued writes (`pending` lists them).
  * - `invalid`: a call the client refuses before any request (a missing parent, a read-only collection).
+ * - `spaceRemoved`: the account is no longer a member of the space this replica held: the replica was erased.
  * - `local`: the storage failed.
  */
 export type SyncErrorKind =
@@ -67,6 +68,7 @@ export type SyncErrorKind =
     | "idTokenRefused"
     | "unpushedWrites"
     | "invalid"
+    | "spaceRemoved"
     | "local";
 
 /** The checks `POST /token` names when it refuses an ID token (protocol §14). */

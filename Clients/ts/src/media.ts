@@ -1,0 +1,208 @@
+import { ClientCore } from "./core.js";
+import { SyncClientError } from "./errors.js";
+import { sha256Hex } from "./sha256.js";
+
+/** One file of a `MediaStore`, for the cache's eviction. */
+export interface MediaFile {
+    name: string;
+    size: number;
+    /** When it was last written or read (ms since 1970): the least recently used goes first. */
+    usedAt: number;
+}
+
+/**
+ * Where a replica's media bytes live (protocol §10): uploads waiting to leave and downloaded media, each named by the
+ * SHA-256 of its bytes. It exists because bytes do not belong in the replica's SQL tables (the Swift SDK keeps them
+ * in a folder beside the replica, `<replica>.media/`, as `FileMediaStore` does on Node) and each platform stores files
+ * its own way (a folder, React Native's file system, IndexedDB). `MemoryMediaStore` keeps them for the process only.
+ */
+export interface MediaStore {
+    read(name: string): Promise<Uint8Array | undefined>;
+    /** Writes bytes under their name, atomically (a crash never leaves half a medium under its final name). */
+    write(name: string, bytes: Uint8Array): Promise<void>;
+    remove(name: string): Promise<void>;
+    list(): Promise<MediaFile[]>;
+}
+
+/** Media in memory only (the default): queued uploads do not survive a restart; give a persistent store to apps. */
+export class MemoryMediaStore implements MediaStore {
+    private readonly files = new Map<string, { bytes: Uint8Array; usedAt: number }>();
+
+    async read(name: string): Promise<Uint8Array | undefined> {
+        const file = this.files.get(name);
+        if (file) file.usedAt = Date.now();
+        return file?.bytes;
+    }
+
+    async write(name: string, bytes: Uint8Array): Promise<void> {
+        this.files.set(name, { bytes: bytes.slice(), usedAt: Date.now() });
+    }
+
+    async remove(name: string): Promise<void> {
+        this.files.delete(name);
+    }
+
+    async list(): Promise<MediaFile[]> {
+        return [...this.files].map(([name, file]) => ({ name, size: file.bytes.byteLength, usedAt: file.usedAt }));
+    }
+}
+
+/** An upload the server refused for good (a type it does not take, too large, a reader's role), with its answer. */
+export interface FailedUpload {
+    url: string;
+    contentType: string;
+    status: number;
+    code: string;
+}
+
+/** The prefix of this server's media URLs. */
+const mediaPrefix = "/api/v1/media/";
+
+/** The SHA-256 a media URL of this server names (`/api/v1/media/<sha256>`, absolute or not), undefined for another URL. */
+export function mediaSha(url: string): string | undefined {
+    let path = url;
+    if (!url.startsWith("/")) {
+        try {
+            path = new URL(url).pathname;
+        } catch {
+            return undefined;
+        }
+    }
+    const spaced = /^\/api\/v1\/spaces\/[^/]+\/media\//.exec(path);
+    const rest = spaced ? path.slice(spaced[0].length) : path.startsWith(mediaPrefix) ? path.slice(mediaPrefix.length) : undefined;
+    return rest !== undefined && /^[0-9a-f]{64}$/.test(rest) ? rest : undefined;
+}
+
+/** The URL the server gives these bytes (`/api/v1/media/<sha256>`): the same offline and online. */
+export function mediaUrl(bytes: Uint8Array): string {
+    return mediaPrefix + sha256Hex(bytes);
+}
+
+/**
+ * The media of one client: an upload queue that survives restarts (the `uploads` table of the replica, the bytes in
+ * the `MediaStore`), sent before the writes of each push so that an item never reaches the server before the medium it
+ * names; and a download cache (media URLs are immutable: a cached file is never revalidated) bounded by `cacheBytes`,
+ * least recently used first out, uploads waiting never evicted. It exists so that an app can attach a photo offline
+ * and show it at once, and show others' photos without downloading them twice.
+ */
+export class MediaQueue {
+    private readonly downloads = new Map<string, Promise<Uint8Array>>();
+
+    constructor(
+        private readonly core: ClientCore,
+        readonly store: MediaStore,
+        private readonly limits: { maxBytes: number; cacheBytes: number }
+    ) {}
+
+    /** Queues the upload of `bytes` and answers its URL at once, offline too (the SHA-256 of the bytes). */
+    async upload(bytes: Uint8Array, contentType: string): Promise<string> {
+        if (bytes.byteLength > this.limits.maxBytes) {
+            throw SyncClientError.invalid(`the medium is ${bytes.byteLength} bytes; the most is ${this.limits.maxBytes} (mediaMaxBytes)`);
+        }
+        const sha = sha256Hex(bytes);
+        await this.store.write(sha, bytes);
+        await this.core.db.run("INSERT INTO uploads (sha256, contentType, size) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING", [
+            sha,
+            contentType,
+            bytes.byteLength,
+        ]);
+        this.core.schedulePush();
+        return mediaPrefix + sha;
+    }
+
+    /** The uploads the server refused for good. */
+    async failed(): Promise<FailedUpload[]> {
+        const rows = await this.core.db.query("SELECT sha256, contentType, status, code FROM uploads WHERE status IS NOT NULL ORDER BY seq");
+        return rows.map((row) => ({ url: mediaPrefix + String(row.sha256), contentType: String(row.contentType), status: Number(row.status), code: String(row.code) }));
+    }
+
+    /** The uploads still waiting to leave (their URLs). */
+    async waiting(): Promise<string[]> {
+        const rows = await this.core.db.query("SELECT sha256 FROM uploads WHERE status IS NULL ORDER BY seq");
+        return rows.map((row) => mediaPrefix + String(row.sha256));
+    }
+
+    /**
+     * Sends every upload waiting, first in first out (before the writes of a push). A transient failure stops the push
+     * (the writes wait: they may name these media); a permanent one is kept in `failed()`. Answers how many left.
+     */
+    async push(): Promise<number> {
+        const rows = await this.core.db.query("SELECT sha256, contentType FROM uploads WHERE status IS NULL ORDER BY seq");
+        let sent = 0;
+        for (const row of rows) {
+            const sha = String(row.sha256);
+            const bytes = await this.store.read(sha);
+            if (!bytes) {
+                await this.core.db.run("UPDATE uploads SET status = 0, code = 'missing_file' WHERE sha256 = ?", [sha]);
+                continue;
+            }
+            const session = this.core.session();
+            if (!session) throw SyncClientError.notSignedIn();
+            const answer = await this.core.http.call("POST", "/media", { bytes, headers: { "Content-Type": String(row.contentType) }, token: session.token });
+            if (answer.status === 201 || answer.status === 200) {
+                await this.core.db.run("DELETE FROM uploads WHERE sha256 = ?", [sha]);
+                sent += 1;
+                continue;
+            }
+            if (answer.status === 401) {
+                await this.core.sessionEnded();
+                throw SyncClientError.notSignedIn();
+            }
+            const error = answer.error() ?? SyncClientError.from(answer.status, answer.json(), null);
+            if (error.isTransient) throw error;
+            await this.core.db.run("UPDATE uploads SET status = ?, code = ? WHERE sha256 = ?", [answer.status, error.code ?? `http_${answer.status}`, sha]);
+            this.core.log.write("warning", "media", "upload refused: moved to failedUploads", { status: answer.status, code: error.code ?? "" });
+        }
+        if (sent > 0) this.core.log.write("info", "media", "media uploaded", { sent });
+        return sent;
+    }
+
+    /**
+     * The bytes of a medium of this server: from the store when there (never revalidated: media URLs are immutable),
+     * else downloaded with the session's token (retried with backoff), checked against its SHA-256, then kept within
+     * `cacheBytes`. Callers asking for one medium at once share one download.
+     */
+    async media(url: string): Promise<Uint8Array> {
+        const sha = mediaSha(url);
+        if (sha === undefined) throw SyncClientError.invalid(`not a media URL of this server: ${url}`);
+        const cached = await this.store.read(sha);
+        if (cached) return cached;
+        let download = this.downloads.get(sha);
+        if (!download) {
+            download = this.core.retry.run(() => this.fetch(sha)).finally(() => this.downloads.delete(sha));
+            this.downloads.set(sha, download);
+        }
+        return download;
+    }
+
+    private async fetch(sha: string): Promise<Uint8Array> {
+        const answer = await this.core.call("GET", `/media/${sha}`, undefined, undefined, this.limits.maxBytes);
+        if (answer.status !== 200) throw answer.error() ?? SyncClientError.from(answer.status, undefined, null);
+        if (sha256Hex(answer.bytes) !== sha) {
+            throw new SyncClientError("server", `the downloaded bytes are not ${sha}`, { status: 200, code: "media_corrupt", detail: "digest mismatch" });
+        }
+        await this.store.write(sha, answer.bytes);
+        await this.evict(sha);
+        return answer.bytes;
+    }
+
+    /** Removes the least recently used files until the store holds at most `cacheBytes`, keeping uploads waiting and `keep`. */
+    async evict(keep?: string): Promise<void> {
+        const pinned = new Set((await this.core.db.query("SELECT sha256 FROM uploads")).map((row) => String(row.sha256)));
+        if (keep !== undefined) pinned.add(keep);
+        const files = await this.store.list();
+        let total = files.reduce((sum, file) => sum + file.size, 0);
+        for (const file of files.sort((a, b) => a.usedAt - b.usedAt)) {
+            if (total <= this.limits.cacheBytes) break;
+            if (pinned.has(file.name)) continue;
+            await this.store.remove(file.name);
+            total -= file.size;
+        }
+    }
+
+    /** Forgets every upload and media file (sign-out, another account, a removed space): another account must not see them. */
+    async erase(): Promise<void> {
+        await this.core.db.run("DELETE FROM uploads");
+        for (const file of await this.store.list()) await this.store.remove(file.name);
+    }
+}
