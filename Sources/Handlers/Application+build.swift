@@ -37,7 +37,7 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
             ])
     }
     let router = buildRouter(
-        store: opened.store, reads: opened.reads, readRoutes: opened.readRoutes, producers: producers, timers: timers, media: opened.media,
+        roles: opened.roles, reads: opened.reads, readRoutes: opened.readRoutes, producers: producers, timers: timers, media: opened.media,
         hub: opened.hub, bodies: bodies, configuration: configuration, logger: logger)
     var app = Application(
         responder: TimeLimitedResponder(
@@ -61,7 +61,7 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
     if let checker = opened.standbyChecker { app.addServices(checker) }
     app.addServices(
         TombstonePurger(
-            store: opened.store, media: opened.media, retentionSeconds: configuration.tombstoneRetentionSeconds, logger: logger,
+            store: opened.roles.purger, media: opened.media, retentionSeconds: configuration.tombstoneRetentionSeconds, logger: logger,
             clock: configuration.clock))
     app.beforeServerStarts {
         // A database that does not answer yet is waited for (up to `databaseStartWait`): instances and their database
@@ -69,7 +69,7 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
         let startBy = ContinuousClock.now + configuration.databaseStartWait
         while true {
             do {
-                try await opened.store.migrate()
+                try await opened.roles.evolution.migrate()
                 break
             } catch let error as SyncError where error.code == .unavailable && ContinuousClock.now < startBy {
                 logger.warning("waiting for the database", metadata: ["database": "\(configuration.database)"])
@@ -77,7 +77,8 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
             }
         }
         // The model served is recorded; a breaking change stops the start, before anything changed (§12).
-        let changes = try await ModelRecord.apply(configuration.model, to: opened.store, acceptBreaking: configuration.acceptBreakingModelChanges)
+        let changes = try await ModelRecord.apply(
+            configuration.model, to: opened.roles.evolution, acceptBreaking: configuration.acceptBreakingModelChanges)
         for change in changes { logger.notice("model change applied", metadata: ["change": "\(change)"]) }
         logger.info("database ready", metadata: ["database": "\(configuration.database)", "model": "\(configuration.model.name)"])
     }
@@ -127,10 +128,11 @@ public struct TLSFilesError: Error, CustomStringConvertible {
     public var description: String { "--tls-cert and --tls-key must be given together" }
 }
 
-/// Builds the router over a store: every endpoint of protocol.md, behind problem+json errors and authentication.
+/// Builds the router over a store's roles (`StoreRoles`: each consumer gets the part it calls): every endpoint of
+/// docs/api/protocol.md, behind problem+json errors and authentication.
 /// `readRoutes`: where the reads of `reads` were served, for the metrics (hot standbys only).
 public func buildRouter(
-    store: any SyncStore, reads: (any ItemReads)? = nil, readRoutes: ReadRouteCounts? = nil, producers: AnswerProducers, timers: TimerWheel,
+    roles: StoreRoles, reads: (any ItemReads)? = nil, readRoutes: ReadRouteCounts? = nil, producers: AnswerProducers, timers: TimerWheel,
     media: (any MediaStore)? = nil,
     hub: ChangeHub? = nil,
     bodies: BodyBudget? = nil,
@@ -141,7 +143,7 @@ public func buildRouter(
 > {
     let collections = CollectionRegistry(configuration.model)
     let engine = SyncEngine(
-        store: store, reads: reads, producers: producers, now: configuration.clock, streamStartDeadline: configuration.databaseDeadline,
+        store: roles.engine, reads: reads, producers: producers, now: configuration.clock, streamStartDeadline: configuration.databaseDeadline,
         quotas: configuration.quotas,
         snapshots: SnapshotBudget(
             perAccount: configuration.maxSnapshotAnswersPerAccount, perFamily: configuration.maxSnapshotAnswersPerFamily,
@@ -155,7 +157,7 @@ public func buildRouter(
             helpText: "Usernames whose failed logins from all addresses reached the limit (a visible attack)."))
     let hasher = BcryptPasswordHasher(cost: configuration.bcryptCost, maxPending: configuration.maxPendingHashes ?? 4 * System.coreCount)
     let accounts = AccountService(
-        store: store, hasher: hasher, settings: configuration.accounts, sessions: hub?.sessions, now: configuration.clock,
+        store: roles.accounts, hasher: hasher, settings: configuration.accounts, sessions: hub?.sessions, now: configuration.clock,
         onUsernameLocked: { name in
             logger.warning("login throttled for every address: many failures for one username", metadata: ["username_sha256": "\(name)"])
             lockedUsernames.increment()
@@ -173,7 +175,7 @@ public func buildRouter(
     router.add(middleware: GroupReachMiddleware(reach: reach))
     let api = router.group("api/v1")
     OperationsRoutes(
-        store: store, readRoutes: readRoutes, configuration: configuration, metrics: metrics, streams: streams, hub: hub,
+        store: roles.operations, readRoutes: readRoutes, configuration: configuration, metrics: metrics, streams: streams, hub: hub,
         snapshots: engine.snapshots,
         bodies: bodies
     ).add(to: router, api: api)
@@ -191,7 +193,7 @@ public func buildRouter(
         middleware: SpaceMiddleware(accounts: accounts))
     let items = ItemRoutes(engine: engine, bodyMaxBytes: configuration.bodyMaxBytes)
     let spaceRoutes = SpaceRoutes(
-        spaces: SpaceService(store: store, accounts: accounts, collections: collections, limits: configuration.spaces),
+        spaces: SpaceService(store: roles.spaces, accounts: accounts, collections: collections, limits: configuration.spaces),
         bodyMaxBytes: min(configuration.bodyMaxBytes, AccountRoutes.bodyMaxBytes),
         clientAddress: ClientAddressResolver(trustedProxies: configuration.trustedProxies),
         accepts: AdmissionLimiter(rate: configuration.loginRate, now: configuration.clock))
@@ -206,7 +208,7 @@ public func buildRouter(
     items.add(to: inSpace, except: memberItems.map { [$0.name] } ?? [])
     let changes = ChangesRoutes(
         engine: engine, accounts: accounts, configuration: configuration, streams: streams, hub: hub, timers: timers)
-    let mediaRoutes = (media ?? (store as? any MediaStore)).map {
+    let mediaRoutes = media.map {
         MediaRoutes(
             media: MediaService(
                 store: $0, maxBytes: Int64(configuration.mediaMaxBytes), familyQuota: configuration.quotas.mediaBytes,
@@ -219,7 +221,7 @@ public func buildRouter(
     }
     let responder = ResponderBox()
     GroupRoutes(
-        store: store, engine: engine, bodyMaxBytes: configuration.bodyMaxBytes, maxRequests: configuration.groupMaxRequests,
+        store: roles.groups, engine: engine, bodyMaxBytes: configuration.bodyMaxBytes, maxRequests: configuration.groupMaxRequests,
         answerLimit: configuration.requestTimeLimit, snapshots: engine.snapshots, responder: responder
     )
     .add(to: authenticated)

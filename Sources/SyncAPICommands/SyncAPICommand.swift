@@ -315,9 +315,11 @@ struct Migrate: AsyncParsableCommand {
         let model = try modelOption.load()
         let accept = modelOption.acceptBreakingChanges
         let url = try database.url()
-        try await database.withMigratedStore(doing: "migration") { store, _ in
+        try await database.withMigratedStore(doing: "migration") { opened, _ in
             do {
-                for change in try await ModelRecord.apply(model, to: store, acceptBreaking: accept) { print("syncapi: model change: \(change)") }
+                for change in try await ModelRecord.apply(model, to: opened.roles.evolution, acceptBreaking: accept) {
+                    print("syncapi: model change: \(change)")
+                }
             } catch let error as ModelError {
                 fail(error.description)
             }
@@ -338,8 +340,8 @@ struct Purge: AsyncParsableCommand {
     func run() async throws {
         let url = try database.url()
         let retention = retentionSeconds
-        try await database.withMigratedStore(doing: "purge") { store, logger in
-            let purged = try await TombstonePurger(store: store, media: store as? any MediaStore, retentionSeconds: retention, logger: logger)
+        try await database.withMigratedStore(doing: "purge") { opened, logger in
+            let purged = try await TombstonePurger(store: opened.roles.purger, media: opened.media, retentionSeconds: retention, logger: logger)
                 .purgeOnce()
             print("syncapi: purged \(purged) tombstones from \(url)")
         }
@@ -349,7 +351,7 @@ struct Purge: AsyncParsableCommand {
 extension DatabaseOptions {
     /// Opens and migrates the database (its client running meanwhile), runs `body`, and turns every failure into
     /// one line and exit 1: the shared frame of the one-shot commands.
-    func withMigratedStore(doing what: String, _ body: @escaping @Sendable (any SyncStore, Logger) async throws -> Void) async throws {
+    func withMigratedStore(doing what: String, _ body: @escaping @Sendable (OpenedStore, Logger) async throws -> Void) async throws {
         let url = try url()
         var logger = Logger(label: "syncapi")
         logger.logLevel = .warning
@@ -359,8 +361,8 @@ extension DatabaseOptions {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await opened.runClient() }
                 defer { group.cancelAll() }
-                try await opened.store.migrate()
-                try await body(opened.store, quiet)
+                try await opened.roles.evolution.migrate()
+                try await body(opened, quiet)
             }
         } catch let error as SyncError where error.code == .unavailable {
             fail("cannot reach the database \(url)")
@@ -384,8 +386,8 @@ struct RestoreEpoch: AsyncParsableCommand {
 
     func run() async throws {
         let url = try database.url()
-        try await database.withMigratedStore(doing: "restore-epoch") { store, _ in
-            let id = try await store.rotateDatabaseID()
+        try await database.withMigratedStore(doing: "restore-epoch") { opened, _ in
+            let id = try await opened.roles.evolution.rotateDatabaseID()
             print("syncapi: \(url) has the new database id \(id); dates of sync issued before now answer sync: false")
         }
     }

@@ -8,7 +8,11 @@ import SyncSQLite
 
 /// A store ready to use, plus the client that must run in the service group (PostgreSQL only).
 public struct OpenedStore: Sendable {
-    public let store: any SyncStore
+    /// The store's roles, one per consumer (`StoreRoles`): what the application and the commands take.
+    public let roles: StoreRoles
+    /// The whole store, for the tests of a backend (its conformance suite calls every requirement) and nothing else:
+    /// visible only to `@_spi(StoreTesting) import SyncStorage`.
+    @_spi(StoreTesting) public let store: any SyncStore
     /// Where the reads of sync answers go: a router over hot standbys (`--read-database`), else `store`.
     public var reads: any ItemReads
     /// Where those reads were served (standby, primary, fallback), when they go to a router; nil otherwise.
@@ -35,6 +39,7 @@ public struct OpenedStore: Sendable {
     public var storeServices: [any Service] = []
 
     init(store: some SyncStore & MediaStore, postgresClient: PostgresClient?, hub: ChangeHub, listener: PostgresChangeListener?) {
+        self.roles = StoreRoles(store)
         self.store = store
         self.reads = store
         self.media = store

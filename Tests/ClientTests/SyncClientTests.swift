@@ -181,7 +181,7 @@ struct SyncClientTests {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await opened.runClient() }
                 defer { group.cancelAll() }
-                _ = try await opened.store.purgeTombstones(cutoffMs: WallClock.nowMs() + 1000)
+                _ = try await opened.roles.purger.purgeTombstones(cutoffMs: WallClock.nowMs() + 1000)
             }
             try await client.sync()
             #expect(try await replicaList(client, .contacts) == server.serverList("ctcsync", token: token))

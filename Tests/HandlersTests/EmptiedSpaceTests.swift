@@ -3,7 +3,7 @@ import Handlers
 import Hummingbird
 import HummingbirdTesting
 import SyncAPI
-import SyncStorage
+@_spi(StoreTesting) import SyncStorage
 import TestSupport
 import Testing
 

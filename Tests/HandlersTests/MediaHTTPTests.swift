@@ -247,7 +247,7 @@ struct MediaHTTPTests {
         #expect(try await setUp.api.call(.delete, path).status == .noContent)
         let afterDeletion = setUp.clock.now()
         let retention = 3600
-        let purger = TombstonePurger(store: setUp.opened.store, media: setUp.opened.media, retentionSeconds: retention, logger: setUp.logger)
+        let purger = TombstonePurger(store: setUp.opened.roles.purger, media: setUp.opened.media, retentionSeconds: retention, logger: setUp.logger)
         let early = try await purger.purgeOnce(nowMs: beforeDeletion - 100 + Int64(retention) * 1000)
         #expect(try await setUp.get(photo).status == .ok, "the file went a retention after the writes, not after the deletion")
         let late = try await purger.purgeOnce(nowMs: afterDeletion + 1000 + Int64(retention) * 1000)

@@ -29,7 +29,9 @@ struct RoutePoliciesTests {
         try await Backend.sqlite.withStore { store in
             var configuration = AppConfiguration()
             configuration.model = model
-            let router = buildRouter(store: store, producers: AnswerProducers(), timers: testTimers, configuration: configuration)
+            let router = buildRouter(
+                roles: StoreRoles(store), producers: AnswerProducers(), timers: testTimers, media: store as? any MediaStore,
+                configuration: configuration)
             let itemLimit = configuration.bodyMaxBytes
             let policies = RoutePolicies(router: router, itemLimit: itemLimit)
             let routes = router.routes.map { ($0.method, $0.path.description) }

@@ -115,7 +115,7 @@ struct StreamedAnswerTests {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await opened.runClient() }
                 defer { group.cancelAll() }
-                let engine = SyncEngine(store: opened.store, producers: .testing, collections: Collections.registry)
+                let engine = SyncEngine(store: opened.roles.engine, producers: .testing, collections: Collections.registry)
                 try await withThrowingTaskGroup(of: Void.self) { writers in
                     for writer in 0..<8 {
                         writers.addTask {

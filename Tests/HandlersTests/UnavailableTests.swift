@@ -19,7 +19,8 @@ struct UnavailableTests {
             backgroundLogger: Logger(label: "test"))
         let store = PostgresStore(client: client, logger: Logger(label: "test"), timers: testTimers, deadline: .seconds(1))
         let producers = AnswerProducers()
-        var app = Application(router: buildRouter(store: store, producers: producers, timers: testTimers, configuration: AppConfiguration()))
+        var app = Application(
+            router: buildRouter(roles: StoreRoles(store), producers: producers, timers: testTimers, media: store, configuration: AppConfiguration()))
         app.addServices(client)
         app.addServices(producers)
         for service in store.services { app.addServices(service) }

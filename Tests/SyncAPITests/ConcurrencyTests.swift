@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import SyncAPI
-import SyncStorage
+@_spi(StoreTesting) import SyncStorage
 import Synchronization
 import TestSupport
 import Testing

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-import SyncStorage
+@_spi(StoreTesting) import SyncStorage
 import Synchronization
 import TestSupport
 import Testing
@@ -96,7 +96,7 @@ struct DeltaBatcherTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }
-            try await opened.store.migrate()
+            try await opened.roles.evolution.migrate()
             let store = try #require(opened.store as? PostgresStore)
             let batcher = DeltaBatcher(client: store.client, logger: store.logger, timers: testTimers, deadline: .seconds(10), maxRunning: 1)
             group.addTask { try await batcher.run() }

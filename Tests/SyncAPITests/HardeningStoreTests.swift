@@ -4,7 +4,7 @@ import Logging
 import PostgresNIO
 import SyncAPI
 import SyncPostgres
-import SyncStorage
+@_spi(StoreTesting) import SyncStorage
 import Synchronization
 import TestSupport
 import Testing

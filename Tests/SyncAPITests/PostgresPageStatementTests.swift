@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import SyncStorage
+@_spi(StoreTesting) import SyncStorage
 import TestSupport
 import Testing
 
@@ -20,7 +20,7 @@ struct PostgresPageStatementTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }
-            try await opened.store.migrate()
+            try await opened.roles.evolution.migrate()
             let store = try #require(opened.store as? PostgresStore)
             let session = try await ConcurrencyTests.newFamily(store)
             var random = SplitMix(seed: 19)
@@ -75,7 +75,7 @@ struct PostgresPageStatementTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }
-            try await opened.store.migrate()
+            try await opened.roles.evolution.migrate()
             let store = opened.store
             let session = try await ConcurrencyTests.newFamily(store)
             for n in 0..<3 {

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-import SyncStorage
+@_spi(StoreTesting) import SyncStorage
 import TestSupport
 import Testing
 

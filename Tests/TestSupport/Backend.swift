@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import SyncAPI
-import SyncStorage
+@_spi(StoreTesting) import SyncStorage
 
 /// The two storage backends every store and contract test runs on.
 public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
@@ -39,7 +39,7 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await opened.runClient() }
             defer { group.cancelAll() }
-            try await opened.store.migrate()
+            try await opened.roles.evolution.migrate()
             return try await body(opened.store)
         }
     }

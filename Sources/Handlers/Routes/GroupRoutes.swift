@@ -9,7 +9,7 @@ import Synchronization
 /// What a sub-request may reach is decided on its resolved route (`GroupReachMiddleware`); the whole group is
 /// answered within the request time limit like any request.
 struct GroupRoutes {
-    let store: any SyncStore
+    let store: any ItemStore
     /// Computes the deltas a run of reads will ask for, so that the store reads them ahead in one statement.
     let engine: SyncEngine
     let bodyMaxBytes: Int

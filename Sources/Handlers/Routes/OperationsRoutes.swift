@@ -6,7 +6,7 @@ import SyncModelTools
 
 /// `GET /health`, `GET /ready`, `GET /metrics` and the server description `GET /api/v1/` (protocol §8).
 struct OperationsRoutes {
-    let store: any SyncStore
+    let store: any SchemaStore
     /// The router of reads over hot standbys, when there are any (its counts are metrics).
     let readRoutes: ReadRouteCounts?
     let configuration: AppConfiguration

@@ -49,7 +49,7 @@ public struct AccountService: Sendable {
         String(Hex.lowercase(SHA256.hash(data: Data(username.lowercased().utf8))).prefix(12))
     }
 
-    let store: any SyncStore
+    let store: any AccountStore & SpaceStore
     let hasher: any PasswordHasher
     public let settings: Settings
     let now: @Sendable () -> Int64
@@ -70,7 +70,7 @@ public struct AccountService: Sendable {
     let identity: IdentityVerifier?
 
     public init(
-        store: any SyncStore, hasher: any PasswordHasher, settings: Settings = Settings(), sessions: SessionCache? = nil,
+        store: any AccountStore & SpaceStore, hasher: any PasswordHasher, settings: Settings = Settings(), sessions: SessionCache? = nil,
         now: @escaping @Sendable () -> Int64 = WallClock.nowMs, onUsernameLocked: @escaping @Sendable (String) -> Void = { _ in },
         collections: CollectionRegistry, wakeStreams: @escaping @Sendable (String) -> Void = { _ in },
         identity: IdentityVerifier? = nil

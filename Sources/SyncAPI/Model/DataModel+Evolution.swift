@@ -133,7 +133,7 @@ public enum ModelRecord {
     /// Instances starting together each decide against what they read, and only the first records its decision; the
     /// others decide again against it (the same model: nothing more to do), so a generation is bumped once.
     @discardableResult
-    public static func apply(_ model: DataModel, to store: any SyncStore, acceptBreaking: Bool) async throws -> [DataModel.Change] {
+    public static func apply(_ model: DataModel, to store: any SchemaStore, acceptBreaking: Bool) async throws -> [DataModel.Change] {
         // Each retry follows another instance's record; a model recorded over and over by others is not waited on.
         for _ in 0..<100 {
             if let changes = try await applyOnce(model, to: store, acceptBreaking: acceptBreaking) { return changes }
@@ -142,7 +142,7 @@ public enum ModelRecord {
     }
 
     /// One decision against the recorded model: the changes applied, or nil when another instance recorded first.
-    private static func applyOnce(_ model: DataModel, to store: any SyncStore, acceptBreaking: Bool) async throws -> [DataModel.Change]? {
+    private static func applyOnce(_ model: DataModel, to store: any SchemaStore, acceptBreaking: Bool) async throws -> [DataModel.Change]? {
         let normalized = JSONWriter.encode(model.normalized)
         let generationsBefore = try await store.modelGenerations()
         guard let recorded = try await store.servedModel() else {

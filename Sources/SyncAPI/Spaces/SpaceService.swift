@@ -2,7 +2,7 @@
 /// `/invitations/accept`. Every change of a membership revokes the cached sessions it affects on this instance before
 /// it answers (the store's notice reaches the others), so it applies to the caller's next call.
 public struct SpaceService: Sendable {
-    let store: any SyncStore
+    let store: any SpaceStore
     let accounts: AccountService
     let collections: CollectionRegistry
     public let limits: SpaceLimits
@@ -11,7 +11,7 @@ public struct SpaceService: Sendable {
     static let longestExpiry: Int64 = 30 * 86_400
     static let mostUses = 100
 
-    public init(store: any SyncStore, accounts: AccountService, collections: CollectionRegistry, limits: SpaceLimits = SpaceLimits()) {
+    public init(store: any SpaceStore, accounts: AccountService, collections: CollectionRegistry, limits: SpaceLimits = SpaceLimits()) {
         self.store = store
         self.accounts = accounts
         self.collections = collections

@@ -7,6 +7,39 @@ import NIOCore
 /// Every item method takes the family id first: no query can leave its tenant.
 public protocol SyncStore: SchemaStore, AccountStore, SpaceStore, ItemStore, MaintenanceStore {}
 
+/// The store's roles, as the store opener hands them to the application: one per consumer, each the part of the
+/// store that consumer calls, so that nothing but a backend sees the union `SyncStore` (44 requirements) and a
+/// reader of a consumer knows from its type what it may do to the database.
+public struct StoreRoles: Sendable {
+    /// Tombstones, expired tokens and emptied spaces, purged (`TombstonePurger`).
+    public let purger: any MaintenanceStore
+    /// Accounts, tokens and the login throttle, and the spaces an identity's sign-in answers (`AccountService`).
+    public let accounts: any AccountStore & SpaceStore
+    /// Spaces, memberships and invitations (`SpaceService`).
+    public let spaces: any SpaceStore
+    /// Readiness (`/ready`, the database answering).
+    public let operations: any SchemaStore
+    /// One pinned snapshot per run of a group's reads (`GroupRoutes`).
+    public let groups: any ItemStore
+    /// Migrations and the model served (`ModelRecord`).
+    public let evolution: any SchemaStore
+    /// Items, their answers and the database's identity in dates of sync (`SyncEngine`).
+    public let engine: any EngineStore
+
+    public init(_ store: some SyncStore) {
+        purger = store
+        accounts = store
+        spaces = store
+        operations = store
+        groups = store
+        evolution = store
+        engine = store
+    }
+}
+
+/// What the engine calls: items, and the schema's identity and generations that dates of sync carry.
+public typealias EngineStore = ItemStore & SchemaStore
+
 /// The schema, the database's identity and the model it serves.
 public protocol SchemaStore: Sendable {
     /// Creates or upgrades the schema with the first `count` migrations (nil: all); safe to run concurrently from

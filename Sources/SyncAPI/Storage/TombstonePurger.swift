@@ -4,7 +4,7 @@ import ServiceLifecycle
 /// Purges tombstones older than the retention at a fixed interval (protocol §8), as a service of the application's
 /// service group, stopping on graceful shutdown.
 public struct TombstonePurger: Service {
-    let store: any SyncStore
+    let store: any MaintenanceStore
     let media: (any MediaStore)?
     let retentionSeconds: Int
     let interval: Duration
@@ -13,7 +13,7 @@ public struct TombstonePurger: Service {
     let clock: @Sendable () -> Int64
 
     public init(
-        store: any SyncStore, media: (any MediaStore)? = nil, retentionSeconds: Int, interval: Duration = .seconds(3600), logger: Logger,
+        store: any MaintenanceStore, media: (any MediaStore)? = nil, retentionSeconds: Int, interval: Duration = .seconds(3600), logger: Logger,
         clock: @escaping @Sendable () -> Int64 = WallClock.nowMs
     ) {
         self.clock = clock

@@ -12,7 +12,7 @@ public enum ReadSource: Sendable {
 /// protocol's delta rules. Handlers call one engine method per endpoint; the engine never sees HTTP.
 public struct SyncEngine: Sendable {
     /// Writes, streamed full lists, the database's identity and live positions: the primary.
-    public let store: any SyncStore
+    public let store: any EngineStore
     /// Where the reads of sync answers go: the store, or a router that may answer them from a hot standby.
     private(set) var routedReads: any ItemReads
     /// The pinned snapshot a group's run of reads answers from (nil: each read from its own).
@@ -38,7 +38,7 @@ public struct SyncEngine: Sendable {
     /// `reads`: where the reads of sync answers go when they may leave the store (`OpenedStore.reads`); the store
     /// itself when nil.
     public init(
-        store: any SyncStore, reads: (any ItemReads)? = nil, producers: AnswerProducers, now: @escaping @Sendable () -> Int64 = WallClock.nowMs,
+        store: any EngineStore, reads: (any ItemReads)? = nil, producers: AnswerProducers, now: @escaping @Sendable () -> Int64 = WallClock.nowMs,
         streamStartDeadline: Duration = .seconds(10), quotas: FamilyQuotas = FamilyQuotas(), snapshots: SnapshotBudget = SnapshotBudget(),
         collections: CollectionRegistry, pageBytes: Int = PageQuery.defaultByteBudget
     ) {
