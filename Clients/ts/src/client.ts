@@ -9,6 +9,13 @@ import { FailedOperation, MetaKey, PendingOperation } from "./replica.js";
 import { migrate } from "./schema.js";
 import { ClientSession, MemoryTokenStore, TokenStore } from "./session.js";
 import { AsyncLock } from "./storage/lock.js";
+import { ClientCore } from "./core.js";
+import { AppStateLike, followAppState } from "./lifecycle.js";
+import { EventStreamEnd, LiveMode, LiveTiming } from "./live.js";
+import { FailedUpload, MediaQueue, MediaStore, MemoryMediaStore } from "./media.js";
+import { ChangeWatchingDriver, Observers } from "./observe.js";
+import { SpaceEvent, SpaceInfo, SpaceInvitation, SpaceMember, Spaces } from "./spaces.js";
+import { StatusCenter, SyncStatus } from "./status.js";
 import { verifyAndRepair, VerifyCall, VerifyReport } from "./verify.js";
 import { SqlExecutor, StorageDriver } from "./storage/driver.js";
 
@@ -141,6 +148,22 @@ export interface SyncClientOptions {
     conflictHandlerTimeoutMs?: number;
     /** Where `online` events come from (default `globalThis` when it has `addEventListener`); null: none. */
     onlineEvents?: OnlineEvents | null;
+    /** The space this replica holds (protocol §15): a space id from `spaces()`; none: the account's home space. One replica per space (`forSpace`). */
+    space?: string;
+    /** The app's foreground and background (`reactNativeAppState(AppState)`, `documentVisibility(document)`): writes leave and live mode reopens in the foreground, live mode closes in the background. */
+    appState?: AppStateLike;
+    /** How long live mode waits after a notice before it syncs (notices in a burst make one sync). Default 200 ms. */
+    liveDebounceMs?: number;
+    /** Longest wait between two live reconnections (never shorter than 1 s, whatever the server's `retry:`). Default 30 s. */
+    liveMaximumBackoffMs?: number;
+    /** A live stream silent this long (the server pings every 20 s) is dropped and opened again. Default 60 s. */
+    liveIdleTimeoutMs?: number;
+    /** Where media bytes live: uploads waiting and the download cache (default: memory; `FileMediaStore` on Node). */
+    mediaStore?: MediaStore;
+    /** Largest medium uploaded or downloaded (the server's default, 20 MiB). */
+    mediaMaxBytes?: number;
+    /** Most bytes of downloaded media kept (least recently used out first); uploads waiting are kept whatever their size. Default 200 MiB. */
+    mediaCacheBytes?: number;
 }
 
 interface SubRequest {
@@ -197,6 +220,14 @@ export class SyncClient {
     private closed = false;
     private readonly onOnline = (): void => this.online();
     private readonly onlineEvents: OnlineEvents | undefined;
+    private readonly core: ClientCore;
+    private readonly statusCenter = new StatusCenter();
+    private readonly observers: Observers;
+    private readonly liveMode: LiveMode;
+    private readonly liveTiming: LiveTiming;
+    private readonly mediaQueue: MediaQueue;
+    private readonly spaceCalls: Spaces;
+    private stopAppState: (() => void) | undefined;
 
     private constructor(options: SyncClientOptions, log: Log) {
         this.options = options;
@@ -207,13 +238,41 @@ export class SyncClient {
             answerMaxBytes: options.answerMaxBytes,
             requestTimeoutMs: options.requestTimeoutMs,
             allowsInsecureHTTP: options.allowsInsecureHTTP,
+            space: options.space,
             log,
         });
-        this.db = options.storage;
+        const watched = new ChangeWatchingDriver(options.storage);
+        this.db = watched;
         this.tokenStore = options.tokenStore ?? new MemoryTokenStore();
         this.retry = options.retryPolicy instanceof RetryPolicy ? options.retryPolicy : new RetryPolicy(options.retryPolicy);
         const events = options.onlineEvents === undefined ? defaultOnlineEvents() : (options.onlineEvents ?? undefined);
         this.onlineEvents = events;
+        this.core = {
+            http: this.http,
+            db: this.db,
+            log,
+            retry: this.retry,
+            status: this.statusCenter,
+            space: options.space,
+            session: () => this.session,
+            isClosed: () => this.closed,
+            call: (method, path, body, headers, maxBytes) => this.call(method, path, body, headers, maxBytes),
+            sessionEnded: () => this.sessionEnded(),
+            sync: () => this.sync(),
+            schedulePush: (delayMs) => this.schedulePush(delayMs),
+            online: () => this.online(),
+            syncDate: () => this.syncDate(),
+        };
+        this.observers = new Observers(watched, () => this.refreshCounts());
+        this.liveTiming = {
+            debounceMs: options.liveDebounceMs ?? 200,
+            maximumBackoffMs: options.liveMaximumBackoffMs ?? 30_000,
+            idleTimeoutMs: options.liveIdleTimeoutMs ?? 60_000,
+        };
+        this.liveMode = new LiveMode(this.core, this.liveTiming);
+        const mediaLimits = { maxBytes: options.mediaMaxBytes ?? 20 * 1024 * 1024, cacheBytes: options.mediaCacheBytes ?? 200 * 1024 * 1024 };
+        this.mediaQueue = new MediaQueue(this.core, options.mediaStore ?? new MemoryMediaStore(), mediaLimits);
+        this.spaceCalls = new Spaces(this.core, (space) => this.adoptHomeIfNone(space));
     }
 
     /**
@@ -236,7 +295,21 @@ export class SyncClient {
             }
         }
         client.session = await client.tokenStore.load();
+        client.statusCenter.update({ signedIn: client.session !== undefined });
+        await client.refreshCounts();
         client.onlineEvents?.addEventListener("online", client.onOnline);
+        if (options.appState) {
+            client.stopAppState = followAppState(options.appState, {
+                foreground: () => {
+                    client.online();
+                    client.liveMode.resume();
+                },
+                background: () => {
+                    void client.liveMode.halt();
+                    client.online();
+                },
+            });
+        }
         if (client.session && (await replica.hasQueued(client.db))) client.schedulePush();
         return client;
     }
@@ -244,12 +317,15 @@ export class SyncClient {
     /** Stops the client's timers and listeners and waits for the work that runs; the storage stays open (the app closes it). */
     async close(): Promise<void> {
         this.closed = true;
+        this.stopAppState?.();
+        await this.liveMode.halt();
         this.onlineEvents?.removeEventListener("online", this.onOnline);
         if (this.pushTimer !== undefined) clearTimeout(this.pushTimer);
         this.pushTimer = undefined;
         for (const wake of this.wakers) wake();
         await this.pushing;
         await this.work.run(async () => undefined);
+        await this.observers.settled();
     }
 
     // MARK: - Events
@@ -372,7 +448,10 @@ export class SyncClient {
             await this.tokenStore.clear();
             this.session = undefined;
             await this.db.transaction((tx) => replica.eraseData(tx, !args.erasingFailedWrites));
+            await this.mediaQueue.erase();
         });
+        await this.liveMode.halt();
+        this.statusCenter.update({ signedIn: false, state: "idle", lastError: undefined });
         this.log.write("info", "session", "signed out");
     }
 
@@ -420,6 +499,7 @@ export class SyncClient {
                 const waiting = await replica.pending(tx);
                 if (waiting.length > 0 && !discarding) return waiting;
                 await replica.eraseData(tx, false);
+                await tx.run("DELETE FROM uploads");
                 await replica.setMeta(tx, MetaKey.account, next.accountID);
                 return [];
             })
@@ -431,11 +511,13 @@ export class SyncClient {
         }
         await this.tokenStore.save(next);
         this.session = next;
+        this.statusCenter.update({ signedIn: true });
         this.log.write("info", "session", "signed in", { account: next.accountID, space: next.familyID });
         // The server's model and limits, read with the session (a sync reads them anyway if this fails).
         await this.serverModel(true).catch(() => undefined);
         await this.limits(true).catch(() => undefined);
         if (await replica.hasQueued(this.db)) this.schedulePush();
+        this.liveMode.resume();
     }
 
     /** The token stopped working (logout elsewhere, password change, expiry): the session is forgotten; the replica stays. */
@@ -444,16 +526,17 @@ export class SyncClient {
         this.log.write("notice", "session", "session ended by the server (401): signed out");
         this.session = undefined;
         await this.tokenStore.clear().catch(() => undefined);
+        this.statusCenter.update({ signedIn: false });
         this.emit("sessionEnded", undefined);
     }
 
     // MARK: - Calls
 
     /** One authenticated call; a 401 ends the session (`notSignedIn`). */
-    private async call(method: string, path: string, body?: JsonValue, headers?: Record<string, string>): Promise<HttpAnswer> {
+    private async call(method: string, path: string, body?: JsonValue, headers?: Record<string, string>, maxBytes?: number): Promise<HttpAnswer> {
         const session = this.session;
         if (!session) throw SyncClientError.notSignedIn();
-        const answer = await this.http.call(method, path, { body, headers, token: session.token });
+        const answer = await this.http.call(method, path, { body, headers, token: session.token, maxBytes });
         if (answer.status === 401) {
             await this.sessionEnded();
             throw SyncClientError.notSignedIn();
@@ -638,7 +721,7 @@ export class SyncClient {
     /** A singleton's id is the session's: the space's for a family-scoped one, the account's for the other. */
     private itemId(layout: ModelCollection, id: string): string {
         if (layout.kind !== "singleton" || !this.session) return id;
-        return layout.scope === "account" ? this.session.accountID : this.session.familyID;
+        return layout.scope === "account" ? this.session.accountID : (this.options.space ?? this.session.familyID);
     }
 
     // MARK: - Conflicts
@@ -734,10 +817,12 @@ export class SyncClient {
             try {
                 const report = await this.work.run(() => this.pushQueue());
                 this.log.write("info", "push", "writes pushed", { pushed: report.pushed, failed: report.failed, conflicts: report.conflicts });
+                this.statusCenter.update({ state: "idle", lastError: undefined });
                 this.emit("pushed", report);
                 return;
             } catch (error) {
                 const wrapped = SyncClientError.wrapping(error);
+                this.statusCenter.update({ state: wrapped.isTransient ? "offline" : "error", lastError: wrapped });
                 this.emit("pushError", wrapped);
                 if (!wrapped.isTransient) {
                     this.log.write("warning", "push", "push failed", { code: wrapped.code ?? wrapped.kind });
@@ -770,6 +855,8 @@ export class SyncClient {
     private async pushQueue(): Promise<SyncReport> {
         if (!this.session) throw SyncClientError.notSignedIn();
         const report = emptyReport();
+        // Media first: an item never reaches the server before the medium it names.
+        await this.mediaQueue.push();
         const model = await this.serverModel();
         const fitting = { limits: await this.limits(), refreshed: false };
         // A conflict settled as "keep local" or merged goes round again with the server's new ETag; three rounds at most.
@@ -1052,8 +1139,10 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 
     private async runSync(): Promise<SyncReport> {
         const started = Date.now();
+        this.statusCenter.update({ state: "syncing" });
         try {
             const report = await this.retry.run(() => this.syncOnce());
+            this.statusCenter.update({ state: "idle", lastSuccessfulSync: new Date(), lastError: undefined });
             this.log.write("info", "sync", "sync finished", {
                 date: report.date ?? "",
                 pushed: report.pushed,
@@ -1065,8 +1154,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
             this.emit("synced", report);
             return report;
         } catch (error) {
-            const wrapped = SyncClientError.wrapping(error);
+            const wrapped = await this.spaceCalls.removal(SyncClientError.wrapping(error), () => this.eraseReplica());
             this.log.write(wrapped.isTransient ? "notice" : "warning", "sync", "sync failed", { code: wrapped.code ?? wrapped.kind });
+            this.statusCenter.update({ state: wrapped.isTransient ? "offline" : "error", lastError: wrapped });
             throw wrapped;
         }
     }
@@ -1191,6 +1281,161 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
             return true;
         });
         return applied ? page.nomore : this.hasAll(list, options);
+    }
+
+    // MARK: - Live mode, status, observation (src/live.ts, src/status.ts, src/observe.ts)
+
+    /**
+     * Keeps `GET /changes` open and syncs on each notice (debounced; a running sync is joined), reconnecting with
+     * backoff (at least 1 s apart) and resuming with `Last-Event-ID`; unsent writes leave as it starts. Asked while
+     * signed out, it starts at the next sign-in. The fetch must stream bodies (React Native: a streaming fetch).
+     */
+    startLive(): void {
+        this.liveMode.start();
+    }
+
+    /** Stops live mode and closes its connection. */
+    stopLive(): Promise<void> {
+        return this.liveMode.stop();
+    }
+
+    /** What the app shows about syncing, now. */
+    get status(): SyncStatus {
+        return this.statusCenter.current;
+    }
+
+    /** Calls `listener` with the status now, then at each change; answers the function that stops it. */
+    onStatus(listener: (status: SyncStatus) => void): () => void {
+        return this.statusCenter.listen(listener);
+    }
+
+    /**
+     * Calls `listener` with the visible items of `collection` (of `parent` for children) now, then after each sync or
+     * local write that changed them, and only then (never twice the same items in a row); answers the function that
+     * stops it.
+     */
+    observeItems(collection: string, listener: (items: JsonObject[]) => void, options: { parent?: string; onError?: (error: unknown) => void } = {}): () => void {
+        const sorted = (): boolean | undefined => {
+            const layout = this.model?.collections.get(collection);
+            return this.model ? layout !== undefined && sortField(layout) !== undefined : undefined;
+        };
+        return this.observers.observe(collection, options.parent, sorted, listener, options.onError);
+    }
+
+    /** The status's counts of writes and uploads waiting and refused, read again after each write. */
+    private async refreshCounts(): Promise<void> {
+        if (this.closed) return;
+        const rows = await this.db.query(
+            `SELECT (SELECT COUNT(*) FROM queue) + (SELECT COUNT(*) FROM uploads WHERE status IS NULL) AS pending,
+(SELECT COUNT(*) FROM failed) + (SELECT COUNT(*) FROM uploads WHERE status IS NOT NULL) AS failed`
+        );
+        this.statusCenter.update({ pendingWrites: Number(rows[0]?.pending ?? 0), failedWrites: Number(rows[0]?.failed ?? 0) });
+    }
+
+    // MARK: - Spaces (src/spaces.ts)
+
+    /** The space this replica holds (undefined: the account's home space). */
+    get space(): string | undefined {
+        return this.options.space;
+    }
+
+    /** The account's spaces, in the order it joined them. */
+    spaces(): Promise<SpaceInfo[]> {
+        return this.spaceCalls.list();
+    }
+
+    /** A new space the account owns (the home space of an account that had none). */
+    createSpace(name: string): Promise<SpaceInfo> {
+        return this.spaceCalls.create(name);
+    }
+
+    /** Joins the space of an invitation code (a member already in it keeps its role); a bad code is 404 `not_found`. */
+    acceptInvitation(code: string): Promise<SpaceInfo> {
+        return this.spaceCalls.accept(code);
+    }
+
+    /** An invitation to this client's space (owners): `role` for who accepts it, `uses` accounts at most, valid `expiresIn` s (default 7 days). */
+    invite(args: { role: string; uses?: number; expiresIn?: number }): Promise<SpaceInvitation> {
+        return this.spaceCalls.invite(args.role, args.uses, args.expiresIn);
+    }
+
+    /** The members of this client's space. */
+    members(): Promise<SpaceMember[]> {
+        return this.spaceCalls.members();
+    }
+
+    /** Gives a member of this client's space another role (owners; demoting the last owner is 409 `last_owner`). */
+    setMemberRole(accountId: string, role: string): Promise<void> {
+        return this.spaceCalls.setRole(accountId, role);
+    }
+
+    /** Removes a member from this client's space (owners), or leaves it (the account's own id). */
+    removeMember(accountId: string): Promise<void> {
+        return this.spaceCalls.remove(accountId);
+    }
+
+    /** Renames this client's space (owners). */
+    renameSpace(name: string): Promise<void> {
+        return this.spaceCalls.rename(name);
+    }
+
+    /**
+     * A client of another space of the signed-in account, with its own replica (`storage`) and media store; the session
+     * is shared through the token store. Switching spaces is using the other client.
+     */
+    forSpace(space: string, options: Partial<SyncClientOptions> & { storage: StorageDriver }): Promise<SyncClient> {
+        return SyncClient.open({ ...this.options, mediaStore: new MemoryMediaStore(), ...options, tokenStore: this.tokenStore, space });
+    }
+
+    /**
+     * Follows every space of the account with one stream (`GET /changes?spaces=all`) until `stop`: the listing at each
+     * connection and each change of membership, then each space's dates. `SpaceSet` is what an app uses.
+     */
+    spaceEvents(listener: (event: SpaceEvent) => void): { stop(): Promise<void>; ended: Promise<EventStreamEnd> } {
+        return this.spaceCalls.follow(this.liveTiming, listener);
+    }
+
+    /** Empties the replica (its items, queue, journal and media; the session stays): the next sync downloads everything. */
+    reset(): Promise<void> {
+        return this.work.run(() => this.eraseReplica());
+    }
+
+    private async eraseReplica(): Promise<void> {
+        const account = await replica.getMeta(this.db, MetaKey.account);
+        await this.db.transaction(async (tx) => {
+            await replica.eraseData(tx, false);
+            if (account !== undefined) await replica.setMeta(tx, MetaKey.account, account);
+        });
+        await this.mediaQueue.erase();
+    }
+
+    /** An account in no space that creates or joins one: that space becomes its home (the server's rule: the first joined). */
+    private async adoptHomeIfNone(space: string): Promise<void> {
+        if (!this.session || this.session.familyID !== "") return;
+        const updated = { ...this.session, familyID: space };
+        await this.tokenStore.save(updated);
+        this.session = updated;
+    }
+
+    // MARK: - Media (src/media.ts)
+
+    /**
+     * Queues the upload of a photo or video (protocol §10) and answers its URL at once, offline too: the SHA-256 of the
+     * bytes (`/api/v1/media/<sha256>`), so an item can name it right away. Uploads leave before any item write, with the
+     * pushes; they survive restarts when the `mediaStore` does.
+     */
+    upload(bytes: Uint8Array, contentType: string): Promise<string> {
+        return this.mediaQueue.upload(bytes, contentType);
+    }
+
+    /** The bytes of a medium of this server: from the cache when there (never revalidated), else downloaded, checked and kept. */
+    media(url: string): Promise<Uint8Array> {
+        return this.mediaQueue.media(url);
+    }
+
+    /** The uploads the server refused for good (a type it does not take, too large, a reader's role). */
+    failedUploads(): Promise<FailedUpload[]> {
+        return this.mediaQueue.failed();
     }
 }
 

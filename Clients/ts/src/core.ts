@@ -31,6 +31,8 @@ export interface ClientCore {
     sync(): Promise<SyncReport>;
     /** Pushes queued writes `delayMs` from now (default: the client's push delay). */
     schedulePush(delayMs?: number): void;
+    /** The network is back: queued writes leave now. */
+    online(): void;
     /** The replica's date of sync. */
     syncDate(): Promise<string | undefined>;
 }

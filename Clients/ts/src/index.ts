@@ -30,6 +30,17 @@ export type { FailedOperation, OperationKind, PendingOperation } from "./replica
 export { migrations } from "./schema.js";
 export { localDigests, parseVerifyAnswer, sha256Hex } from "./verify.js";
 export type { ListDigest, VerifyAnswer, VerifyReport } from "./verify.js";
+export { documentVisibility, reactNativeAppState } from "./lifecycle.js";
+export type { AppStateLike, ReactNativeAppState, VisibilityDocument } from "./lifecycle.js";
+export { minimumReconnectMs, reconnectDelay } from "./live.js";
+export type { EventStreamEnd } from "./live.js";
+export { mediaSha, mediaUrl, MemoryMediaStore } from "./media.js";
+export type { FailedUpload, MediaFile, MediaStore } from "./media.js";
+export { SpaceSet } from "./spaces.js";
+export type { SpaceEvent, SpaceInfo, SpaceInvitation, SpaceMember, SpaceRole, SpaceUpdate } from "./spaces.js";
+export { ServerEventParser } from "./sse.js";
+export type { ServerEvent } from "./sse.js";
+export type { SyncState, SyncStatus } from "./status.js";
 export { MemoryTokenStore } from "./session.js";
 export type { ClientSession, TokenStore } from "./session.js";
 export type { SqlExecutor, SqlRow, SqlValue, StorageDriver } from "./storage/driver.js";

@@ -203,7 +203,11 @@ export class LiveMode {
                         headers: lastEventId === undefined ? {} : ({ "Last-Event-ID": lastEventId } as Record<string, string>),
                     };
                 },
-                connected: (connected) => core.status.update({ liveConnected: connected }),
+                connected: (connected) => {
+                    core.status.update({ liveConnected: connected });
+                    // Connected again: the network is back, writes that waited leave now.
+                    if (connected) core.online();
+                },
                 handle: async (events) => {
                     const last = [...events].reverse().find((event) => event.event === "change");
                     if (!last) return;

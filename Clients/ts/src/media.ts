@@ -1,6 +1,6 @@
 import { ClientCore } from "./core.js";
 import { SyncClientError } from "./errors.js";
-import { sha256Hex } from "./sha256.js";
+import { sha256Hex } from "./verify.js";
 
 /** One file of a `MediaStore`, for the cache's eviction. */
 export interface MediaFile {
