@@ -42,6 +42,12 @@ let package = Package(
             dependencies: ["SyncClient"],
             swiftSettings: swiftSettings
         ),
+        // The adapter the conformance suite drives (Clients/conformance): JSON commands on standard input.
+        .executableTarget(
+            name: "SyncClientConformance",
+            dependencies: ["SyncClient", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "SyncClientTests",
             dependencies: [

@@ -1,0 +1,197 @@
+"""The real server for the conformance suite: PostgreSQL clusters, `syncapi serve` processes, the device's network.
+
+Everything waits for events (a port that answers, a process that exits), never for fixed times; every wait is
+bounded and fails with the log of what it waited for.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+
+def free_port():
+    """A TCP port of 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until(condition, timeout, what):
+    """Polls `condition` (a cheap check of an event: a port answering) until it holds, or fails after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+def http(base, method, path, body=None, token=None, headers=None, timeout=30):
+    """One call to the API (`base` + `/api/v1` + `path`): (status, parsed JSON body or None, headers)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + "/api/v1" + path, data=data, method=method)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", "Bearer " + token)
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            raw, status, got = answer.read(), answer.status, dict(answer.headers)
+    except urllib.error.HTTPError as error:
+        raw, status, got = error.read(), error.code, dict(error.headers)
+    return status, (json.loads(raw) if raw else None), got
+
+
+class Postgres:
+    """A throwaway PostgreSQL cluster (initdb, pg_ctl), run as the `postgres` user when this process is root."""
+
+    def __init__(self, root):
+        self.folder = tempfile.mkdtemp(prefix="pg-", dir=root)
+        self.prefix = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+        if self.prefix:
+            os.chmod(root, 0o755)
+            shutil.chown(self.folder, "postgres", "postgres")
+        self.data = os.path.join(self.folder, "data")
+        self.port = free_port()
+        self.count = 0
+        self._run(["initdb", "-D", self.data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"])
+        options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.folder} -c fsync=off -c synchronous_commit=off"
+        self._run(["pg_ctl", "-D", self.data, "-l", os.path.join(self.folder, "server.log"), "-o", options, "-w", "-t", "60", "start"])
+
+    def _run(self, arguments):
+        subprocess.run(self.prefix + arguments, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def new_database(self):
+        """A new empty database; its URL for `serve --database`."""
+        self.count += 1
+        name = f"conformance{self.count}"
+        self._run(["psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-q", "-c", f"CREATE DATABASE {name}"])
+        return f"postgres://postgres@127.0.0.1:{self.port}/{name}"
+
+    def stop(self):
+        subprocess.run(self.prefix + ["pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+class Server:
+    """One `syncapi serve` on its own database; `restart` keeps the database (a new model, say)."""
+
+    def __init__(self, binary, database, folder, arguments=()):
+        self.binary, self.database, self.folder = binary, database, folder
+        self.arguments = list(arguments)
+        self.process = None
+        self.starts = 0
+
+    def start(self, model=None):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.starts += 1
+        self.log = os.path.join(self.folder, f"server-{self.starts}.log")
+        command = [self.binary, "serve", "--port", str(self.port), "--database", self.database, "--bcrypt-cost", "4",
+                   "--login-rate", "100000", "--signup-rate", "100000", *self.arguments]
+        if model:
+            command += ["--model", model]
+        with open(self.log, "w") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+
+        def ready():
+            if self.process.poll() is not None:
+                raise RuntimeError(f"serve exited ({self.process.returncode}): {open(self.log).read()[-2000:]}")
+            try:
+                return http(self.base, "GET", "/", timeout=2)[0] == 200
+            except OSError:
+                return False
+
+        wait_until(ready, 120, f"the server on port {self.port} ({self.log})")
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def restart(self, model=None):
+        self.stop()
+        self.start(model)
+
+
+class Proxy:
+    """The device's network: a TCP relay to the server that can go down (connections refused and cut) and up again."""
+
+    def __init__(self, target):
+        self.target = target
+        self.up = True
+        self.connections = set()
+        self.lock = threading.Lock()
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def set_up(self, up):
+        with self.lock:
+            self.up = up
+            if not up:
+                for connection in list(self.connections):
+                    self._close(connection)
+
+    def _close(self, connection):
+        try:
+            connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        connection.close()
+        self.connections.discard(connection)
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.lock:
+                if not self.up:
+                    client.close()
+                    continue
+                try:
+                    upstream = socket.create_connection(("127.0.0.1", self.target()), timeout=10)
+                except OSError:
+                    client.close()
+                    continue
+                upstream.settimeout(None)
+                self.connections.update((client, upstream))
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    def _pipe(self, source, sink):
+        try:
+            while True:
+                chunk = source.recv(65536)
+                if not chunk:
+                    break
+                sink.sendall(chunk)
+        except OSError:
+            pass
+        with self.lock:
+            self._close(source)
+            self._close(sink)
+
+    def close(self):
+        self.listener.close()
+        self.set_up(False)

@@ -1,0 +1,153 @@
+// The TypeScript client's adapter for the conformance suite (Clients/conformance): one JSON command a line on standard
+// input, one JSON answer a line on standard output, `{"ok": true, "result": …}` or `{"ok": false, "error": {"kind",
+// "status", "code", "message"}}`. The Swift SDK's adapter (Clients/SyncClient/Sources/SyncClientConformance) takes the
+// same commands; Clients/conformance/README.md lists them. Run: node --experimental-sqlite conformance-adapter.js
+import { createInterface } from "node:readline";
+import { JsonObject, JsonValue, SyncClient, SyncClientError, SyncClientOptions, SyncReport } from "../src/index.js";
+import { FileTokenStore, NodeSqliteDriver } from "../src/node.js";
+
+/** A command as the harness sends it. */
+type Command = JsonObject & { op?: JsonValue };
+
+let opened: { client: SyncClient; storage: NodeSqliteDriver } | undefined;
+
+function text(command: Command, name: string): string {
+    const value = command[name];
+    if (typeof value !== "string") throw SyncClientError.invalid(`missing argument ${name}`);
+    return value;
+}
+
+function parentOf(command: Command): { parent?: string } {
+    return typeof command.parent === "string" ? { parent: command.parent } : {};
+}
+
+function report(sync: SyncReport): JsonValue {
+    return { pushed: sync.pushed, failed: sync.failed, conflicts: sync.conflicts, replaced: [...sync.replaced].sort(), date: sync.date ?? null };
+}
+
+function operation(op: { kind: string; collection: string; id: string; parent?: string | undefined }): JsonObject {
+    const out: JsonObject = { op: op.kind, collection: op.collection, id: op.id };
+    if (op.parent !== undefined) out.parent = op.parent;
+    return out;
+}
+
+/** An error as the harness compares it: the client's kind, and the server's status and code when there are. */
+function describe(error: unknown): JsonValue {
+    if (!(error instanceof SyncClientError)) return { kind: "local", message: String(error) };
+    const out: JsonObject = { kind: error.kind, message: error.message };
+    if (error.status !== undefined) out.status = error.status;
+    if (error.code !== undefined && ["server", "unavailable", "throttled"].includes(error.kind)) out.code = error.code;
+    return out;
+}
+
+async function open(command: Command): Promise<JsonValue> {
+    const replicaPath = text(command, "replica");
+    const storage = NodeSqliteDriver.open(replicaPath);
+    const options: SyncClientOptions & Record<string, unknown> = {
+        serverUrl: text(command, "server"),
+        storage,
+        tokenStore: new FileTokenStore(replicaPath + ".token"),
+        pushDelayMs: null,
+        onlineEvents: null,
+        retryPolicy: { attempts: 1 },
+    };
+    if (typeof command.pageSize === "number") options.pageSize = command.pageSize;
+    if (typeof command.maxChildren === "number") options.maxChildren = command.maxChildren;
+    if (typeof command.answerMaxBytes === "number") options.answerMaxBytes = command.answerMaxBytes;
+    if (typeof command.space === "string") options.space = command.space;
+    opened = { client: await SyncClient.open(options), storage };
+    return { sdk: "ts" };
+}
+
+async function run(command: Command): Promise<JsonValue> {
+    if (command.op === "open") return open(command);
+    if (!opened) throw SyncClientError.invalid("no client: send open first");
+    const { client } = opened;
+    switch (command.op) {
+        case "close":
+            await client.close();
+            await opened.storage.close();
+            opened = undefined;
+            return null;
+        case "signUp":
+            await client.signUp({ family: text(command, "family"), username: text(command, "username"), password: text(command, "password") });
+            return null;
+        case "logIn":
+            await client.logIn({ username: text(command, "username"), password: text(command, "password") });
+            return null;
+        case "acceptInvitation": {
+            const accept = (client as unknown as { acceptInvitation?: (code: string) => Promise<{ id: string; role: string }> }).acceptInvitation;
+            if (!accept) throw SyncClientError.invalid("this client has no acceptInvitation");
+            const space = await accept.call(client, text(command, "code"));
+            return { id: space.id, role: space.role };
+        }
+        case "put": {
+            const item = command.item;
+            if (typeof item !== "object" || item === null || Array.isArray(item)) throw SyncClientError.invalid("put needs an item");
+            await client.put(text(command, "collection"), text(command, "id"), item, parentOf(command));
+            return null;
+        }
+        case "edit": {
+            const collection = text(command, "collection");
+            const id = text(command, "id");
+            const item: JsonObject = { ...((await client.item(collection, id, parentOf(command))) ?? { id }) };
+            const fields = command.fields;
+            if (typeof fields === "object" && fields !== null && !Array.isArray(fields)) {
+                for (const [key, value] of Object.entries(fields)) {
+                    if (value === null) delete item[key];
+                    else item[key] = value;
+                }
+            }
+            await client.save(collection, item, parentOf(command));
+            return null;
+        }
+        case "delete":
+            await client.delete(text(command, "collection"), text(command, "id"), parentOf(command));
+            return null;
+        case "sync":
+            return report(await client.sync());
+        case "push":
+            return report(await client.push());
+        case "verify": {
+            const verified = await client.verify();
+            return { checked: [...verified.checked].sort(), repaired: [...verified.repaired].sort() };
+        }
+        case "loadMore":
+            return { nomore: await client.loadMore(text(command, "list"), parentOf(command)) };
+        case "hasAll":
+            return { nomore: await client.hasAll(text(command, "list"), parentOf(command)) };
+        case "items":
+            return await client.items(text(command, "collection"), parentOf(command));
+        case "pending":
+            return (await client.pendingOperations()).map(operation);
+        case "failed":
+            return (await client.failedOperations()).map((op) => ({ ...operation(op), status: op.status, code: op.code }));
+        case "conflicts":
+            return (await client.conflictJournal()).map((record) => {
+                const out: JsonObject = { collection: record.collection, id: record.itemId, resolution: record.resolution, fields: [...record.fields].sort() };
+                if (record.parent !== undefined) out.parent = record.parent;
+                return out;
+            });
+        default:
+            throw SyncClientError.invalid(`unknown op ${String(command.op)}`);
+    }
+}
+
+/** Commands run one at a time, in order; each answer is one line. */
+async function main(): Promise<void> {
+    const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+    for await (const line of lines) {
+        let answer: JsonValue;
+        try {
+            const command = JSON.parse(line) as unknown;
+            if (typeof command !== "object" || command === null || Array.isArray(command)) throw SyncClientError.invalid("a command is a JSON object with op");
+            answer = { ok: true, result: await run(command as Command) };
+        } catch (error) {
+            answer = { ok: false, error: describe(error) };
+        }
+        process.stdout.write(JSON.stringify(answer) + "\n");
+    }
+    if (opened) await opened.client.close();
+}
+
+void main();
