@@ -9,29 +9,26 @@ import { SqlExecutor, SqlRow, SqlValue, StorageDriver } from "./storage/driver.j
  * triggers) to learn whether their collection moved.
  */
 export class ChangeWatchingDriver implements StorageDriver {
-    private readonly listeners = new Set<() => void>();
+    private readonly listeners = new Set<() => Promise<void>>();
 
     constructor(readonly inner: StorageDriver) {}
 
-    /** Calls `listener` after each write; answers the function that stops it. */
-    onChange(listener: () => void): () => void {
+    /** Calls `listener` after each write, which waits for it (so that what it updates is current when the write returns); answers the function that stops it. */
+    onChange(listener: () => Promise<void>): () => void {
         this.listeners.add(listener);
         return () => this.listeners.delete(listener);
     }
 
-    private changed(): void {
+    private async changed(): Promise<void> {
         for (const listener of [...this.listeners]) {
-            try {
-                listener();
-            } catch {
-                // A listener never breaks a write.
-            }
+            // A listener never breaks a write.
+            await listener().catch(() => undefined);
         }
     }
 
     async exec(sql: string): Promise<void> {
         await this.inner.exec(sql);
-        this.changed();
+        await this.changed();
     }
 
     query(sql: string, params?: readonly SqlValue[]): Promise<SqlRow[]> {
@@ -40,13 +37,13 @@ export class ChangeWatchingDriver implements StorageDriver {
 
     async run(sql: string, params?: readonly SqlValue[]): Promise<{ changes: number }> {
         const result = await this.inner.run(sql, params);
-        if (result.changes > 0) this.changed();
+        if (result.changes > 0) await this.changed();
         return result;
     }
 
     async transaction<T>(body: (tx: SqlExecutor) => Promise<T>): Promise<T> {
         const result = await this.inner.transaction(body);
-        this.changed();
+        await this.changed();
         return result;
     }
 
@@ -91,15 +88,15 @@ export class Observers {
     ): () => void {
         const observation: Observation = { collection, parent, sorted, listener, onError, stamp: undefined, texts: undefined };
         this.observations.add(observation);
-        this.wake();
+        void this.wake();
         return () => this.observations.delete(observation);
     }
 
-    /** A write ended: every observation checks its stamp (one pass at a time; writes during a pass make one more). */
-    wake(): void {
+    /** A write ended: every observation checks its stamp (one pass at a time; writes during a pass make one more). Resolves when the passes end. */
+    wake(): Promise<void> {
         if (this.checking) {
             this.again = true;
-            return;
+            return this.checking;
         }
         this.checking = (async () => {
             do {
@@ -112,6 +109,7 @@ export class Observers {
         })().finally(() => {
             this.checking = undefined;
         });
+        return this.checking;
     }
 
     /** Waits for the checks that run (tests, and `close`). */
