@@ -65,15 +65,17 @@ def main():
             for scenario in scenarios:
                 folder = os.path.join(root, backend, scenario["name"])
                 os.makedirs(folder)
-                database = postgres.new_database() if backend == "postgres" else f"sqlite:{folder}/server.sqlite"
-                server = Server(options.server, database, folder, scenario.get("serverArguments", []))
-                model = scenario.get("model")
-                server.start(os.path.join(HERE, "models", model) if model else None)
-                proxy = Proxy(lambda: server.port)
                 traces = {}
-                try:
-                    for sdk, command in sdks.items():
-                        started = time.monotonic()
+                for sdk, command in sdks.items():
+                    # A server and a database of its own for each run: a scenario may restart the server with another model.
+                    started = time.monotonic()
+                    database = postgres.new_database() if backend == "postgres" else f"sqlite:{folder}/{sdk}-server.sqlite"
+                    server = Server(options.server, database, os.path.join(folder, sdk), scenario.get("serverArguments", []))
+                    os.makedirs(server.folder)
+                    model = scenario.get("model")
+                    server.start(os.path.join(HERE, "models", model) if model else None)
+                    proxy = Proxy(lambda: server.port)
+                    try:
                         run = ScenarioRun(scenario, sdk, command, server, proxy, os.path.join(folder, sdk), os.path.join(HERE, "models"))
                         proxy.set_up(True)
                         try:
@@ -89,9 +91,9 @@ def main():
                         traces[sdk] = run.trace
                         results.append((backend, scenario["name"], sdk, outcome, detail, time.monotonic() - started))
                         print(f"{outcome:5} {backend:8} {sdk:5} {scenario['name']} ({time.monotonic() - started:.1f} s) {detail}", flush=True)
-                finally:
-                    proxy.close()
-                    server.stop()
+                    finally:
+                        proxy.close()
+                        server.stop()
                 outcomes = {r[2]: r[3] for r in results if r[0] == backend and r[1] == scenario["name"]}
                 if len(traces) == 2 and set(outcomes.values()) == {"pass"} and traces["swift"] != traces["ts"]:
                     divergences.append((backend, scenario["name"], first_difference(traces["swift"], traces["ts"])))

@@ -49,7 +49,8 @@ class ScenarioRun:
     def __init__(self, scenario, sdk, command, server, proxy, folder, models):
         self.scenario, self.sdk, self.command = scenario, sdk, command
         self.server, self.proxy, self.folder, self.models = server, proxy, folder, models
-        self.vars = {"run": secrets.token_hex(4)}
+        # `{pad:x<3000}` is 3000 x's (Python's format mini-language on an empty string).
+        self.vars = {"run": secrets.token_hex(4), "pad": ""}
         self.actors = {}
         self.trace = []
         self.device_space = None
@@ -94,7 +95,7 @@ class ScenarioRun:
             raise Failure(f"signup of {name}: {status} {body}")
         actor.update(token=body["token"], accountId=body["accountId"], familyId=body["familyId"])
         self.actors[name] = actor
-        for key in ("username", "accountId", "familyId"):
+        for key in ("username", "password", "accountId", "familyId"):
             self.vars[f"{name}.{key}"] = actor[key]
 
     def open(self, options):

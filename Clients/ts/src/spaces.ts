@@ -135,10 +135,8 @@ export class Spaces {
         if (!listed || listed.some((info) => info.id === space)) return error;
         await erase();
         this.core.log.write("notice", "session", "no longer a member of the space: its replica was erased", { space });
-        return new SyncClientError("spaceRemoved", `no longer a member of space ${space}: its local data was erased`, {
-            status: 404,
-            code: error.code ?? "not_found",
-        });
+        // As the Swift SDK's `.spaceRemoved(space)`: no status and no code (the conformance suite compares them).
+        return new SyncClientError("spaceRemoved", `no longer a member of space ${space}: its local data was erased`);
     }
 
     /**

@@ -2,7 +2,6 @@
 // input, one JSON answer a line on standard output, `{"ok": true, "result": …}` or `{"ok": false, "error": {"kind",
 // "status", "code", "message"}}`. The Swift SDK's adapter (Clients/SyncClient/Sources/SyncClientConformance) takes the
 // same commands; Clients/conformance/README.md lists them. Run: node --experimental-sqlite conformance-adapter.js
-import { createInterface } from "node:readline";
 import { JsonObject, JsonValue, SyncClient, SyncClientError, SyncClientOptions, SyncReport } from "../src/index.js";
 import { FileTokenStore, NodeSqliteDriver } from "../src/node.js";
 
@@ -133,21 +132,40 @@ async function run(command: Command): Promise<JsonValue> {
     }
 }
 
-/** Commands run one at a time, in order; each answer is one line. */
-async function main(): Promise<void> {
-    const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
-    for await (const line of lines) {
-        let answer: JsonValue;
-        try {
-            const command = JSON.parse(line) as unknown;
-            if (typeof command !== "object" || command === null || Array.isArray(command)) throw SyncClientError.invalid("a command is a JSON object with op");
-            answer = { ok: true, result: await run(command as Command) };
-        } catch (error) {
-            answer = { ok: false, error: describe(error) };
-        }
-        process.stdout.write(JSON.stringify(answer) + "\n");
-    }
-    if (opened) await opened.client.close();
+/** The process's standard streams, as far as the adapter uses them (the package declares no Node types). */
+interface StandardStreams {
+    stdin: { on(event: "data", listener: (chunk: { toString(): string }) => void): void; on(event: "end", listener: () => void): void };
+    stdout: { write(text: string): boolean };
 }
 
-void main();
+const stdio = (globalThis as unknown as { process: StandardStreams }).process;
+
+async function answer(line: string): Promise<void> {
+    let reply: JsonValue;
+    try {
+        const command = JSON.parse(line) as unknown;
+        if (typeof command !== "object" || command === null || Array.isArray(command)) throw SyncClientError.invalid("a command is a JSON object with op");
+        reply = { ok: true, result: await run(command as Command) };
+    } catch (error) {
+        reply = { ok: false, error: describe(error) };
+    }
+    stdio.stdout.write(JSON.stringify(reply) + "\n");
+}
+
+// Commands run one at a time, in order; each answer is one line.
+let buffered = "";
+let queue: Promise<void> = Promise.resolve();
+stdio.stdin.on("data", (chunk) => {
+    buffered += chunk.toString();
+    let end: number;
+    while ((end = buffered.indexOf("\n")) >= 0) {
+        const line = buffered.slice(0, end).trim();
+        buffered = buffered.slice(end + 1);
+        if (line !== "") queue = queue.then(() => answer(line));
+    }
+});
+stdio.stdin.on("end", () => {
+    queue = queue.then(async () => {
+        if (opened) await opened.client.close();
+    });
+});
