@@ -147,7 +147,7 @@ public func buildRouter(
         quotas: configuration.quotas,
         snapshots: SnapshotBudget(
             perAccount: configuration.maxSnapshotAnswersPerAccount, perFamily: configuration.maxSnapshotAnswersPerFamily,
-            perInstance: configuration.maxSnapshotAnswersPerInstance, pace: configuration.snapshotAnswerPace),
+            perInstance: configuration.maxSnapshotAnswersPerInstance, pace: configuration.snapshotAnswerPace, timers: timers),
         collections: collections)
     let streams = LiveStreams(perAccount: configuration.maxStreamsPerAccount, perInstance: configuration.maxStreamsPerInstance)
     let metrics = PrometheusCollectorRegistry()

@@ -84,6 +84,23 @@ struct TimerWheelTests {
         #expect(fired.value.withLock { $0 } + cancelled.value.withLock { $0 } == 4000)
         #expect(cancelled.value.withLock { $0 } > 0)
     }
+
+    @Test("a manual wheel's time moves only when advanced, and fires then what is due, in order, never early")
+    func manualTime() {
+        let wheel = TimerWheel.manual(resolution: .milliseconds(1))
+        let fired = Box<[Int]>([])
+        #expect(wheel.now == .zero)
+        for delay in [30, 10, 20] { _ = wheel.schedule(in: .milliseconds(delay)) { fired.value.withLock { $0.append(delay) } } }
+        let cancelled = wheel.schedule(in: .milliseconds(15)) { fired.value.withLock { $0.append(15) } }
+        #expect(wheel.cancel(cancelled))
+        wheel.advance(by: .milliseconds(9))
+        #expect(fired.value.withLock { $0 } == [])
+        wheel.advance(by: .milliseconds(11))
+        #expect(fired.value.withLock { $0 } == [10, 20])
+        #expect(wheel.now == .milliseconds(20))
+        wheel.advance(by: .seconds(3600))
+        #expect(fired.value.withLock { $0 } == [10, 20, 30])
+    }
 }
 
 private final class Holder: Sendable {}

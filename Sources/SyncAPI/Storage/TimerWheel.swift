@@ -10,6 +10,10 @@ import Synchronization
 /// a delta request's cost on PostgreSQL. Here arming and cancelling a limit is one
 /// dictionary insert or removal under a lock, and the loop is woken only when the wheel starts turning.
 /// A limit fires up to one `resolution` late, never early.
+///
+/// It is also the application's one clock for time limits and durations (`now`): every timer of the server goes
+/// through the wheel the application made, so a test replaces time itself with `TimerWheel.manual`, whose time moves
+/// only when the test calls `advance(by:)` (and the limits due fire then, in the test's task).
 public final class TimerWheel: Sendable {
 
     /// A pending limit, to cancel it.
@@ -28,19 +32,58 @@ public final class TimerWheel: Sendable {
         var turning = false
     }
 
+    /// What moves time: an event loop's timer over the system's uptime, or a test.
+    private enum Ticker: Sendable {
+        case loop(any EventLoop)
+        case manual(ManualTime)
+    }
+
+    /// A test's time, in nanoseconds since the wheel was made.
+    private final class ManualTime: Sendable {
+        let nanoseconds = Atomic<Int64>(0)
+    }
+
     private let state: Mutex<State>
     private let resolution: Int64
-    private let loop: any EventLoop
+    private let ticker: Ticker
 
     public init(resolution: Duration, loop: any EventLoop = MultiThreadedEventLoopGroup.singleton.any()) {
         self.resolution = max(1, resolution.wholeNanoseconds)
-        self.loop = loop
-        self.state = Mutex(State(done: Self.nanoseconds() / self.resolution))
+        self.ticker = .loop(loop)
+        self.state = Mutex(State(done: Int64(NIODeadline.now().uptimeNanoseconds) / self.resolution))
+    }
+
+    private init(manualResolution resolution: Duration) {
+        self.resolution = max(1, resolution.wholeNanoseconds)
+        self.ticker = .manual(ManualTime())
+        self.state = Mutex(State(done: 0))
+    }
+
+    /// The process's wheel on NIO's shared event loop group: the default of the types a test makes alone. The
+    /// application makes its own and hands it to every timer it has.
+    public static let shared = TimerWheel(resolution: .milliseconds(10))
+
+    /// A wheel whose time stands still until `advance(by:)` moves it: for tests of what happens after a time, with no
+    /// waiting for it.
+    public static func manual(resolution: Duration = .milliseconds(1)) -> TimerWheel {
+        TimerWheel(manualResolution: resolution)
+    }
+
+    /// The wheel's time: the system's uptime, or a manual wheel's time since it was made. Only differences mean
+    /// anything.
+    public var now: Duration { .nanoseconds(nanoseconds()) }
+
+    /// Moves a manual wheel's time `delay` ahead and fires, in the caller's task, every limit due by then (a wheel on
+    /// an event loop ignores it).
+    public func advance(by delay: Duration) {
+        guard case .manual(let time) = ticker else { return }
+        time.nanoseconds.add(max(0, delay.wholeNanoseconds), ordering: .sequentiallyConsistent)
+        turn()
     }
 
     /// Runs `action` on the wheel's event loop once `delay` has passed, unless cancelled first.
     package func schedule(in delay: Duration, _ action: @escaping @Sendable () -> Void) -> Handle {
-        let (due, overflow) = Self.nanoseconds().addingReportingOverflow(max(0, delay.wholeNanoseconds))
+        let (due, overflow) = nanoseconds().addingReportingOverflow(max(0, delay.wholeNanoseconds))
         let slot = overflow ? .max : due / resolution + (due % resolution == 0 ? 0 : 1)
         let (handle, start) = state.withLock { state -> (Handle, Bool) in
             state.nextID &+= 1
@@ -68,7 +111,7 @@ public final class TimerWheel: Sendable {
 
     /// Fires every slot that is due, then sets the loop's timer again while anything is pending.
     private func turn() {
-        let now = Self.nanoseconds() / resolution
+        let now = nanoseconds() / resolution
         let (due, more) = state.withLock { state -> ([@Sendable () -> Void], Bool) in
             var due: [@Sendable () -> Void] = []
             if now > state.done {
@@ -91,9 +134,16 @@ public final class TimerWheel: Sendable {
     }
 
     private func setTimer() {
-        let next = (Self.nanoseconds() / resolution + 1) * resolution
+        // A manual wheel turns when its test advances it.
+        guard case .loop(let loop) = ticker else { return }
+        let next = (nanoseconds() / resolution + 1) * resolution
         loop.scheduleTask(deadline: .uptimeNanoseconds(UInt64(next))) { self.turn() }
     }
 
-    private static func nanoseconds() -> Int64 { Int64(NIODeadline.now().uptimeNanoseconds) }
+    private func nanoseconds() -> Int64 {
+        switch ticker {
+        case .loop: Int64(NIODeadline.now().uptimeNanoseconds)
+        case .manual(let time): time.nanoseconds.load(ordering: .sequentiallyConsistent)
+        }
+    }
 }

@@ -1,5 +1,3 @@
-import NIOCore
-import NIOPosix
 import Synchronization
 
 /// The budget of answers that hold a database snapshot while their client downloads them: full lists streamed from
@@ -42,68 +40,46 @@ public final class SnapshotBudget: Sendable {
         }
     }
 
-    private struct Waiter {
-        let id: Int
-        let owner: Owner
-        let continuation: CheckedContinuation<Void, any Error>
-    }
-
-    /// Whose answer a place or a waiter is.
-    private struct Owner {
-        let account: String
-        let family: String
-    }
-
-    /// An answer holding a place: how much it has delivered, and how to cut it.
-    private struct Holder {
-        let owner: Owner
-        let since: ContinuousClock.Instant
-        var delivered: (@Sendable () -> Int)?
-        var cut: (@Sendable () -> Void)?
-    }
-
-    private struct State {
-        var total = 0
-        var byAccount: [String: Int] = [:]
-        var byFamily: [String: Int] = [:]
-        var holders: [Int: Holder] = [:]
-        var waiters: [Waiter] = []
+    /// What carries out the state's actions: the continuation of each waiter, its wait's timer, and the pace and cut of
+    /// each tracked answer.
+    private struct Effects {
+        var state: SnapshotBudgetState
         var nextID = 0
-        var cuts = 0
+        var continuations: [Int: CheckedContinuation<Void, any Error>] = [:]
+        var timers: [Int: TimerWheel.Handle] = [:]
+        var trackers: [Int: (delivered: @Sendable () -> Int, cut: @Sendable () -> Void)] = [:]
+        var drained: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let effects: Mutex<Effects>
+    /// The application's clock: the time of each event, and the timer of each wait.
+    private let timers: TimerWheel
 
-    public init(perAccount: Int = 4, perFamily: Int? = nil, perInstance: Int = 8, wait: Duration = .seconds(2), pace: Pace = Pace()) {
+    public init(
+        perAccount: Int = 4, perFamily: Int? = nil, perInstance: Int = 8, wait: Duration = .seconds(2), pace: Pace = Pace(),
+        timers: TimerWheel = .shared
+    ) {
         self.perAccount = max(1, perAccount)
         self.perInstance = max(1, perInstance)
         // By default a family may take half the places (at least an account's): others always find some.
         self.perFamily = max(1, perFamily ?? max(self.perAccount, self.perInstance / 2))
         self.wait = wait
         self.pace = pace
+        self.timers = timers
+        self.effects = Mutex(
+            Effects(state: SnapshotBudgetState(perAccount: self.perAccount, perFamily: self.perFamily, perInstance: self.perInstance, pace: pace)))
     }
 
     /// Takes one answer's place for `accountID` of `familyID`, given back by the lease (once) or, at the latest, when
     /// it is freed.
     public func lease(_ accountID: String, family familyID: String) async throws -> SnapshotLease {
-        enum Decision { case granted(Int), refusedAccount, refusedFamily, wait(Int) }
-        let owner = Owner(account: accountID, family: familyID)
-        let decision = state.withLock { state -> Decision in
-            guard state.byAccount[accountID, default: 0] < perAccount else { return .refusedAccount }
-            guard state.byFamily[familyID, default: 0] < perFamily else { return .refusedFamily }
-            // Counted for the account and family at once (a waiting answer is one of theirs too).
-            state.byAccount[accountID, default: 0] += 1
-            state.byFamily[familyID, default: 0] += 1
-            state.nextID += 1
-            if state.total < perInstance && state.waiters.isEmpty {
-                state.total += 1
-                state.holders[state.nextID] = Holder(owner: owner, since: .now)
-                return .granted(state.nextID)
-            }
-            return .wait(state.nextID)
+        let owner = SnapshotBudgetState.Owner(account: accountID, family: familyID)
+        let (id, action) = effects.withLock { effects -> (Int, SnapshotBudgetState.LeaseAction) in
+            effects.nextID += 1
+            return (effects.nextID, effects.state.lease(effects.nextID, owner, at: timers.now))
         }
-        switch decision {
-        case .granted(let id):
+        switch action {
+        case .granted:
             return SnapshotLease(budget: self, id: id)
         case .refusedAccount:
             throw SyncError.tooManyRequests(
@@ -111,35 +87,21 @@ public final class SnapshotBudget: Sendable {
         case .refusedFamily:
             throw SyncError.tooManyRequests(
                 retryAfter: 5, detail: "This family is downloading \(perFamily) answers already; retry when one is done.")
-        case .wait(let id):
-            // An event loop timer, removed when the place comes first (a cancelled `Task.sleep` would stay queued for
-            // the whole wait); set once the waiter is queued, so that it always finds it.
-            let timer = Mutex<Scheduled<Void>?>(nil)
-            defer { timer.withLock { $0?.cancel() } }
+        case .mustWait:
             try await withCheckedThrowingContinuation { continuation in
-                // Decided again with the queue: a place given back since the decision above, while no one was queued
-                // yet, was freed, not handed over. Queued behind nobody, this waiter takes it now; otherwise every
-                // newcomer would queue behind a waiter that no holder is left to serve (seen under load: every answer
-                // 429 after the wait, none holding a place).
-                let (placeFree, slowest) = state.withLock { state -> (Bool, (@Sendable () -> Void)?) in
-                    if state.total < perInstance && state.waiters.isEmpty {
-                        state.total += 1
-                        state.holders[id] = Holder(owner: owner, since: .now)
-                        return (true, nil)
-                    }
-                    state.waiters.append(Waiter(id: id, owner: owner, continuation: continuation))
-                    return (false, Self.takeSlowest(&state, pace: pace) ?? Self.takeFromLargestFamily(&state, pace: pace, for: owner))
+                let (action, cut) = effects.withLock { effects -> (SnapshotBudgetState.QueueAction, (@Sendable () -> Void)?) in
+                    let trackers = effects.trackers
+                    let action = effects.state.queue(id, owner, at: timers.now) { trackers[$0]?.delivered() ?? Int.max }
+                    guard case .queued(let cut) = action else { return (action, nil) }
+                    effects.continuations[id] = continuation
+                    // The wheel's timer, dropped when the place comes first (a cancelled `Task.sleep` would stay
+                    // queued for the whole wait); armed under the lock, so that the place cannot come before it.
+                    effects.timers[id] = timers.schedule(in: wait) { self.expire(id) }
+                    return (action, cut.flatMap { effects.trackers.removeValue(forKey: $0)?.cut })
                 }
-                if placeFree {
-                    continuation.resume()
-                    return
-                }
-                let expiry = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(wait.wholeNanoseconds)) {
-                    self.expire(id)
-                }
-                timer.withLock { $0 = expiry }
+                if action == .granted { continuation.resume() }
                 // Cut outside the lock: its stream's cancellation gives the place back, to the first waiter.
-                slowest?()
+                cut?()
             }
             return SnapshotLease(budget: self, id: id)
         }
@@ -150,110 +112,65 @@ public final class SnapshotBudget: Sendable {
         try await lease(session.accountID, family: session.familyID)
     }
 
-    /// The cut of the slowest holder below the pace, taken from it so that no other waiter cuts it again; nil when
-    /// every holder keeps the pace (or is still in its grace).
-    private static func takeSlowest(_ state: inout State, pace: Pace) -> (@Sendable () -> Void)? {
-        let now = ContinuousClock.now
-        var slowest: (id: Int, rate: Double)?
-        for (id, holder) in state.holders {
-            guard let delivered = holder.delivered, holder.cut != nil else { continue }
-            let held = now - holder.since
-            guard held >= pace.grace else { continue }
-            let seconds = max(Double(held.components.seconds) + Double(held.components.attoseconds) / 1e18, 1e-3)
-            let rate = Double(delivered()) / seconds
-            guard rate < Double(pace.minimumRate) else { continue }
-            if slowest == nil || rate < slowest!.rate { slowest = (id, rate) }
-        }
-        guard let slowest else { return nil }
-        state.cuts += 1
-        defer { state.holders[slowest.id]?.cut = nil }
-        return state.holders[slowest.id]?.cut
-    }
-
-    /// The cut of the slowest holder past its grace of the family holding the most places (two at least), when
-    /// `waiter`'s family holds none: every family that asks gets a place before one family gets a second.
-    private static func takeFromLargestFamily(_ state: inout State, pace: Pace, for waiter: Owner) -> (@Sendable () -> Void)? {
-        let held = heldByFamily(state)
-        guard held[waiter.family, default: 0] == 0 else { return nil }
-        let now = ContinuousClock.now
-        var chosen: (id: Int, places: Int, delivered: Int, since: ContinuousClock.Instant)?
-        for (id, holder) in state.holders {
-            guard holder.cut != nil, now - holder.since >= pace.grace else { continue }
-            let places = held[holder.owner.family, default: 0]
-            guard places >= 2 else { continue }
-            let delivered = holder.delivered?() ?? 0
-            // The family with the most places first; within it, the holder that delivered least for its time.
-            if let best = chosen {
-                let rate = Double(delivered) / max((now - holder.since) / .seconds(1), 1e-3)
-                let bestRate = Double(best.delivered) / max((now - best.since) / .seconds(1), 1e-3)
-                guard places > best.places || (places == best.places && rate < bestRate) else { continue }
-            }
-            chosen = (id, places, delivered, holder.since)
-        }
-        guard let chosen else { return nil }
-        state.cuts += 1
-        defer { state.holders[chosen.id]?.cut = nil }
-        return state.holders[chosen.id]?.cut
-    }
-
-    /// The places each family holds now (waiters not counted).
-    private static func heldByFamily(_ state: State) -> [String: Int] {
-        state.holders.values.reduce(into: [:]) { $0[$1.owner.family, default: 0] += 1 }
-    }
-
     /// A waiter whose time is up: refused, its account's and family's counts given back.
     private func expire(_ id: Int) {
-        let waiter = state.withLock { state -> Waiter? in
-            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-            let waiter = state.waiters.remove(at: index)
-            Self.uncount(waiter.owner, &state)
-            return waiter
+        let continuation = effects.withLock { effects -> CheckedContinuation<Void, any Error>? in
+            effects.timers[id] = nil
+            guard effects.state.expire(id) else { return nil }
+            return effects.continuations.removeValue(forKey: id)
         }
-        waiter?.continuation.resume(
+        continuation?.resume(
             throwing: SyncError.tooManyRequests(
                 retryAfter: 5, detail: "This server is sending \(perInstance) answers already; retry in a moment."))
     }
 
     /// Lets the budget judge the pace of the answer holding place `id`, and cut it when it is too slow.
     fileprivate func track(_ id: Int, delivered: @escaping @Sendable () -> Int, cut: @escaping @Sendable () -> Void) {
-        state.withLock { state in
-            guard state.holders[id] != nil else { return }
-            state.holders[id]?.delivered = delivered
-            state.holders[id]?.cut = cut
+        effects.withLock { effects in
+            guard effects.state.holders[id] != nil else { return }
+            effects.state.track(id)
+            effects.trackers[id] = (delivered, cut)
         }
     }
 
     /// A place given back: handed to the first waiter, else freed.
     fileprivate func giveBack(_ id: Int) {
-        let next = state.withLock { state -> Waiter? in
-            guard let holder = state.holders.removeValue(forKey: id) else { return nil }
-            Self.uncount(holder.owner, &state)
-            if state.waiters.isEmpty {
-                state.total -= 1
-                return nil
+        let (next, timer, drained) = effects.withLock {
+            effects -> (CheckedContinuation<Void, any Error>?, TimerWheel.Handle?, [CheckedContinuation<Void, Never>]) in
+            effects.trackers[id] = nil
+            switch effects.state.giveBack(id, at: timers.now) {
+            case .handOver(let next):
+                return (effects.continuations.removeValue(forKey: next), effects.timers.removeValue(forKey: next), [])
+            case .freed:
+                guard effects.state.held == 0 else { return (nil, nil, []) }
+                defer { effects.drained = [] }
+                return (nil, nil, effects.drained)
+            case .none:
+                return (nil, nil, [])
             }
-            // The first waiter of a family holding no place, else the first.
-            let held = Self.heldByFamily(state)
-            let index = state.waiters.firstIndex { held[$0.owner.family, default: 0] == 0 } ?? 0
-            let next = state.waiters.remove(at: index)
-            state.holders[next.id] = Holder(owner: next.owner, since: .now)
-            return next
         }
-        next?.continuation.resume()
+        if let timer { timers.cancel(timer) }
+        next?.resume()
+        for waiter in drained { waiter.resume() }
     }
 
-    private static func uncount(_ owner: Owner, _ state: inout State) {
-        let left = state.byAccount[owner.account, default: 1] - 1
-        state.byAccount[owner.account] = left > 0 ? left : nil
-        let familyLeft = state.byFamily[owner.family, default: 1] - 1
-        state.byFamily[owner.family] = familyLeft > 0 ? familyLeft : nil
+    /// Returns once no answer holds a place (at once when none does): for a test that gives every place back.
+    public func drained() async {
+        await withCheckedContinuation { continuation in
+            let now = effects.withLock { effects -> Bool in
+                guard effects.state.held > 0 else { return true }
+                effects.drained.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 
     /// Answers holding a snapshot now (for metrics and tests).
-    public var count: Int { state.withLock { $0.total } }
+    public var count: Int { effects.withLock { $0.state.held } }
 
     /// Answers cut so far for reading below the pace while another waited (for metrics and tests).
-    public var cutCount: Int { state.withLock { $0.cuts } }
+    public var cutCount: Int { effects.withLock { $0.state.cuts } }
 }
 
 /// One answer's place in the `SnapshotBudget`.
