@@ -77,3 +77,41 @@ export function keepBothNotes(client: SyncClient): void {
     );
 }
 // #endregion refused
+
+// #region live
+import { documentVisibility, StorageDriver, SyncStatus } from "@syncapi/client";
+
+/** Live while the app is open: other devices' writes arrive by themselves, and the screen redraws only when its items change. */
+export function followContacts(client: SyncClient, show: (names: string[]) => void, badge: (status: SyncStatus) => void): () => void {
+    client.startLive(); // GET /changes (a streamed fetch), a sync on each notice, reconnects with backoff and Last-Event-ID
+    const stopItems = client.observeItems("contacts", (contacts) => show(contacts.map((contact) => String(contact.firstName))));
+    const stopStatus = client.onStatus(badge); // state, pendingWrites, failedWrites, live, liveConnected, lastError
+    return () => {
+        stopItems();
+        stopStatus();
+        void client.stopLive();
+    };
+}
+
+/** In a browser, writes leave and live mode reopens when the page is shown again (React Native: `reactNativeAppState(AppState)`). */
+export async function openInBrowser(serverUrl: string, storage: StorageDriver): Promise<SyncClient> {
+    return SyncClient.open({ serverUrl, storage, appState: documentVisibility(document) });
+}
+// #endregion live
+
+// #region spaces-media
+import { FileMediaStore } from "@syncapi/client/node";
+
+/** One replica per space: joining a space opens its own client, which shares the session and keeps its own files. */
+export async function joinSpace(client: SyncClient, code: string, replicaPath: string): Promise<SyncClient> {
+    const space = await client.acceptInvitation(code); // an owner made the code: (await client.invite({ role: "member" })).code
+    return client.forSpace(space.id, { storage: NodeSqliteDriver.open(replicaPath), mediaStore: FileMediaStore.beside(replicaPath) });
+}
+
+/** A photo attached offline: its URL is known at once; the bytes leave before the post that names it, even after a restart. */
+export async function postPhoto(client: SyncClient, id: string, jpeg: Uint8Array): Promise<Uint8Array> {
+    const mediaUrl = await client.upload(jpeg, "image/jpeg");
+    await client.save("wall", { id, type: "photo", mediaUrl });
+    return client.media(mediaUrl); // the bytes, from the cache (downloaded once, checked against their SHA-256)
+}
+// #endregion spaces-media
