@@ -66,7 +66,7 @@ class ScenarioRun:
         if isinstance(value, list):
             return [self.fill(v, extra) for v in value]
         if isinstance(value, dict):
-            return {k: self.fill(v, extra) for k, v in value.items()}
+            return {self.fill(k, extra): self.fill(v, extra) for k, v in value.items()}
         return value
 
     def run(self):

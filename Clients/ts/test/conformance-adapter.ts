@@ -103,6 +103,21 @@ async function run(command: Command): Promise<JsonValue> {
         case "delete":
             await client.delete(text(command, "collection"), text(command, "id"), parentOf(command));
             return null;
+        case "logOut":
+            await client.logOut({ discardingPendingWrites: command.discard === true, erasingFailedWrites: command.eraseFailed === true });
+            return null;
+        case "setConflictHandler": {
+            const merged = command.merged;
+            const resolution =
+                command.resolution === "keepServer" || command.resolution === "keepLocal"
+                    ? command.resolution
+                    : typeof merged === "object" && merged !== null && !Array.isArray(merged)
+                      ? { merged }
+                      : undefined;
+            if (resolution === undefined) throw SyncClientError.invalid("resolution: keepServer, keepLocal, or merged");
+            client.setConflictHandler(text(command, "collection"), () => resolution);
+            return null;
+        }
         case "sync":
             return report(await client.sync());
         case "push":

@@ -114,6 +114,21 @@ func describe(_ error: any Error) -> JSONValue {
     case "delete":
         try await client.delete(SyncCollection(try argument(request, "collection")), id: try argument(request, "id"), parent: parent)
         return .null
+    case "logOut":
+        try await client.logOut(
+            discardingPendingWrites: request["discard"]?.boolValue ?? false, erasingFailedWrites: request["eraseFailed"]?.boolValue ?? false)
+        return .null
+    case "setConflictHandler":
+        let resolution: ConflictResolution
+        switch request["resolution"]?.stringValue {
+        case "keepServer": resolution = .keepServer
+        case "keepLocal": resolution = .keepLocal
+        default:
+            guard let merged = request["merged"]?.objectValue else { throw SyncClientError.invalid("resolution: keepServer, keepLocal, or merged") }
+            resolution = .merged(merged)
+        }
+        client.setConflictHandler(SyncCollection(try argument(request, "collection"))) { _ in resolution }
+        return .null
     case "sync": return report(try await client.sync())
     case "push": return report(try await client.push())
     case "verify":
