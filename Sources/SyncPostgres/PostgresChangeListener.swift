@@ -148,8 +148,8 @@ public struct PostgresChangeListener: Service {
     /// while the listener is frozen reaches this instance's streams within seconds, and a ping late because the
     /// database is busy costs it one statement per heartbeat, not one per stream.
     func beat(heard: HeardPings, suspicion: Suspicion, on conn: PostgresConnection) async throws {
+        var liveness = ListenerLiveness(heartbeat: heartbeat, suspectAfter: suspectAfter, deafAfter: deafAfter)
         var n = 0
-        var suspected = false
         while true {
             let payload = "\(Self.pingPrefix)\(instance):\(n)"
             // Bounded like the check below: a statement written to a pooled connection the server has just closed is
@@ -158,34 +158,40 @@ public struct PostgresChangeListener: Service {
             try await Deadline.run(within: deafAfter, timers: timers) { [pings, logger] in
                 _ = try await pings.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
             }
-            let sent = ContinuousClock.now
-            while heard.last < n {
-                if !suspected, ContinuousClock.now >= sent + suspectAfter {
-                    suspected = true
-                    hub.sessions.setLive(false)
-                    suspicion.set(true)
-                }
-                if ContinuousClock.now >= sent + deafAfter {
+            var action = liveness.sent(n, at: timers.now)
+            pinging: while true {
+                switch action {
+                case .wait(let until), .suspect(let until):
+                    if case .suspect = action {
+                        hub.sessions.setLive(false)
+                        suspicion.set(true)
+                    }
+                    let isHeard = try await heard.wait(for: n, until: until, timers: timers)
+                    action = isHeard ? liveness.heard(heard.last) : liveness.timeout(at: timers.now)
+                case .checkConnection:
                     // Unheard. A connection that still answers a query of its own is slow, not deaf (a loaded
                     // machine): it keeps listening. One that does not is deaf: the cache goes off at once.
+                    let answered: Bool
                     do {
                         _ = try await Deadline.run(within: deafAfter, timers: timers) { try await conn.query("SELECT 1", logger: logger) }
+                        answered = true
                     } catch {
-                        hub.sessions.setLive(false)
-                        throw Deaf()
+                        answered = false
                     }
-                    break
+                    action = liveness.connection(answered: answered)
+                case .deaf:
+                    hub.sessions.setLive(false)
+                    throw Deaf()
+                case .nextPing(let at, let clearSuspicion):
+                    if clearSuspicion {
+                        suspicion.set(false)
+                        hub.sessions.setLive(true)
+                    }
+                    n += 1
+                    try await timers.sleep(until: at)
+                    break pinging
                 }
-                try await Task.sleep(for: .milliseconds(20))
             }
-            if suspected, heard.last >= n {
-                // Heard after all: slow, not deaf. Notices come in order, so nothing sent before this ping was missed.
-                suspected = false
-                suspicion.set(false)
-                hub.sessions.setLive(true)
-            }
-            n += 1
-            try await Task.sleep(until: sent + heartbeat)
         }
     }
 
@@ -194,7 +200,7 @@ public struct PostgresChangeListener: Service {
         while true {
             try await suspicion.waitUntilSuspected()
             await catchUp(wakeUnread: false)
-            try await Task.sleep(for: heartbeat)
+            try await timers.sleep(for: heartbeat)
         }
     }
 
@@ -269,11 +275,66 @@ final class Suspicion: Sendable {
     }
 }
 
-/// The highest ping number a listener heard back.
+/// The highest ping number a listener heard back, and a way to wait for one.
 final class HeardPings: Sendable {
-    private let heard = Mutex(-1)
+    private struct State {
+        var last = -1
+        /// The one waiter (the listener's beat): the ping it waits for, its continuation, its timer.
+        var waiter: (id: Int, n: Int, continuation: CheckedContinuation<Bool, Never>)?
+        var timer: (wheel: TimerWheel, handle: TimerWheel.Handle)?
+        var nextID = 0
+    }
 
-    var last: Int { heard.withLock { $0 } }
+    private let state = Mutex(State())
 
-    func record(_ n: Int) { heard.withLock { $0 = max($0, n) } }
+    var last: Int { state.withLock { $0.last } }
+
+    func record(_ n: Int) {
+        let (waiter, timer) = state.withLock { state -> (CheckedContinuation<Bool, Never>?, (wheel: TimerWheel, handle: TimerWheel.Handle)?) in
+            state.last = max(state.last, n)
+            guard let waiter = state.waiter, state.last >= waiter.n else { return (nil, nil) }
+            defer { (state.waiter, state.timer) = (nil, nil) }
+            return (waiter.continuation, state.timer)
+        }
+        waiter?.resume(returning: true)
+        if let timer { timer.wheel.cancel(timer.handle) }
+    }
+
+    /// Whether ping `n` is heard before `deadline` of `timers`' time (false past it, or when the task is cancelled:
+    /// then it throws).
+    func wait(for n: Int, until deadline: Duration, timers: TimerWheel) async throws -> Bool {
+        let heard = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let id = state.withLock { state -> Int? in
+                    if state.last >= n || Task.isCancelled { return nil }
+                    state.nextID += 1
+                    state.waiter = (state.nextID, n, continuation)
+                    return state.nextID
+                }
+                guard let id else { return continuation.resume(returning: last >= n) }
+                let timer = timers.schedule(in: deadline - timers.now) { self.end(id) }
+                // Kept to be dropped when the ping comes first; dropped now when it came already.
+                let stale = state.withLock { state -> Bool in
+                    guard state.waiter?.id == id else { return true }
+                    state.timer = (timers, timer)
+                    return false
+                }
+                if stale { timers.cancel(timer) }
+            }
+        } onCancel: {
+            end(nil)
+        }
+        try Task.checkCancellation()
+        return heard
+    }
+
+    /// Ends the wait `id` (nil: whichever) unheard.
+    private func end(_ id: Int?) {
+        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            guard let waiter = state.waiter, id == nil || waiter.id == id else { return nil }
+            defer { (state.waiter, state.timer) = (nil, nil) }
+            return waiter.continuation
+        }
+        waiter?.resume(returning: false)
+    }
 }

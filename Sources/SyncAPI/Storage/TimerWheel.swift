@@ -109,6 +109,25 @@ public final class TimerWheel: Sendable {
         return action != nil
     }
 
+    /// Suspends the calling task for `delay` of the wheel's time; throws `CancellationError` at once when the task is
+    /// cancelled (its timer dropped: nothing stays queued for the rest of the delay).
+    public func sleep(for delay: Duration) async throws {
+        let slept = SleepState()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let handle = schedule(in: delay) { slept.finish(nil) }
+                if !slept.start(continuation, handle: handle) { cancel(handle) }
+            }
+        } onCancel: {
+            if let handle = slept.finish(CancellationError()) { cancel(handle) }
+        }
+    }
+
+    /// Suspends the calling task until the wheel's time is `deadline` (at once when it is past).
+    public func sleep(until deadline: Duration) async throws {
+        try await sleep(for: deadline - now)
+    }
+
     /// Fires every slot that is due, then sets the loop's timer again while anything is pending.
     private func turn() {
         let now = nanoseconds() / resolution
@@ -145,5 +164,37 @@ public final class TimerWheel: Sendable {
         case .loop: Int64(NIODeadline.now().uptimeNanoseconds)
         case .manual(let time): time.nanoseconds.load(ordering: .sequentiallyConsistent)
         }
+    }
+}
+
+/// One `sleep`'s continuation and timer: resumed once, by its timer or by its task's cancellation, whichever is first.
+private final class SleepState: Sendable {
+    private let state = Mutex<(continuation: CheckedContinuation<Void, any Error>?, handle: TimerWheel.Handle?, ended: (any Error)??)>(
+        (nil, nil, nil))
+
+    /// Records the continuation; false (and resumed) when the sleep ended already (cancelled before it began).
+    func start(_ continuation: CheckedContinuation<Void, any Error>, handle: TimerWheel.Handle) -> Bool {
+        let ended = state.withLock { state -> (any Error)?? in
+            if let ended = state.ended { return ended }
+            state.continuation = continuation
+            state.handle = handle
+            return nil
+        }
+        guard let ended else { return true }
+        if let error = ended { continuation.resume(throwing: error) } else { continuation.resume() }
+        return false
+    }
+
+    /// Ends the sleep (nil: its time came); answers the timer to cancel, if the sleep was waiting on one.
+    @discardableResult
+    func finish(_ error: (any Error)?) -> TimerWheel.Handle? {
+        let (continuation, handle) = state.withLock { state -> (CheckedContinuation<Void, any Error>?, TimerWheel.Handle?) in
+            guard state.ended == nil else { return (nil, nil) }
+            state.ended = .some(error)
+            defer { (state.continuation, state.handle) = (nil, nil) }
+            return (state.continuation, state.handle)
+        }
+        if let error { continuation?.resume(throwing: error) } else { continuation?.resume() }
+        return handle
     }
 }
