@@ -66,7 +66,7 @@ def main():
                 folder = os.path.join(root, backend, scenario["name"])
                 os.makedirs(folder)
                 traces = {}
-                for sdk, command in sdks.items():
+                for sdk in sdks:
                     # A server and a database of its own for each run: a scenario may restart the server with another model.
                     started = time.monotonic()
                     database = postgres.new_database() if backend == "postgres" else f"sqlite:{folder}/{sdk}-server.sqlite"
@@ -76,7 +76,7 @@ def main():
                     server.start(os.path.join(HERE, "models", model) if model else None)
                     proxy = Proxy(lambda: server.port)
                     try:
-                        run = ScenarioRun(scenario, sdk, command, server, proxy, os.path.join(folder, sdk), os.path.join(HERE, "models"))
+                        run = ScenarioRun(scenario, sdk, sdks, server, proxy, os.path.join(folder, sdk), os.path.join(HERE, "models"))
                         proxy.set_up(True)
                         try:
                             run.run()

@@ -46,8 +46,8 @@ def digest(entries):
 class ScenarioRun:
     """Runs `scenario` with the adapter `command` of `sdk`; `server` and `proxy` (the device's network) are running."""
 
-    def __init__(self, scenario, sdk, command, server, proxy, folder, models):
-        self.scenario, self.sdk, self.command = scenario, sdk, command
+    def __init__(self, scenario, sdk, commands, server, proxy, folder, models):
+        self.scenario, self.sdk, self.commands = scenario, sdk, commands
         self.server, self.proxy, self.folder, self.models = server, proxy, folder, models
         # `{pad:x<3000}` is 3000 x's (Python's format mini-language on an empty string).
         self.vars = {"run": secrets.token_hex(4), "pad": ""}
@@ -71,7 +71,7 @@ class ScenarioRun:
 
     def run(self):
         os.makedirs(self.folder, exist_ok=True)
-        self.adapter = Adapter(self.command, os.path.join(self.folder, "adapter.log"))
+        self.adapter = Adapter(self.commands[self.sdk], os.path.join(self.folder, "adapter.log"))
         try:
             self.signup("owner")
             self.device({"device": "open"})
@@ -116,7 +116,9 @@ class ScenarioRun:
             self.proxy.set_up(step["network"] == "up")
         elif "server" in step:
             model = step.get("model")
-            self.server.restart(os.path.join(self.models, model) if model else None)
+            self.server.restart(os.path.join(self.models, model) if model else None, restore_epoch=step["server"] == "restore-epoch")
+        elif "handoff" in step:
+            self.handoff()
         elif "tamper" in step:
             with sqlite3.connect(self.replica) as db:
                 db.execute(step["tamper"])
@@ -124,6 +126,17 @@ class ScenarioRun:
             self.check(step["check"])
         else:
             raise Failure("unknown step")
+
+    def handoff(self):
+        """The other SDK continues the replica: this adapter closes it, the other's opens the same file (and token)."""
+        others = [sdk for sdk in self.commands if sdk != self.sdk]
+        if not others:
+            raise Failure("a handoff needs both SDKs' adapters")
+        self.device({"device": "close"})
+        self.adapter.close()
+        self.adapter = Adapter(self.commands[others[0]], os.path.join(self.folder, f"adapter-{others[0]}.log"))
+        replica_name = os.path.basename(self.replica)[: -len(".sqlite")]
+        self.device({"device": {"op": "open", "replicaName": replica_name, **({"space": self.device_space} if self.device_space else {})}})
 
     def device(self, step):
         command = step["device"]

@@ -123,8 +123,12 @@ class Server:
                 self.process.wait()
         self.process = None
 
-    def restart(self, model=None):
+    def restart(self, model=None, restore_epoch=False):
+        """Stops and starts again on the same database; `restore_epoch` first gives it a new id (as after a restore)."""
         self.stop()
+        if restore_epoch:
+            with open(os.path.join(self.folder, "restore-epoch.log"), "w") as log:
+                subprocess.run([self.binary, "restore-epoch", "--database", self.database], check=True, stdout=log, stderr=subprocess.STDOUT)
         self.start(model)
 
 
