@@ -113,7 +113,7 @@ class ScenarioRun:
         elif "actor" in step:
             self.signup(step["actor"])
         elif "network" in step:
-            self.proxy.set_up(step["network"] == "up")
+            self.proxy.set_up(step["network"] != "down", unavailable=step["network"] == "unavailable")
         elif "server" in step:
             model = step.get("model")
             self.server.restart(os.path.join(self.models, model) if model else None, restore_epoch=step["server"] == "restore-epoch")

@@ -132,12 +132,19 @@ class Server:
         self.start(model)
 
 
+PROBLEM = b'{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"A proxy in front.","code":"unavailable"}'
+UNAVAILABLE = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\nRetry-After: 1\r\nConnection: close\r\n"
+               b"Content-Length: %d\r\n\r\n%s" % (len(PROBLEM), PROBLEM))
+
+
 class Proxy:
-    """The device's network: a TCP relay to the server that can go down (connections refused and cut) and up again."""
+    """The device's network: a TCP relay to the server that can go down (connections refused and cut) and up again, or
+    answer every request 503 `unavailable` with `Retry-After` (a load balancer whose servers are gone)."""
 
     def __init__(self, target):
         self.target = target
         self.up = True
+        self.unavailable = False
         self.connections = set()
         self.lock = threading.Lock()
         self.listener = socket.socket()
@@ -148,10 +155,10 @@ class Proxy:
         self.url = f"http://127.0.0.1:{self.port}"
         threading.Thread(target=self._accept, daemon=True).start()
 
-    def set_up(self, up):
+    def set_up(self, up, unavailable=False):
         with self.lock:
-            self.up = up
-            if not up:
+            self.up, self.unavailable = up, unavailable
+            if not up or unavailable:
                 for connection in list(self.connections):
                     self._close(connection)
 
@@ -173,6 +180,9 @@ class Proxy:
                 if not self.up:
                     client.close()
                     continue
+                if self.unavailable:
+                    threading.Thread(target=self._refuse, args=(client,), daemon=True).start()
+                    continue
                 try:
                     upstream = socket.create_connection(("127.0.0.1", self.target()), timeout=10)
                 except OSError:
@@ -182,6 +192,27 @@ class Proxy:
                 self.connections.update((client, upstream))
             for source, sink in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    def _refuse(self, client):
+        """Reads one request (head and body) and answers it 503."""
+        try:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = client.recv(65536)
+                if not chunk:
+                    raise OSError("closed")
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0)
+            while len(body) < length:
+                chunk = client.recv(65536)
+                if not chunk:
+                    break
+                body += chunk
+            client.sendall(UNAVAILABLE)
+        except OSError:
+            pass
+        client.close()
 
     def _pipe(self, source, sink):
         try:
