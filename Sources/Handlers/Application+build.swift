@@ -62,7 +62,7 @@ public func buildApplication(_ configuration: AppConfiguration, logger: Logger) 
     app.addServices(
         TombstonePurger(
             store: opened.roles.purger, media: opened.media, retentionSeconds: configuration.tombstoneRetentionSeconds, logger: logger,
-            clock: configuration.clock))
+            clock: configuration.clock, timers: timers))
     app.beforeServerStarts {
         // A database that does not answer yet is waited for (up to `databaseStartWait`): instances and their database
         // restarted together must not race, and a process manager restarting a failed start would only load it more.
@@ -148,7 +148,7 @@ public func buildRouter(
         snapshots: SnapshotBudget(
             perAccount: configuration.maxSnapshotAnswersPerAccount, perFamily: configuration.maxSnapshotAnswersPerFamily,
             perInstance: configuration.maxSnapshotAnswersPerInstance, pace: configuration.snapshotAnswerPace, timers: timers),
-        collections: collections)
+        collections: collections, timers: timers)
     let streams = LiveStreams(perAccount: configuration.maxStreamsPerAccount, perInstance: configuration.maxStreamsPerInstance)
     let metrics = PrometheusCollectorRegistry()
     let lockedUsernames = metrics.makeCounter(

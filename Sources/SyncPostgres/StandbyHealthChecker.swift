@@ -86,7 +86,7 @@ public struct StandbyHealthChecker: Service {
         while true {
             await checkAll()
             do {
-                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+                try await cancelWhenGracefulShutdown { try await timers.sleep(for: interval) }
             } catch {
                 return
             }

@@ -51,7 +51,7 @@ extension ChangesRoutes {
                 if let hub {
                     await hub.wait(any: seen, timeout: timeout, stop: stop)
                 } else {
-                    try? await cancelWhenGracefulShutdown { try await Task.sleep(for: timeout) }
+                    try? await cancelWhenGracefulShutdown { try await timers.sleep(for: timeout) }
                 }
                 guard clock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully, !stop.isStopped, !slot.isReleased else { return }
                 let notified = hub.map { hub in seen.contains { hub.generation(family: $0.key) != $0.value } } ?? false

@@ -76,7 +76,7 @@ struct ChangesRoutes {
         }
         let wakeup = Wakeup(
             hub: hub, family: family, generation: generation, poll: configuration.changesPollInterval,
-            recheck: configuration.changesRecheckInterval)
+            recheck: configuration.changesRecheckInterval, timers: timers)
         let (engine, accounts, ping, maxDuration) = (engine, accounts, configuration.changesPingInterval, configuration.changesMaxDuration)
         return eventStream(context, slot: slot) { writer, watch, stop in
             try await Self.stream(
@@ -102,7 +102,7 @@ struct ChangesRoutes {
     ) -> Response {
         // The body's 5 s to start count from here, once the start is read (counted from before the start's reads, a
         // start slower than that would leave a 200 whose body sends nothing).
-        if context.socketEventLoop != nil { slot.armStartLimit(.seconds(5)) }
+        if context.socketEventLoop != nil { slot.armStartLimit(.seconds(5), timers: timers) }
         // A client that goes away gives its slot back at once, and its stream (only its stream: waking the family's
         // would make each of its other streams read its position) wakes to end.
         let stop = WaitStop()
@@ -155,6 +155,8 @@ struct ChangesRoutes {
         let poll: Duration
         /// With a hub: how often to re-check the token and counter anyway (expiry; a missed notice).
         let recheck: Duration
+        /// The application's clock: the waits between polls.
+        let timers: TimerWheel
     }
 
     /// Writes a `change` whenever the position passes `since`, a ping when idle, until the time is up, the token
@@ -191,7 +193,7 @@ struct ChangesRoutes {
                 generation = await hub.wait(family: family, seen: seen, timeout: timeout, stop: stop)
                 notified = generation != seen
             } else {
-                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: timeout) }
+                try? await cancelWhenGracefulShutdown { try await wakeup.timers.sleep(for: timeout) }
             }
             guard clock.now < end, !Task.isCancelled, !Task.isShuttingDownGracefully, stop?.isStopped != true else { return }
             // Only a notice, a poll or the recheck reads the database; a ping does not.
@@ -297,8 +299,8 @@ final class StreamSlot: Sendable {
 
     /// Gives the slot back if the answer's body has not started `limit` from now (over a socket: a client reset as the
     /// head is written can leave the head's write suspended until the idle timeout).
-    func armStartLimit(_ limit: Duration) {
-        MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(limit.wholeNanoseconds)) { [weak self] in
+    func armStartLimit(_ limit: Duration, timers: TimerWheel) {
+        _ = timers.schedule(in: limit) { [weak self] in
             if let self, self.state.compareExchange(expected: 0, desired: 2, ordering: .relaxed).exchanged { self.giveBack() }
         }
     }

@@ -43,7 +43,7 @@ struct GroupRoutes {
                     // snapshot holders for the whole group (429 before anything starts when there is none).
                     let pinsSnapshot = zip(subRequests, subRequests.dropFirst()).contains { $0.method == .get && $1.method == .get }
                     let lease = pinsSnapshot ? try await snapshots.lease(for: context.requireSession()) : nil
-                    let stream = AnswerStream(producerStallLimit: answerLimit)
+                    let stream = AnswerStream(producerStallLimit: answerLimit, timers: engine.timers)
                     lease?.track(stream)
                     let sink = GroupSink(stream: stream)
                     let subContext = context

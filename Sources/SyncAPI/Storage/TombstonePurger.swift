@@ -11,12 +11,15 @@ public struct TombstonePurger: Service {
     let logger: Logger
     /// The wall clock in milliseconds since 1970.
     let clock: @Sendable () -> Int64
+    /// The application's clock, for the interval.
+    let timers: TimerWheel
 
     public init(
         store: any MaintenanceStore, media: (any MediaStore)? = nil, retentionSeconds: Int, interval: Duration = .seconds(3600), logger: Logger,
-        clock: @escaping @Sendable () -> Int64 = WallClock.nowMs
+        clock: @escaping @Sendable () -> Int64 = WallClock.nowMs, timers: TimerWheel = .shared
     ) {
         self.clock = clock
+        self.timers = timers
         self.store = store
         self.media = media
         self.retentionSeconds = retentionSeconds
@@ -41,7 +44,7 @@ public struct TombstonePurger: Service {
     public func run() async throws {
         while true {
             do {
-                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+                try await cancelWhenGracefulShutdown { try await timers.sleep(for: interval) }
             } catch {
                 return
             }

@@ -1,5 +1,4 @@
 import NIOCore
-import NIOPosix
 import Synchronization
 
 /// A sync answer on its way from a database cursor to a socket, a few chunks at a time, so that a full list of 100,000
@@ -25,9 +24,9 @@ public final class AnswerStream: Sendable {
         var onCancel: [@Sendable () -> Void] = []
         /// The time limits of the waits in progress (the date's, the consumer's, the producer's), cancelled when their
         /// wait ends: an armed timer holds the whole stream, chunks and all, until it fires.
-        var dateTimer: Scheduled<Void>?
-        var consumerTimer: Scheduled<Void>?
-        var producerTimer: Scheduled<Void>?
+        var dateTimer: TimerWheel.Handle?
+        var consumerTimer: TimerWheel.Handle?
+        var producerTimer: TimerWheel.Handle?
     }
 
     private let state = Mutex(State())
@@ -39,8 +38,13 @@ public final class AnswerStream: Sendable {
     /// A consumer that waits longer than this for the next chunk ends the answer, broken (the database stopped
     /// answering mid-list).
     let producerStallLimit: Duration
+    /// The application's clock, for the three time limits.
+    let timers: TimerWheel
 
-    public init(capacity: Int = 4, stallLimit: Duration = .seconds(30), producerStallLimit: Duration = .seconds(10)) {
+    public init(
+        capacity: Int = 4, stallLimit: Duration = .seconds(30), producerStallLimit: Duration = .seconds(10), timers: TimerWheel = .shared
+    ) {
+        self.timers = timers
         self.capacity = capacity
         self.stallLimit = stallLimit
         self.producerStallLimit = producerStallLimit
@@ -97,7 +101,7 @@ public final class AnswerStream: Sendable {
 
     /// Resumes the consumer waiting for the date, once a chunk is ready or the stream ended.
     private func releaseDate() {
-        let (waiter, date, timer) = state.withLock { state -> (CheckedContinuation<String, any Error>?, String?, Scheduled<Void>?) in
+        let (waiter, date, timer) = state.withLock { state -> (CheckedContinuation<String, any Error>?, String?, TimerWheel.Handle?) in
             guard let waiter = state.dateWaiter else { return (nil, nil, nil) }
             defer {
                 state.dateWaiter = nil
@@ -105,7 +109,7 @@ public final class AnswerStream: Sendable {
             }
             return (waiter, state.date, state.dateTimer)
         }
-        timer?.cancel()
+        if let timer { timers.cancel(timer) }
         guard let waiter else { return }
         if let date { waiter.resume(returning: date) } else { waiter.resume(throwing: CancellationError()) }
     }
@@ -133,7 +137,7 @@ public final class AnswerStream: Sendable {
                 if state.cancelled { return .cancelled }
                 if let consumer = state.consumer {
                     state.consumer = nil
-                    state.consumerTimer?.cancel()
+                    state.consumerTimer.map { timers.cancel($0) }
                     state.consumerTimer = nil
                     return .handOver(consumer)
                 }
@@ -155,9 +159,7 @@ public final class AnswerStream: Sendable {
             case .wait:
                 let limit = stallLimit
                 let wait = wait
-                let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(limit.wholeNanoseconds)) {
-                    self.cancelIfStalled(wait: wait)
-                }
+                let timer = timers.schedule(in: limit) { self.cancelIfStalled(wait: wait) }
                 arm(timer, \.producerTimer) { $0.producer != nil && $0.waits == wait }
             case .cancelled: continuation.resume(throwing: CancellationError())
             }
@@ -172,13 +174,13 @@ public final class AnswerStream: Sendable {
             let consumer = state.chunks.isEmpty ? state.consumer : nil
             if consumer != nil {
                 state.consumer = nil
-                state.consumerTimer?.cancel()
+                state.consumerTimer.map { timers.cancel($0) }
                 state.consumerTimer = nil
             }
             guard error != nil else { return (consumer, nil) }
             defer {
                 state.dateWaiter = nil
-                state.dateTimer?.cancel()
+                state.dateTimer.map { timers.cancel($0) }
                 state.dateTimer = nil
             }
             return (consumer, state.dateWaiter)
@@ -206,7 +208,7 @@ public final class AnswerStream: Sendable {
                 continuation.resume(with: ready)
                 return
             }
-            let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(limit.wholeNanoseconds)) {
+            let timer = timers.schedule(in: limit) {
                 let waiter = self.state.withLock { state in
                     defer {
                         state.dateWaiter = nil
@@ -231,7 +233,7 @@ public final class AnswerStream: Sendable {
                     let chunk = state.chunks.removeFirst()
                     defer {
                         state.producer = nil
-                        state.producerTimer?.cancel()
+                        state.producerTimer.map { timers.cancel($0) }
                         state.producerTimer = nil
                     }
                     return (.success(chunk), state.producer)
@@ -255,7 +257,7 @@ public final class AnswerStream: Sendable {
             // A producer that stopped producing (a database that stopped answering mid-list) ends the answer, broken,
             // rather than hold the consumer and its connection for good.
             let timed = wait
-            let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: .nanoseconds(producerStallLimit.wholeNanoseconds)) {
+            let timer = timers.schedule(in: producerStallLimit) {
                 let consumer = self.state.withLock { state -> CheckedContinuation<ByteBuffer?, any Error>? in
                     guard state.consumerWaits == timed, let consumer = state.consumer else { return nil }
                     state.consumer = nil
@@ -273,7 +275,7 @@ public final class AnswerStream: Sendable {
     /// Keeps `timer` in `slot` while the wait it limits goes on; cancels it at once when that wait ended before the
     /// timer could be kept (it was set outside the lock).
     private func arm(
-        _ timer: Scheduled<Void>, _ slot: WritableKeyPath<State, Scheduled<Void>?>,
+        _ timer: TimerWheel.Handle, _ slot: WritableKeyPath<State, TimerWheel.Handle?>,
         whileWaiting waiting: (State) -> Bool
     ) {
         let kept = state.withLock { state in
@@ -281,7 +283,7 @@ public final class AnswerStream: Sendable {
             state[keyPath: slot] = timer
             return true
         }
-        if !kept { timer.cancel() }
+        if !kept { timers.cancel(timer) }
     }
 
     private func cancelIfStalled(wait: Int) {
@@ -296,7 +298,7 @@ public final class AnswerStream: Sendable {
             state.chunks = []
             defer {
                 state.producer = nil
-                state.producerTimer?.cancel()
+                state.producerTimer.map { timers.cancel($0) }
                 state.producerTimer = nil
                 state.onCancel = []
             }

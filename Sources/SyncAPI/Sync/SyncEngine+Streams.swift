@@ -36,7 +36,7 @@ extension SyncEngine {
         let identity = try await databaseIdentity()
         // Its place in the budget of snapshot holders, given back when the producer ends, however it ends.
         let lease = try await snapshots.lease(for: session)
-        let stream = AnswerStream(producerStallLimit: streamDeadline)
+        let stream = AnswerStream(producerStallLimit: streamDeadline, timers: timers)
         lease.track(stream)
         stream.produce(on: producers) {
             defer { lease.release() }

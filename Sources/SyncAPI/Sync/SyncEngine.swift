@@ -34,14 +34,17 @@ public struct SyncEngine: Sendable {
     public let collections: CollectionRegistry
     /// The bytes of item bodies a page answer's list holds, and as many its children (`PageBytes`).
     let pageBytes: Int
+    /// The application's clock: the time limits of streamed answers.
+    public let timers: TimerWheel
 
     /// `reads`: where the reads of sync answers go when they may leave the store (`OpenedStore.reads`); the store
     /// itself when nil.
     public init(
         store: any EngineStore, reads: (any ItemReads)? = nil, producers: AnswerProducers, now: @escaping @Sendable () -> Int64 = WallClock.nowMs,
         streamStartDeadline: Duration = .seconds(10), quotas: FamilyQuotas = FamilyQuotas(), snapshots: SnapshotBudget = SnapshotBudget(),
-        collections: CollectionRegistry, pageBytes: Int = PageQuery.defaultByteBudget
+        collections: CollectionRegistry, pageBytes: Int = PageQuery.defaultByteBudget, timers: TimerWheel = .shared
     ) {
+        self.timers = timers
         self.store = store
         self.routedReads = reads ?? store
         self.pageBytes = pageBytes
