@@ -118,7 +118,7 @@ def main():
 def first_difference(swift, ts):
     for index, (a, b) in enumerate(zip(swift, ts)):
         if a != b:
-            return f"step answer {index + 1} ({a.get('op')}): swift {json.dumps(a)[:300]} / ts {json.dumps(b)[:300]}"
+            return f"answer {index + 1} ({a.get('op') or a.get('check')}): swift {json.dumps(a)[:300]} / ts {json.dumps(b)[:300]}"
     return f"swift answered {len(swift)} commands, ts {len(ts)}"
 
 

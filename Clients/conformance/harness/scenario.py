@@ -180,7 +180,9 @@ class ScenarioRun:
             self.vars[name] = body[key]
 
     def ask(self, op, **arguments):
+        """A read of a check; its answer joins the trace too, so the SDKs must show the same items, queue and journal."""
         answer = self.adapter.call({"op": op, **arguments})
+        self.trace.append({"check": op, **arguments, **self.normalized(answer)})
         if not answer.get("ok"):
             raise Failure(f"{op} failed: {json.dumps(answer['error'])}")
         return answer["result"]
@@ -240,12 +242,14 @@ class ScenarioRun:
         return digest(entries)
 
     def normalized(self, answer):
-        """An answer as two SDKs must agree on it: volatile members dropped, the run's ids named."""
+        """An answer as two SDKs must agree on it: volatile members dropped, the run's ids named, and members that
+        are null or an empty list dropped (their defaults, protocol §2: a Swift typed model writes them out in an item
+        not pushed yet, a JSON item of the TypeScript client leaves them absent)."""
         names = {value: f"<{name}>" for name, value in self.vars.items() if isinstance(value, str) and len(value) > 8}
 
         def clean(value):
             if isinstance(value, dict):
-                return {k: clean(v) for k, v in value.items() if k not in VOLATILE}
+                return {k: clean(v) for k, v in value.items() if k not in VOLATILE and v is not None and v != []}
             if isinstance(value, list):
                 return [clean(v) for v in value]
             return names.get(value, value) if isinstance(value, str) else value
