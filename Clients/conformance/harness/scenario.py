@@ -227,7 +227,8 @@ class ScenarioRun:
             with sqlite3.connect(f"file:{self.replica}?mode=ro", uri=True) as db:
                 last = db.execute("SELECT id FROM items WHERE collection = ? AND parent = '' AND server IS NOT NULL ORDER BY sortKey, id LIMIT 1",
                                   (collection,)).fetchone()
-            query = f"?{collection}LastId={urllib.parse.quote(last[0])}" if last and collection in ("threads", "wall") else ""
+            kind = http(self.server.base, "GET", "/model")[1]["collections"].get(collection, {}).get("kind")
+            query = f"?{collection}LastId={urllib.parse.quote(last[0])}" if last and kind == "paginated" else ""
             status, body, _ = http(self.server.base, "GET", self.prefix() + "/verify" + query, token=token)
             if status != 200:
                 raise Failure(f"GET /verify: {status} {body}")
