@@ -25,19 +25,15 @@ final class DeltaBatcher: Service, Sendable {
         let continuation: CheckedContinuation<Delta?, any Error>
     }
 
-    private struct State {
-        var statements = 0
+    /// The decisions (`DeltaBatcherState`), and what carries them out: each request's and idle worker's continuation.
+    private struct Effects {
+        var state: DeltaBatcherState
         var nextID = 0
-        /// Requests not yet in a statement, in arrival order.
-        var queue: [Int] = []
-        /// Every request not yet answered, queued or in a running statement: whoever removes one resumes it.
         var waiters: [Int: Waiter] = [:]
-        /// Workers waiting for requests.
-        var idle: [CheckedContinuation<[Int]?, Never>] = []
-        var stopped = false
+        var workers: [Int: CheckedContinuation<[Int]?, Never>] = [:]
     }
 
-    private let state = Mutex(State())
+    private let effects: Mutex<Effects>
     private let client: PostgresClient
     private let logger: Logger
     private let deadline: Duration
@@ -52,6 +48,7 @@ final class DeltaBatcher: Service, Sendable {
         self.deadline = deadline
         self.maxRunning = max(1, maxRunning)
         self.maxBatch = max(1, maxBatch)
+        self.effects = Mutex(Effects(state: DeltaBatcherState(maxBatch: maxBatch)))
     }
 
     /// Runs the workers until cancelled or shut down gracefully (after the server that sends the requests).
@@ -59,7 +56,7 @@ final class DeltaBatcher: Service, Sendable {
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
                 await withTaskGroup(of: Void.self) { group in
-                    for _ in 0..<maxRunning { group.addTask { await self.work() } }
+                    for worker in 0..<maxRunning { group.addTask { await self.work(worker) } }
                 }
             } onGracefulShutdown: {
                 self.stop()
@@ -72,80 +69,75 @@ final class DeltaBatcher: Service, Sendable {
     /// The delta of `call`, read in a statement with whatever other calls are waiting; nil when its family does not
     /// exist.
     func delta(_ call: DeltaRequest, prepared: Bool) async throws -> Delta? {
-        let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
+        let id = effects.withLock { effects in
+            effects.nextID += 1
+            return effects.nextID
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Delta?, any Error>) in
-                let (stopped, worker, batch) = state.withLock { state -> (Bool, CheckedContinuation<[Int]?, Never>?, [Int]?) in
-                    if state.stopped { return (true, nil, nil) }
-                    state.waiters[id] = Waiter(call: call, prepared: prepared, continuation: continuation)
-                    state.queue.append(id)
-                    guard !state.idle.isEmpty else { return (false, nil, nil) }
-                    return (false, state.idle.removeFirst(), Self.take(&state, maxBatch: maxBatch))
+                let action = effects.withLock { effects -> (DeltaBatcherState.RequestAction, CheckedContinuation<[Int]?, Never>?) in
+                    let action = effects.state.request(id)
+                    guard action != .refuse else { return (action, nil) }
+                    effects.waiters[id] = Waiter(call: call, prepared: prepared, continuation: continuation)
+                    guard case .wake(let worker, _) = action else { return (action, nil) }
+                    return (action, effects.workers.removeValue(forKey: worker))
                 }
-                if stopped { continuation.resume(throwing: SyncError.unavailable) }
-                worker?.resume(returning: batch)
+                switch action {
+                case (.refuse, _): continuation.resume(throwing: SyncError.unavailable)
+                case (.wake(_, let batch), let worker?): worker.resume(returning: batch)
+                default: break
+                }
             }
         } onCancel: {
-            let waiter = state.withLock { state in
-                state.queue.removeAll { $0 == id }
-                return state.waiters.removeValue(forKey: id)
+            let waiter = effects.withLock { effects in
+                effects.state.cancel(id) ? effects.waiters.removeValue(forKey: id) : nil
             }
             waiter?.continuation.resume(throwing: CancellationError())
         }
     }
 
-    /// The next statement's requests, when some wait.
-    private static func take(_ state: inout State, maxBatch: Int) -> [Int]? {
-        guard !state.queue.isEmpty else { return nil }
-        let batch = Array(state.queue.prefix(maxBatch))
-        state.queue.removeFirst(batch.count)
-        state.statements += 1
-        return batch
-    }
-
     /// Statements started so far, and requests waiting for one (tests).
-    var counts: (statements: Int, waiting: Int) { state.withLock { ($0.statements, $0.queue.count) } }
+    var counts: (statements: Int, waiting: Int) { effects.withLock { ($0.state.statements, $0.state.waiting) } }
 
     /// One worker: a statement for whoever waits, then the next, until the service stops.
-    private func work() async {
-        while let batch = await nextBatch() { await run(batch) }
+    private func work(_ worker: Int) async {
+        while let batch = await nextBatch(worker) { await run(batch) }
     }
 
     /// The requests waiting now, else the next to come; nil once the service stops.
-    private func nextBatch() async -> [Int]? {
-        await withCheckedContinuation { (worker: CheckedContinuation<[Int]?, Never>) in
-            let ready: [Int]?? = state.withLock { state in
-                if state.stopped { return .some(nil) }
-                if let batch = Self.take(&state, maxBatch: maxBatch) { return .some(batch) }
-                state.idle.append(worker)
-                return nil
+    private func nextBatch(_ worker: Int) async -> [Int]? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<[Int]?, Never>) in
+            let ready: [Int]?? = effects.withLock { effects in
+                switch effects.state.workerReady(worker) {
+                case .stop: return .some(nil)
+                case .run(let batch): return .some(batch)
+                case .idle:
+                    effects.workers[worker] = continuation
+                    return nil
+                }
             }
-            if let ready { worker.resume(returning: ready) }
+            if let ready { continuation.resume(returning: ready) }
         }
     }
 
     /// Stops the workers (once their statements end) and answers every waiting request 503.
     private func stop() {
-        let (idle, waiting) = state.withLock { state in
-            state.stopped = true
-            defer {
-                state.idle = []
-                state.queue = []
-            }
-            return (state.idle, state.queue.compactMap { state.waiters.removeValue(forKey: $0) })
+        let (idle, refused) = effects.withLock { effects in
+            let (workers, refused) = effects.state.stop()
+            return (workers.compactMap { effects.workers.removeValue(forKey: $0) }, refused.compactMap { effects.waiters.removeValue(forKey: $0) })
         }
         for worker in idle { worker.resume(returning: nil) }
-        for waiter in waiting { waiter.continuation.resume(throwing: SyncError.unavailable) }
+        for waiter in refused { waiter.continuation.resume(throwing: SyncError.unavailable) }
     }
 
     private func run(_ ids: [Int]) async {
-        let calls: [(id: Int, call: DeltaRequest, prepared: Bool)] = state.withLock { state in
-            ids.compactMap { id in state.waiters[id].map { (id, $0.call, $0.prepared) } }
+        let calls: [(id: Int, call: DeltaRequest, prepared: Bool)] = effects.withLock { effects in
+            ids.compactMap { id in effects.waiters[id].map { (id, $0.call, $0.prepared) } }
         }
-        guard let prepared = calls.first?.prepared else { return }
+        guard let prepared = calls.first?.prepared else {
+            _ = effects.withLock { $0.state.statementEnded(ids) }
+            return
+        }
         let result: Result<[Delta?], any Error>
         do {
             let (client, logger) = (self.client, self.logger)
@@ -158,9 +150,14 @@ final class DeltaBatcher: Service, Sendable {
             result = .failure(error)
         }
         // Those cancelled meanwhile were answered already; the others are taken back in one go, then answered.
-        let waiters = state.withLock { state in calls.map { state.waiters.removeValue(forKey: $0.id) } }
-        for (index, waiter) in waiters.enumerated() {
-            guard let waiter else { continue }
+        let answered = effects.withLock { effects -> [(index: Int, waiter: Waiter)] in
+            let still = Set(effects.state.statementEnded(ids))
+            return calls.enumerated().compactMap { index, call in
+                guard still.contains(call.id), let waiter = effects.waiters.removeValue(forKey: call.id) else { return nil }
+                return (index, waiter)
+            }
+        }
+        for (index, waiter) in answered {
             switch result {
             case .success(let deltas): waiter.continuation.resume(returning: deltas[index])
             case .failure(let error): waiter.continuation.resume(throwing: error)
