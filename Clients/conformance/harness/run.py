@@ -39,6 +39,9 @@ def load(path, only):
         with open(file) as handle:
             scenario = json.load(handle)
         scenario.setdefault("name", os.path.basename(file)[:-5])
+        missing = [key for key in ("replica", "pending", "failed") if key not in scenario.get("expect", {})]
+        if missing:
+            sys.exit(f"conformance: {file}: its expect names no {', '.join(missing)} (every scenario names all three)")
         if not only or scenario["name"] in only:
             scenarios.append(scenario)
     return scenarios
