@@ -173,7 +173,7 @@ final class DeltaBatcher: Service, Sendable {
             var seen = Set<String>()
             for collection in call.collections.isEmpty ? [""] : call.collections where seen.insert(collection).inserted {
                 statement.calls.append(Int64(index))
-                statement.familyIDs.append(call.familyID)
+                statement.spaceIDs.append(call.spaceID)
                 statement.collections.append(collection)
                 statement.after.append(call.since ?? 0)
                 statement.includeDeleted.append(call.since != nil)

@@ -25,33 +25,33 @@ package struct PostgresItemStatements: ItemStatements {
         return try storedItem(&r)
     }
 
-    package func family(_ familyID: String, lock: Bool) async throws -> FamilyCounter? {
+    package func family(_ spaceID: String, lock: Bool) async throws -> FamilyCounter? {
         if lock {
             // Prepared: every write starts here.
             for try await (version, horizon, items, bytes) in try await conn.run(
-                PreparedStatements.LockFamily(familyID: familyID), prepared: prepared, logger: logger)
+                PreparedStatements.LockFamily(spaceID: spaceID), prepared: prepared, logger: logger)
             {
                 return FamilyCounter(version: version, horizon: horizon, usage: FamilyUsage(items: items, bytes: bytes))
             }
             return nil
         }
-        let rows = try await conn.query("SELECT version, horizon FROM families WHERE id = \(familyID)", logger: logger)
+        let rows = try await conn.query("SELECT version, horizon FROM families WHERE id = \(spaceID)", logger: logger)
         for try await (version, horizon) in rows.decode((Int64, Int64).self) { return FamilyCounter(version: version, horizon: horizon) }
         return nil
     }
 
-    package func item(familyID: String, key: ItemKey) async throws -> StoredItem? {
-        for try await item in try await conn.run(PreparedStatements.Item(familyID: familyID, key: key), prepared: prepared, logger: logger) {
+    package func item(spaceID: String, key: ItemKey) async throws -> StoredItem? {
+        for try await item in try await conn.run(PreparedStatements.Item(spaceID: spaceID, key: key), prepared: prepared, logger: logger) {
             return item
         }
         return nil
     }
 
-    package func bump(familyID: String) async throws -> Int64 {
+    package func bump(spaceID: String) async throws -> Int64 {
         let rows = try await conn.query(
             """
             WITH bumped AS (
-              UPDATE families SET version = version + 1 WHERE id = \(familyID)
+              UPDATE families SET version = version + 1 WHERE id = \(spaceID)
               RETURNING version, pg_notify(\(PostgresChangeListener.channel), id || ':' || version)
             )
             SELECT version FROM bumped
@@ -60,28 +60,28 @@ package struct PostgresItemStatements: ItemStatements {
         throw SyncError.unauthorized
     }
 
-    package func touchMedia(familyID: String, hashes: [String], nowMs: Int64) async throws {
+    package func touchMedia(spaceID: String, hashes: [String], nowMs: Int64) async throws {
         try await conn.query(
             """
             UPDATE media SET referenced_ms = GREATEST(referenced_ms, \(nowMs))
-            WHERE family_id = \(familyID) AND sha256 = ANY(\(hashes)::text[])
+            WHERE family_id = \(spaceID) AND sha256 = ANY(\(hashes)::text[])
             """, logger: logger)
     }
 
     /// With no `version` yet, bumps the family counter (and notifies its channel) in the same statement as the insert.
-    package func store(_ row: RowWrite, familyID: String, version: Int64?, nowMs: Int64) async throws -> StoredItem {
+    package func store(_ row: RowWrite, spaceID: String, version: Int64?, nowMs: Int64) async throws -> StoredItem {
         let key = row.key
         let deleted = row.body == nil
         let rows = try await conn.query(
             """
             WITH bumped AS (
-              UPDATE families SET version = version + 1 WHERE id = \(familyID) AND \(version == nil)
+              UPDATE families SET version = version + 1 WHERE id = \(spaceID) AND \(version == nil)
               RETURNING version, pg_notify(\(PostgresChangeListener.channel), id || ':' || version)
             ), v AS (
               SELECT version FROM bumped UNION ALL SELECT \(version ?? 0)::BIGINT WHERE \(version != nil)
             )
             INSERT INTO items (family_id, collection, parent_id, id, version, deleted, body, modified_ms, sort_ms, sort_version, tag)
-            SELECT \(familyID), \(key.collection), \(key.parentID), \(key.id), v.version, \(deleted), \(row.body), \(nowMs),
+            SELECT \(spaceID), \(key.collection), \(key.parentID), \(key.id), v.version, \(deleted), \(row.body), \(nowMs),
                    \(row.sortMs), v.version, \(row.tag) FROM v
             ON CONFLICT (family_id, collection, parent_id, id) DO UPDATE SET
               version = EXCLUDED.version, deleted = EXCLUDED.deleted, body = EXCLUDED.body, modified_ms = EXCLUDED.modified_ms,
@@ -100,34 +100,34 @@ package struct PostgresItemStatements: ItemStatements {
             var hashes = Set<String>()
             for try await body in try await conn.query(
                 """
-                SELECT body FROM items WHERE family_id = \(familyID) AND collection = \(children) AND parent_id = \(key.id)
+                SELECT body FROM items WHERE family_id = \(spaceID) AND collection = \(children) AND parent_id = \(key.id)
                 AND NOT deleted AND strpos(body, \(MediaURL.prefix)) > 0
                 """, logger: logger
             ).decode(String.self) {
                 hashes.formUnion(MediaURL.hashes(in: [body]))
             }
-            if !hashes.isEmpty { try await touchMedia(familyID: familyID, hashes: hashes.sorted(), nowMs: nowMs) }
+            if !hashes.isEmpty { try await touchMedia(spaceID: spaceID, hashes: hashes.sorted(), nowMs: nowMs) }
             try await conn.query(
                 """
                 UPDATE items SET deleted = true, body = NULL, version = \(stored.version), modified_ms = \(nowMs)
-                WHERE family_id = \(familyID) AND collection = \(children) AND parent_id = \(key.id) AND NOT deleted
+                WHERE family_id = \(spaceID) AND collection = \(children) AND parent_id = \(key.id) AND NOT deleted
                 """, logger: logger)
         }
         return stored
     }
 
     /// One prepared statement: the counter and the rows come from the same snapshot.
-    package func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta? {
+    package func delta(spaceID: String, collections: [String], since: Int64?) async throws -> Delta? {
         let (after, includeDeleted) = (since ?? 0, since != nil)
         let rows =
             if collections.count == 1 {
                 try await conn.run(
                     PreparedStatements.CollectionDelta(
-                        familyID: familyID, collection: collections[0], after: after, includeDeleted: includeDeleted),
+                        spaceID: spaceID, collection: collections[0], after: after, includeDeleted: includeDeleted),
                     prepared: prepared, logger: logger)
             } else {
                 try await conn.run(
-                    PreparedStatements.Delta(familyID: familyID, collections: collections, after: after, includeDeleted: includeDeleted),
+                    PreparedStatements.Delta(spaceID: spaceID, collections: collections, after: after, includeDeleted: includeDeleted),
                     prepared: prepared, logger: logger)
             }
         var counter: FamilyCounter?
@@ -145,11 +145,11 @@ package struct PostgresItemStatements: ItemStatements {
     }
 
     /// `id` is `COLLATE "C"`: its order is the byte order. Only `modified` leaves the database, not the body.
-    package func verifyRows(familyID: String, collection: String, _ each: @Sendable (VerifyRow) -> Void) async throws {
+    package func verifyRows(spaceID: String, collection: String, _ each: @Sendable (VerifyRow) -> Void) async throws {
         let rows = try await conn.query(
             """
             SELECT id, body::json->>'modified', sort_ms, tag FROM items
-            WHERE family_id = \(familyID) AND collection = \(collection) AND parent_id = '' AND NOT deleted ORDER BY id
+            WHERE family_id = \(spaceID) AND collection = \(collection) AND parent_id = '' AND NOT deleted ORDER BY id
             """, logger: logger)
         for try await (id, modified, sortMs, tag) in rows.decode((String, String?, Int64?, String?).self) {
             each(VerifyRow(collection: collection, id: id, modified: modified, sortMs: sortMs, tag: tag))
@@ -159,11 +159,11 @@ package struct PostgresItemStatements: ItemStatements {
     /// Served by the index `items_order` (family, collection, parent, sort key, id).
     /// (The shared orchestration's reads, which PostgreSQL answers in one statement each: `PostgresPageStatements`.)
     package func liveItems(
-        _ query: PageQuery, familyID: String, changedAfter: Int64?, bound: AnchorBound?, oldestFirst: Bool, limit: Int, budget: Int?
+        _ query: PageQuery, spaceID: String, changedAfter: Int64?, bound: AnchorBound?, oldestFirst: Bool, limit: Int, budget: Int?
     ) async throws -> [StoredItem] {
         var sql = PostgresQuery.StringInterpolation(literalCapacity: 384, interpolationCount: 9)
         sql.appendLiteral("SELECT \(Self.columns), octet_length(body) FROM items WHERE family_id = ")
-        sql.appendInterpolation(familyID)
+        sql.appendInterpolation(spaceID)
         sql.appendLiteral(" AND collection = ")
         sql.appendInterpolation(query.collection)
         sql.appendLiteral(" AND parent_id = ")
@@ -207,11 +207,11 @@ package struct PostgresItemStatements: ItemStatements {
         return bytes?.keep(Int(size)) ?? true ? item : item.withheld
     }
 
-    package func goneIDs(_ query: PageQuery, familyID: String, since: Int64) async throws -> [String] {
+    package func goneIDs(_ query: PageQuery, spaceID: String, since: Int64) async throws -> [String] {
         var ids: [String] = []
         for try await id in try await conn.query(
             """
-            SELECT id FROM items WHERE family_id = \(familyID) AND collection = \(query.collection)
+            SELECT id FROM items WHERE family_id = \(spaceID) AND collection = \(query.collection)
             AND parent_id = \(query.parentID) AND version > \(since)
             AND (deleted OR (\(query.tags != nil) AND NOT coalesce(tag = ANY(\(query.tags ?? [])), false)))
             ORDER BY version
@@ -222,7 +222,7 @@ package struct PostgresItemStatements: ItemStatements {
 
     /// One statement for every parent (a lateral join per parent on `items_order`), in the parents' order.
     package func children(
-        _ children: ChildrenQuery, familyID: String, of parentIDs: [String], budget: Int
+        _ children: ChildrenQuery, spaceID: String, of parentIDs: [String], budget: Int
     ) async throws -> [String: [StoredItem]] {
         var out: [String: [StoredItem]] = Dictionary(uniqueKeysWithValues: parentIDs.map { ($0, []) })
         var bytes: PageBytes? = PageBytes(budget: budget)
@@ -232,7 +232,7 @@ package struct PostgresItemStatements: ItemStatements {
             FROM unnest(\(parentIDs)::text[]) WITH ORDINALITY AS p(pid, ord)
             CROSS JOIN LATERAL (
               SELECT \(unescaped: Self.columns) FROM items
-              WHERE family_id = \(familyID) AND collection = \(children.collection) AND parent_id = p.pid COLLATE "C" AND NOT deleted
+              WHERE family_id = \(spaceID) AND collection = \(children.collection) AND parent_id = p.pid COLLATE "C" AND NOT deleted
               ORDER BY sort_ms DESC, id DESC LIMIT \(children.limit)
             ) c
             ORDER BY p.ord, c.sort_ms DESC, c.id DESC

@@ -23,7 +23,7 @@ extension PostgresItemStatements {
     typealias PartRow = (Int32, String?, Int64, String?, Int64?, Bool?, String?, Int64?, Int64?, String?)
 
     /// Everything a paginated sync decides from (protocol §4), in one statement; nil for an unknown family.
-    func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows? {
+    func pageSync(spaceID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows? {
         var family: FamilyCounter?
         var firstPage = false
         var anchor: StoredItem?
@@ -35,9 +35,9 @@ extension PostgresItemStatements {
         var kids: [String: [StoredItem]] = [:]
         let rows =
             query.anchorID == nil
-            ? try await conn.run(PreparedStatements.PageSync(familyID: familyID, query: query, since: since), prepared: prepared, logger: logger)
+            ? try await conn.run(PreparedStatements.PageSync(spaceID: spaceID, query: query, since: since), prepared: prepared, logger: logger)
             : try await conn.run(
-                PreparedStatements.AnchoredPageSync(familyID: familyID, query: query, since: since), prepared: prepared, logger: logger)
+                PreparedStatements.AnchoredPageSync(spaceID: spaceID, query: query, since: since), prepared: prepared, logger: logger)
         for try await row in rows {
             switch Part(rawValue: row.0) {
             case .family:
@@ -55,7 +55,7 @@ extension PostgresItemStatements {
         }
         guard let family else { return nil }
         if query.children != nil {
-            // Every parent has an entry, children or not (as `children(_:familyID:of:budget:)` answers).
+            // Every parent has an entry, children or not (as `children(_:spaceID:of:budget:)` answers).
             for parent in PageSyncRows.parents(changed: changed, top: top, limit: query.limit) where kids[parent] == nil {
                 kids[parent] = []
             }
@@ -66,14 +66,14 @@ extension PostgresItemStatements {
     }
 
     /// The live items below the anchor with their children, in one statement; nil when the anchor never existed.
-    func page(familyID: String, query: PageQuery) async throws -> PageRows? {
+    func page(spaceID: String, query: PageQuery) async throws -> PageRows? {
         var anchorFound = false
         var items: [StoredItem] = []
         var kids: [String: [StoredItem]] = [:]
         let rows =
             query.anchorID == nil
-            ? try await conn.run(PreparedStatements.Page(familyID: familyID, query: query), prepared: prepared, logger: logger)
-            : try await conn.run(PreparedStatements.AnchoredPage(familyID: familyID, query: query), prepared: prepared, logger: logger)
+            ? try await conn.run(PreparedStatements.Page(spaceID: spaceID, query: query), prepared: prepared, logger: logger)
+            : try await conn.run(PreparedStatements.AnchoredPage(spaceID: spaceID, query: query), prepared: prepared, logger: logger)
         for try await row in rows {
             switch Part(rawValue: row.0) {
             case .anchor: anchorFound = true

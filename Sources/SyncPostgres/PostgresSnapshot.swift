@@ -15,14 +15,14 @@ struct PostgresSnapshot: PinnedStoreSnapshot {
         self.connection = connection
     }
 
-    func version(familyID: String) async throws -> Int64 {
+    func version(spaceID: String) async throws -> Int64 {
         let (store, connection) = (self.store, self.connection)
-        return try await store.guarded { try await store.version(on: connection, familyID: familyID) }
+        return try await store.guarded { try await store.version(on: connection, spaceID: spaceID) }
     }
 
-    func forEachLivePage(familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws {
+    func forEachLivePage(spaceID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws {
         do {
-            try await store.forEachLivePage(on: connection, familyID: familyID, collection: collection, page)
+            try await store.forEachLivePage(on: connection, spaceID: spaceID, collection: collection, page)
         } catch {
             throw PostgresFailure(error).domainError(for: error, logger: store.logger)
         }
@@ -36,13 +36,13 @@ struct PostgresSnapshot: PinnedStoreSnapshot {
     func prefetchingDeltas(_ requests: [DeltaRequest]) async throws -> any SnapshotReads {
         var seen = Set<DeltaRequest>()
         let requests = requests.filter { seen.insert($0).inserted }
-        guard requests.count >= 2, let familyID = requests.first?.familyID, requests.allSatisfy({ $0.familyID == familyID }) else {
+        guard requests.count >= 2, let spaceID = requests.first?.spaceID, requests.allSatisfy({ $0.spaceID == spaceID }) else {
             return self
         }
         let (connection, logger, prepared) = (self.connection, store.logger, store.usesPreparedStatements)
         let deltas = try await store.guarded {
             try await PostgresStore.deltas(
-                of: requests, familyID: familyID, limit: PostgresStore.prefetchRowLimit, conn: connection, prepared: prepared, logger: logger)
+                of: requests, spaceID: spaceID, limit: PostgresStore.prefetchRowLimit, conn: connection, prepared: prepared, logger: logger)
         }
         guard let deltas else { return self }
         var snapshot = self

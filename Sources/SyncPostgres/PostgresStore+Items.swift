@@ -25,37 +25,37 @@ extension PostgresStore: ItemExecutor {
         }
     }
 
-    public func item(familyID: String, key: ItemKey) async throws -> StoredItem? {
-        try await readItem(familyID: familyID, key: key)
+    public func item(spaceID: String, key: ItemKey) async throws -> StoredItem? {
+        try await readItem(spaceID: spaceID, key: key)
     }
 
-    public func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
-        try await readVerifyRows(familyID: familyID, collections: collections, each)
+    public func forEachVerifyRow(spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
+        try await readVerifyRows(spaceID: spaceID, collections: collections, each)
     }
 
     public func write(
-        familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
+        spaceID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
     ) async throws -> WriteOutcome {
         // Writes notify their family's channel in their own transaction (`PostgresItemStatements.store`).
-        try await writeItem(familyID: familyID, key: key, parent: parent, nowMs: nowMs, plan: plan)
+        try await writeItem(spaceID: spaceID, key: key, parent: parent, nowMs: nowMs, plan: plan)
     }
 
-    public func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
-        if !prefetched.isEmpty, let delta = prefetched[DeltaRequest(familyID: familyID, collections: collections, since: since)] {
+    public func delta(spaceID: String, collections: [String], since: Int64?) async throws -> Delta {
+        if !prefetched.isEmpty, let delta = prefetched[DeltaRequest(spaceID: spaceID, collections: collections, since: since)] {
             return delta
         }
         // On a pinned snapshot, its own statement; else read with whatever other deltas wait (`DeltaBatcher`).
-        guard pinned == nil else { return try await readDelta(familyID: familyID, collections: collections, since: since) }
+        guard pinned == nil else { return try await readDelta(spaceID: spaceID, collections: collections, since: since) }
         let (batcher, prepared) = (deltaBatcher, usesPreparedStatements)
-        let call = DeltaRequest(familyID: familyID, collections: collections, since: since)
+        let call = DeltaRequest(spaceID: spaceID, collections: collections, since: since)
         guard let delta = try await guarded({ try await batcher.delta(call, prepared: prepared) }) else { throw SyncError.unauthorized }
         return delta
     }
 
     /// One statement (`PostgresPageStatements.swift`), not the shared orchestration's several.
-    public func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
+    public func pageSync(spaceID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
         try await inSingleStatement { statements in
-            guard let rows = try await statements.pageSync(familyID: familyID, query: query, since: since) else {
+            guard let rows = try await statements.pageSync(spaceID: spaceID, query: query, since: since) else {
                 throw SyncError.unauthorized
             }
             return rows
@@ -63,7 +63,7 @@ extension PostgresStore: ItemExecutor {
     }
 
     /// One statement (`PostgresPageStatements.swift`).
-    public func page(familyID: String, query: PageQuery) async throws -> PageRows? {
-        try await inSingleStatement { try await $0.page(familyID: familyID, query: query) }
+    public func page(spaceID: String, query: PageQuery) async throws -> PageRows? {
+        try await inSingleStatement { try await $0.page(spaceID: spaceID, query: query) }
     }
 }

@@ -11,21 +11,21 @@ extension PostgresStore: MediaStore {
     /// Bytes per stored chunk.
     static let mediaChunk = 256 * 1024
 
-    public func beginUpload(familyID: String) async throws -> any MediaUpload {
-        PostgresMediaUpload(store: self, familyID: familyID, uploadID: DatabaseIdentity.uuid())
+    public func beginUpload(spaceID: String) async throws -> any MediaUpload {
+        PostgresMediaUpload(store: self, spaceID: spaceID, uploadID: DatabaseIdentity.uuid())
     }
 
-    public func media(familyID: String, sha256: String) async throws -> MediaInfo? {
+    public func media(spaceID: String, sha256: String) async throws -> MediaInfo? {
         try await guarded {
             for try await (type, size) in try await client.query(
-                "SELECT content_type, size FROM media WHERE family_id = \(familyID) AND sha256 = \(sha256)", logger: logger
+                "SELECT content_type, size FROM media WHERE family_id = \(spaceID) AND sha256 = \(sha256)", logger: logger
             ).decode((String, Int64).self) { return MediaInfo(sha256: sha256, contentType: type, size: size) }
             return nil
         }
     }
 
     public func readMedia(
-        familyID: String, sha256: String, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void
+        spaceID: String, sha256: String, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void
     ) async throws {
         guard !range.isEmpty else { return }
         let chunk = Int64(Self.mediaChunk)
@@ -41,7 +41,7 @@ extension PostgresStore: MediaStore {
                 for try await row in try await client.query(
                     """
                     SELECT c.n, c.data FROM media m JOIN media_chunks c ON c.upload_id = m.upload_id
-                    WHERE m.family_id = \(familyID) AND m.sha256 = \(sha256) AND c.n BETWEEN \(Int32(n)) AND \(Int32(upTo))
+                    WHERE m.family_id = \(spaceID) AND m.sha256 = \(sha256) AND c.n BETWEEN \(Int32(n)) AND \(Int32(upTo))
                     ORDER BY c.n
                     """, logger: logger
                 ).decode((Int32, ByteBuffer).self) { out.append(row) }
@@ -60,10 +60,10 @@ extension PostgresStore: MediaStore {
         }
     }
 
-    public func mediaBytes(familyID: String) async throws -> Int64 {
+    public func mediaBytes(spaceID: String) async throws -> Int64 {
         try await guarded {
             for try await bytes in try await client.query(
-                "SELECT COALESCE(sum(size), 0)::BIGINT FROM media WHERE family_id = \(familyID)", logger: logger
+                "SELECT COALESCE(sum(size), 0)::BIGINT FROM media WHERE family_id = \(spaceID)", logger: logger
             ).decode(Int64.self) { return bytes }
             return 0
         }
@@ -119,13 +119,13 @@ extension PostgresStore: MediaStore {
 /// An upload into `media_chunks`: bytes gather to a chunk, each full chunk is one INSERT. Used by one task at a time.
 final class PostgresMediaUpload: MediaUpload, Sendable {
     let store: PostgresStore
-    let familyID: String
+    let spaceID: String
     let uploadID: String
     private let state = Mutex<(pending: ByteBuffer, next: Int32)>((ByteBuffer(), 0))
 
-    init(store: PostgresStore, familyID: String, uploadID: String) {
+    init(store: PostgresStore, spaceID: String, uploadID: String) {
         self.store = store
-        self.familyID = familyID
+        self.spaceID = spaceID
         self.uploadID = uploadID
     }
 
@@ -164,7 +164,7 @@ final class PostgresMediaUpload: MediaUpload, Sendable {
             return (state.pending, state.next)
         }
         if let (chunk, n) = last { try await insert(chunk, n) }
-        let (familyID, uploadID) = (self.familyID, self.uploadID)
+        let (spaceID, uploadID) = (self.spaceID, self.uploadID)
         let store = self.store
         let expected = Int64((Int(info.size) + PostgresStore.mediaChunk - 1) / PostgresStore.mediaChunk)
         return try await store.guarded {
@@ -177,13 +177,13 @@ final class PostgresMediaUpload: MediaUpload, Sendable {
                 ).decode(Int64.self) { chunks = n }
                 guard chunks == expected else { throw SyncError.unavailable }  // the caller aborts: its chunks go
                 // Under the family's lock, so that two uploads at once cannot both fit in the last of the quota.
-                try await conn.query("SELECT 1 FROM families WHERE id = \(familyID) FOR UPDATE", logger: store.logger)
+                try await conn.query("SELECT 1 FROM families WHERE id = \(spaceID) FOR UPDATE", logger: store.logger)
                 var used: Int64 = 0
                 var existed = false
                 for try await (bytes, has) in try await conn.query(
                     """
                     SELECT COALESCE(sum(size), 0)::BIGINT, COALESCE(bool_or(sha256 = \(info.sha256)), false)
-                    FROM media WHERE family_id = \(familyID)
+                    FROM media WHERE family_id = \(spaceID)
                     """, logger: store.logger
                 ).decode((Int64, Bool).self) { (used, existed) = (bytes, has) }
                 if !existed { try MediaService.checkQuota(used: used, adding: info.size, quota: familyQuota) }
@@ -191,7 +191,7 @@ final class PostgresMediaUpload: MediaUpload, Sendable {
                 for try await id in try await conn.query(
                     """
                     INSERT INTO media (family_id, sha256, content_type, size, created_ms, referenced_ms, upload_id)
-                    VALUES (\(familyID), \(info.sha256), \(info.contentType), \(info.size), \(nowMs), \(nowMs), \(uploadID))
+                    VALUES (\(spaceID), \(info.sha256), \(info.contentType), \(info.size), \(nowMs), \(nowMs), \(uploadID))
                     ON CONFLICT (family_id, sha256) DO UPDATE SET referenced_ms = GREATEST(media.referenced_ms, EXCLUDED.referenced_ms)
                     RETURNING upload_id
                     """, logger: store.logger

@@ -13,7 +13,7 @@ extension PostgresStore {
     /// call itself answers as it would have). Nil when the calls have more than `limit` rows: only `limit + 1` are
     /// read, then dropped.
     static func deltas(
-        of requests: [DeltaRequest], familyID: String, limit: Int, conn: PostgresConnection, prepared: Bool, logger: Logger
+        of requests: [DeltaRequest], spaceID: String, limit: Int, conn: PostgresConnection, prepared: Bool, logger: Logger
     ) async throws
         -> [DeltaRequest: Delta]?
     {
@@ -31,7 +31,7 @@ extension PostgresStore {
         }
         let rows = try await conn.run(
             PreparedStatements.Deltas(
-                familyID: familyID, calls: calls, collections: collections, after: after, includeDeleted: includeDeleted,
+                spaceID: spaceID, calls: calls, collections: collections, after: after, includeDeleted: includeDeleted,
                 limit: Int64(limit) + 1),
             prepared: prepared, logger: logger)
         var counter: (version: Int64, horizon: Int64)?

@@ -6,7 +6,7 @@ import SyncAPI
 extension PostgresStore {
 
     public func streamLiveRows(
-        familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
+        spaceID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
         page: @escaping @Sendable (LiveBodies) async throws -> Void
     ) async throws {
         // Under a deadline of its own, as a run of reads (`withReadSnapshot`): a producer that is cancelled (its answer
@@ -15,12 +15,12 @@ extension PostgresStore {
         // answered (PostgresNIO writes it with no promise, and NIO drops a write to a closed channel): the application's
         // shutdown would wait for such a producer for good after an outage.
         try await Deadline.run(within: Self.snapshotRunLimit, timers: timers) { [self] in
-            try await readLiveRows(familyID: familyID, collection: collection, start: start, page: page)
+            try await readLiveRows(spaceID: spaceID, collection: collection, start: start, page: page)
         }
     }
 
     private func readLiveRows(
-        familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
+        spaceID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
         page: @escaping @Sendable (LiveBodies) async throws -> Void
     ) async throws {
         // One statement: the counter rides on every row (a join to the family's row), so it comes from the same
@@ -30,7 +30,7 @@ extension PostgresStore {
         do {
             try await answersClient.withConnection { conn in
                 let rows = try await conn.run(
-                    PreparedStatements.LiveRows(familyID: familyID, collection: collection), prepared: usesPreparedStatements,
+                    PreparedStatements.LiveRows(spaceID: spaceID, collection: collection), prepared: usesPreparedStatements,
                     logger: logger)
                 var started = false
                 var bytes = 0
@@ -59,8 +59,8 @@ extension PostgresStore {
     }
 
     /// The family's counter, read on `conn`.
-    func version(on conn: PostgresConnection, familyID: String) async throws -> Int64 {
-        for try await version in try await conn.query("SELECT version FROM families WHERE id = \(familyID)", logger: logger)
+    func version(on conn: PostgresConnection, spaceID: String) async throws -> Int64 {
+        for try await version in try await conn.query("SELECT version FROM families WHERE id = \(spaceID)", logger: logger)
             .decode(Int64.self)
         {
             return version
@@ -71,10 +71,10 @@ extension PostgresStore {
     /// The body of every live row of a full list, read on `conn` page by page, oldest change first. PostgresNIO reads
     /// rows from the socket as they are consumed: the cursor moves at the client's pace.
     func forEachLivePage(
-        on conn: PostgresConnection, familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void
+        on conn: PostgresConnection, spaceID: String, collection: String, _ page: (LiveBodies) async throws -> Void
     ) async throws {
         let rows = try await conn.run(
-            PreparedStatements.SnapshotLiveRows(familyID: familyID, collection: collection), prepared: usesPreparedStatements, logger: logger)
+            PreparedStatements.SnapshotLiveRows(spaceID: spaceID, collection: collection), prepared: usesPreparedStatements, logger: logger)
         var batch = LiveBodies()
         var bytes = 0
         batch.reserveCapacity(StreamPaging.pageSize)

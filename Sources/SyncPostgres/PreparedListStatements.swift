@@ -17,12 +17,12 @@ extension PreparedStatements {
             ORDER BY i.version, i.id
             """
         typealias Row = (Int64, ByteBuffer?)
-        let familyID: String
+        let spaceID: String
         let collection: String
 
         func makeBindings() throws -> PostgresBindings {
             var bindings = PostgresBindings(capacity: 2)
-            bindings.append(familyID)
+            bindings.append(spaceID)
             bindings.append(collection)
             return bindings
         }
@@ -43,12 +43,12 @@ extension PreparedStatements {
             ORDER BY version, id
             """
         typealias Row = ByteBuffer?
-        let familyID: String
+        let spaceID: String
         let collection: String
 
         func makeBindings() throws -> PostgresBindings {
             var bindings = PostgresBindings(capacity: 2)
-            bindings.append(familyID)
+            bindings.append(spaceID)
             bindings.append(collection)
             return bindings
         }

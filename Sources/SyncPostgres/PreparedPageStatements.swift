@@ -170,9 +170,9 @@ enum PreparedPageStatements {
     private static let order = " ORDER BY part, ord, pid, sort_ms DESC, id DESC"
 
     /// The values of a page (`sync` false) or a sync, in the order of their parameters.
-    static func bindings(familyID: String, query: PageQuery, sync: Bool, since: Int64?) -> PostgresBindings {
+    static func bindings(spaceID: String, query: PageQuery, sync: Bool, since: Int64?) -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 10)
-        bindings.append(familyID)
+        bindings.append(spaceID)
         bindings.append(query.collection)
         bindings.append(query.parentID)
         bindings.append(query.tags)
@@ -190,7 +190,7 @@ enum PreparedPageStatements {
 protocol PageStatement: PostgresPreparedStatement where Row == PostgresItemStatements.PartRow {
     /// True for a sync's statements, which take the date's version.
     static var isSync: Bool { get }
-    var familyID: String { get }
+    var spaceID: String { get }
     var query: PageQuery { get }
     /// The date's version (nil: none); always nil for a page.
     var since: Int64? { get }
@@ -198,7 +198,7 @@ protocol PageStatement: PostgresPreparedStatement where Row == PostgresItemState
 
 extension PageStatement {
     func makeBindings() throws -> PostgresBindings {
-        PreparedPageStatements.bindings(familyID: familyID, query: query, sync: Self.isSync, since: since)
+        PreparedPageStatements.bindings(spaceID: spaceID, query: query, sync: Self.isSync, since: since)
     }
     func decodeRow(_ row: PostgresRow) throws -> Row { try PostgresItemStatements.partRow(row) }
 }
@@ -209,7 +209,7 @@ extension PreparedStatements {
         static let name = "syncapi_page_sync"
         static let sql = PreparedPageStatements.syncSQL(anchored: false)
         static let isSync = true
-        let familyID: String
+        let spaceID: String
         let query: PageQuery
         let since: Int64?
     }
@@ -219,7 +219,7 @@ extension PreparedStatements {
         static let name = "syncapi_anchored_page_sync"
         static let sql = PreparedPageStatements.syncSQL(anchored: true)
         static let isSync = true
-        let familyID: String
+        let spaceID: String
         let query: PageQuery
         let since: Int64?
     }
@@ -229,7 +229,7 @@ extension PreparedStatements {
         static let name = "syncapi_page"
         static let sql = PreparedPageStatements.pageSQL(anchored: false)
         static let isSync = false
-        let familyID: String
+        let spaceID: String
         let query: PageQuery
         var since: Int64? { nil }
     }
@@ -239,7 +239,7 @@ extension PreparedStatements {
         static let name = "syncapi_anchored_page"
         static let sql = PreparedPageStatements.pageSQL(anchored: true)
         static let isSync = false
-        let familyID: String
+        let spaceID: String
         let query: PageQuery
         var since: Int64? { nil }
     }

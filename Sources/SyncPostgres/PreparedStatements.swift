@@ -26,14 +26,14 @@ enum PreparedStatements {
             ORDER BY i.version
             """
         typealias Row = Delta.Row
-        let familyID: String
+        let spaceID: String
         let collection: String
         let after: Int64
         let includeDeleted: Bool
 
         func makeBindings() throws -> PostgresBindings {
             var bindings = PostgresBindings(capacity: 4)
-            bindings.append(familyID)
+            bindings.append(spaceID)
             bindings.append(collection)
             bindings.append(after)
             bindings.append(includeDeleted)
@@ -58,14 +58,14 @@ enum PreparedStatements {
             ORDER BY i.version
             """
         typealias Row = (Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, Int64?, String?)
-        let familyID: String
+        let spaceID: String
         let collections: [String]
         let after: Int64
         let includeDeleted: Bool
 
         func makeBindings() throws -> PostgresBindings {
             var bindings = PostgresBindings(capacity: 4)
-            bindings.append(familyID)
+            bindings.append(spaceID)
             bindings.append(collections)
             bindings.append(after)
             bindings.append(includeDeleted)
@@ -106,7 +106,7 @@ enum PreparedStatements {
             """
         typealias Row = Deltas.Row
         var calls: [Int64] = []
-        var familyIDs: [String] = []
+        var spaceIDs: [String] = []
         var collections: [String] = []
         var after: [Int64] = []
         var includeDeleted: [Bool] = []
@@ -114,7 +114,7 @@ enum PreparedStatements {
         func makeBindings() throws -> PostgresBindings {
             var bindings = PostgresBindings(capacity: 5)
             bindings.append(calls)
-            bindings.append(familyIDs)
+            bindings.append(spaceIDs)
             bindings.append(collections)
             bindings.append(after)
             bindings.append(includeDeleted)
@@ -148,7 +148,7 @@ enum PreparedStatements {
             LIMIT (SELECT $6::int8)
             """
         typealias Row = (Int64, Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, Int64?, String?)
-        let familyID: String
+        let spaceID: String
         let calls: [Int64]
         let collections: [String]
         let after: [Int64]
@@ -157,7 +157,7 @@ enum PreparedStatements {
 
         func makeBindings() throws -> PostgresBindings {
             var bindings = PostgresBindings(capacity: 6)
-            bindings.append(familyID)
+            bindings.append(spaceID)
             bindings.append(calls)
             bindings.append(collections)
             bindings.append(after)
@@ -185,12 +185,12 @@ enum PreparedStatements {
             WHERE family_id = $1 AND collection = $2 AND parent_id = $3 AND id = $4
             """
         typealias Row = StoredItem
-        let familyID: String
+        let spaceID: String
         let key: ItemKey
 
         func makeBindings() throws -> PostgresBindings {
             var bindings = PostgresBindings(capacity: 4)
-            bindings.append(familyID)
+            bindings.append(spaceID)
             bindings.append(key.collection)
             bindings.append(key.parentID)
             bindings.append(key.id)
@@ -205,11 +205,11 @@ enum PreparedStatements {
         static let name = "syncapi_lockFamily"
         static let sql = "SELECT version, horizon, live_items, stored_bytes FROM families WHERE id = $1 FOR UPDATE"
         typealias Row = (Int64, Int64, Int64, Int64)
-        let familyID: String
+        let spaceID: String
 
         func makeBindings() throws -> PostgresBindings {
             var bindings = PostgresBindings(capacity: 1)
-            bindings.append(familyID)
+            bindings.append(spaceID)
             return bindings
         }
 

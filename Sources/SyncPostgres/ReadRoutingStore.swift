@@ -79,26 +79,26 @@ public struct ReadRoutingStore: ItemReads {
         }
     }
 
-    public func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
+    public func delta(spaceID: String, collections: [String], since: Int64?) async throws -> Delta {
         // The counter alone is a live stream's position (protocol §9): notices are the primary's, and a stream must
         // never take a client's date for one the server never reached because a standby lags.
-        if collections.isEmpty { return try await primary.delta(familyID: familyID, collections: collections, since: since) }
+        if collections.isEmpty { return try await primary.delta(spaceID: spaceID, collections: collections, since: since) }
         return try await routedRead(since: since, version: { $0.version }) { store in
-            try await store.delta(familyID: familyID, collections: collections, since: since)
+            try await store.delta(spaceID: spaceID, collections: collections, since: since)
         }
     }
 
-    public func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
+    public func pageSync(spaceID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
         try await routedRead(since: since, version: { $0.version }) { store in
-            try await store.pageSync(familyID: familyID, query: query, since: since)
+            try await store.pageSync(spaceID: spaceID, query: query, since: since)
         }
     }
 
     /// A read that names no state to check a standby against: the primary's.
-    public func item(familyID: String, key: ItemKey) async throws -> StoredItem? { try await primary.item(familyID: familyID, key: key) }
-    public func page(familyID: String, query: PageQuery) async throws -> PageRows? { try await primary.page(familyID: familyID, query: query) }
-    public func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
-        try await primary.forEachVerifyRow(familyID: familyID, collections: collections, each)
+    public func item(spaceID: String, key: ItemKey) async throws -> StoredItem? { try await primary.item(spaceID: spaceID, key: key) }
+    public func page(spaceID: String, query: PageQuery) async throws -> PageRows? { try await primary.page(spaceID: spaceID, query: query) }
+    public func forEachVerifyRow(spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
+        try await primary.forEachVerifyRow(spaceID: spaceID, collections: collections, each)
     }
 }
 

@@ -34,38 +34,38 @@ package struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
         """
 
     /// SQLite has one writer at a time: inside a write transaction the family is already ordered, `lock` adds nothing.
-    package func family(_ familyID: String, lock: Bool) throws -> FamilyCounter? {
-        try Row.fetchOne(db.cachedStatement(sql: Self.familySQL), arguments: [familyID]).map {
+    package func family(_ spaceID: String, lock: Bool) throws -> FamilyCounter? {
+        try Row.fetchOne(db.cachedStatement(sql: Self.familySQL), arguments: [spaceID]).map {
             FamilyCounter(version: $0[0], horizon: $0[1], usage: FamilyUsage(items: $0[2], bytes: $0[3]))
         }
     }
 
-    package func item(familyID: String, key: ItemKey) throws -> StoredItem? {
-        try Row.fetchOne(db.cachedStatement(sql: Self.itemSQL), arguments: [familyID, key.collection, key.parentID, key.id])
+    package func item(spaceID: String, key: ItemKey) throws -> StoredItem? {
+        try Row.fetchOne(db.cachedStatement(sql: Self.itemSQL), arguments: [spaceID, key.collection, key.parentID, key.id])
             .map(Self.storedItem)
     }
 
     /// The next version of the family's change counter (inside the caller's write transaction).
-    package func bump(familyID: String) throws -> Int64 {
+    package func bump(spaceID: String) throws -> Int64 {
         guard
             let version = try Int64.fetchOne(
-                cached: db, sql: "UPDATE families SET version = version + 1 WHERE id = ? RETURNING version", arguments: [familyID])
+                cached: db, sql: "UPDATE families SET version = version + 1 WHERE id = ? RETURNING version", arguments: [spaceID])
         else { throw SyncError.unauthorized }
         return version
     }
 
-    package func touchMedia(familyID: String, hashes: [String], nowMs: Int64) throws {
+    package func touchMedia(spaceID: String, hashes: [String], nowMs: Int64) throws {
         for hash in hashes {
             try db.executeCached(
                 sql: "UPDATE media SET referenced_ms = max(referenced_ms, ?) WHERE family_id = ? AND sha256 = ?",
-                arguments: [nowMs, familyID, hash])
+                arguments: [nowMs, spaceID, hash])
         }
     }
 
     @discardableResult
-    package func store(_ row: RowWrite, familyID: String, version: Int64?, nowMs: Int64) throws -> StoredItem {
+    package func store(_ row: RowWrite, spaceID: String, version: Int64?, nowMs: Int64) throws -> StoredItem {
         let key = row.key
-        let version = try version ?? bump(familyID: familyID)
+        let version = try version ?? bump(spaceID: spaceID)
         let sortVersion = try Int64.fetchOne(
             cached: db,
             sql: """
@@ -78,7 +78,7 @@ package struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
                 RETURNING sort_version
                 """,
             arguments: [
-                familyID, key.collection, key.parentID, key.id, version, row.body == nil, row.body, nowMs, row.sortMs, row.tag,
+                spaceID, key.collection, key.parentID, key.id, version, row.body == nil, row.body, nowMs, row.sortMs, row.tag,
                 row.sortMoved,
             ])
         if let children = row.deleteChildren {
@@ -89,17 +89,17 @@ package struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
                     sql: """
                         SELECT body FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND NOT deleted
                         AND instr(body, ?) > 0
-                        """), arguments: [familyID, children, key.id, MediaURL.prefix])
+                        """), arguments: [spaceID, children, key.id, MediaURL.prefix])
             while let body = try bodies.next() {
                 hashes.formUnion(MediaURL.hashes(in: [body]))
             }
-            if !hashes.isEmpty { try touchMedia(familyID: familyID, hashes: hashes.sorted(), nowMs: nowMs) }
+            if !hashes.isEmpty { try touchMedia(spaceID: spaceID, hashes: hashes.sorted(), nowMs: nowMs) }
             try db.executeCached(
                 sql: """
                     UPDATE items SET deleted = 1, body = NULL, version = ?, modified_ms = ?
                     WHERE family_id = ? AND collection = ? AND parent_id = ? AND NOT deleted
                     """,
-                arguments: [version, nowMs, familyID, children, key.id])
+                arguments: [version, nowMs, spaceID, children, key.id])
         }
         return StoredItem(
             id: key.id, version: version, deleted: row.body == nil, body: row.body, sortMs: row.sortMs, sortVersion: sortVersion,
@@ -107,25 +107,25 @@ package struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
     }
 
     /// The counter, then one statement per collection, in the caller's read transaction (one snapshot).
-    package func delta(familyID: String, collections: [String], since: Int64?) throws -> Delta? {
-        guard let family = try family(familyID, lock: false) else { return nil }
+    package func delta(spaceID: String, collections: [String], since: Int64?) throws -> Delta? {
+        guard let family = try family(spaceID, lock: false) else { return nil }
         var rows = DeltaRows()
         for collection in collections {
             let cursor = try Row.fetchCursor(
-                db.cachedStatement(sql: Self.deltaSQL), arguments: [familyID, collection, since ?? 0, since != nil])
+                db.cachedStatement(sql: Self.deltaSQL), arguments: [spaceID, collection, since ?? 0, since != nil])
             while let row = try cursor.next(), !rows.overflowed { rows.append(Self.storedItem(row), to: collection) }
         }
         return rows.delta(version: family.version, horizon: family.horizon)
     }
 
     /// The primary key's order is the id's byte order (BINARY collation); `modified` read by SQLite's JSON functions.
-    package func verifyRows(familyID: String, collection: String, _ each: @Sendable (VerifyRow) -> Void) throws {
+    package func verifyRows(spaceID: String, collection: String, _ each: @Sendable (VerifyRow) -> Void) throws {
         let cursor = try Row.fetchCursor(
             db.cachedStatement(
                 sql: """
                     SELECT id, json_extract(body, '$.modified'), sort_ms, tag FROM items
                     WHERE family_id = ? AND collection = ? AND parent_id = '' AND NOT deleted ORDER BY id
-                    """), arguments: [familyID, collection])
+                    """), arguments: [spaceID, collection])
         while let row = try cursor.next() {
             each(VerifyRow(collection: collection, id: row[0], modified: row[1], sortMs: row[2], tag: row[3]))
         }
@@ -133,10 +133,10 @@ package struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
 
     /// Served by the index `items_order` (family, collection, parent, sort key, id).
     package func liveItems(
-        _ query: PageQuery, familyID: String, changedAfter: Int64?, bound: AnchorBound?, oldestFirst: Bool, limit: Int, budget: Int?
+        _ query: PageQuery, spaceID: String, changedAfter: Int64?, bound: AnchorBound?, oldestFirst: Bool, limit: Int, budget: Int?
     ) throws -> [StoredItem] {
         var sql = "SELECT \(Self.sizedColumns) FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND NOT deleted"
-        var arguments: StatementArguments = [familyID, query.collection, query.parentID]
+        var arguments: StatementArguments = [spaceID, query.collection, query.parentID]
         if let tags = query.tags {
             sql += " AND tag IN (\(tags.map { _ in "?" }.joined(separator: ",")))"
             arguments += StatementArguments(tags)
@@ -174,17 +174,17 @@ package struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
         return storedItem(row)
     }
 
-    package func goneIDs(_ query: PageQuery, familyID: String, since: Int64) throws -> [String] {
+    package func goneIDs(_ query: PageQuery, spaceID: String, since: Int64) throws -> [String] {
         let outside = query.tags.map { " OR tag IS NULL OR tag NOT IN (\($0.map { _ in "?" }.joined(separator: ",")))" } ?? ""
         return try String.fetchAll(
             cached: db,
             sql: "SELECT id FROM items WHERE family_id = ? AND collection = ? AND parent_id = ? AND version > ? AND (deleted"
                 + outside + ") ORDER BY version",
-            arguments: [familyID, query.collection, query.parentID, since] + StatementArguments(query.tags ?? []))
+            arguments: [spaceID, query.collection, query.parentID, since] + StatementArguments(query.tags ?? []))
     }
 
     /// One indexed statement per parent (cheap in-process; SQLite has no round trips to save).
-    package func children(_ children: ChildrenQuery, familyID: String, of parentIDs: [String], budget: Int) throws -> [String: [StoredItem]] {
+    package func children(_ children: ChildrenQuery, spaceID: String, of parentIDs: [String], budget: Int) throws -> [String: [StoredItem]] {
         var out: [String: [StoredItem]] = [:]
         var bytes: PageBytes? = PageBytes(budget: budget)
         let statement = try db.cachedStatement(
@@ -194,7 +194,7 @@ package struct SQLiteItemStatements: ItemStatements, @unchecked Sendable {
                 """)
         for parentID in parentIDs {
             var items: [StoredItem] = []
-            let cursor = try Row.fetchCursor(statement, arguments: [familyID, children.collection, parentID, children.limit])
+            let cursor = try Row.fetchCursor(statement, arguments: [spaceID, children.collection, parentID, children.limit])
             while let row = try cursor.next() { items.append(Self.pageItem(row, &bytes)) }
             out[parentID] = items
         }

@@ -15,9 +15,9 @@ struct SQLiteSnapshot: PinnedStoreSnapshot {
         self.connection = connection
     }
 
-    func version(familyID: String) async throws -> Int64 { try await SQLiteStore.version(connection, familyID: familyID) }
+    func version(spaceID: String) async throws -> Int64 { try await SQLiteStore.version(connection, spaceID: spaceID) }
 
-    func forEachLivePage(familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws {
-        try await SQLiteStore.forEachLivePage(connection, familyID: familyID, collection: collection, page)
+    func forEachLivePage(spaceID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws {
+        try await SQLiteStore.forEachLivePage(connection, spaceID: spaceID, collection: collection, page)
     }
 }

@@ -24,37 +24,37 @@ extension SQLiteStore: ItemExecutor {
     }
 
     /// Straight on the reader's thread: one synchronous statement needs no task of `ConnectionThreadExecutor`.
-    public func item(familyID: String, key: ItemKey) async throws -> StoredItem? {
-        try await read { db in try SQLiteItemStatements(db: db).item(familyID: familyID, key: key) }
+    public func item(spaceID: String, key: ItemKey) async throws -> StoredItem? {
+        try await read { db in try SQLiteItemStatements(db: db).item(spaceID: spaceID, key: key) }
     }
 
-    public func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
-        try await readVerifyRows(familyID: familyID, collections: collections, each)
+    public func forEachVerifyRow(spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
+        try await readVerifyRows(spaceID: spaceID, collections: collections, each)
     }
 
     public func write(
-        familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
+        spaceID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
     ) async throws -> WriteOutcome {
         // Live streams learn of the change from the commit (`CommitNotices`).
-        try await writeItem(familyID: familyID, key: key, parent: parent, nowMs: nowMs, plan: plan)
+        try await writeItem(spaceID: spaceID, key: key, parent: parent, nowMs: nowMs, plan: plan)
     }
 
     /// Straight on the reader's thread, in its WAL snapshot: the hottest read needs no task of
     /// `ConnectionThreadExecutor` (a task and a condition variable per delta).
-    public func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
+    public func delta(spaceID: String, collections: [String], since: Int64?) async throws -> Delta {
         try await read { db in
-            guard let delta = try SQLiteItemStatements(db: db).delta(familyID: familyID, collections: collections, since: since) else {
+            guard let delta = try SQLiteItemStatements(db: db).delta(spaceID: spaceID, collections: collections, since: since) else {
                 throw SyncError.unauthorized
             }
             return delta
         }
     }
 
-    public func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
-        try await readPageSync(familyID: familyID, query: query, since: since)
+    public func pageSync(spaceID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
+        try await readPageSync(spaceID: spaceID, query: query, since: since)
     }
 
-    public func page(familyID: String, query: PageQuery) async throws -> PageRows? {
-        try await readPage(familyID: familyID, query: query)
+    public func page(spaceID: String, query: PageQuery) async throws -> PageRows? {
+        try await readPage(spaceID: spaceID, query: query)
     }
 }

@@ -11,24 +11,24 @@ import Synchronization
 /// transaction that records it, so a crash never leaves a half file under a final name, and a purge (also a write
 /// transaction) never races a commit.
 extension SQLiteStore: MediaStore {
-    public func beginUpload(familyID: String) async throws -> any MediaUpload {
-        try FileMediaUpload(store: self, familyID: familyID)
+    public func beginUpload(spaceID: String) async throws -> any MediaUpload {
+        try FileMediaUpload(store: self, spaceID: spaceID)
     }
 
-    public func media(familyID: String, sha256: String) async throws -> MediaInfo? {
+    public func media(spaceID: String, sha256: String) async throws -> MediaInfo? {
         try await read { db in
             try Row.fetchOne(
-                cached: db, sql: "SELECT content_type, size FROM media WHERE family_id = ? AND sha256 = ?", arguments: [familyID, sha256]
+                cached: db, sql: "SELECT content_type, size FROM media WHERE family_id = ? AND sha256 = ?", arguments: [spaceID, sha256]
             ).map { MediaInfo(sha256: sha256, contentType: $0[0], size: $0[1]) }
         }
     }
 
-    func mediaPath(familyID: String, sha256: String) -> String { "\(mediaFolder)/\(familyID)/\(sha256)" }
+    func mediaPath(spaceID: String, sha256: String) -> String { "\(mediaFolder)/\(spaceID)/\(sha256)" }
 
     public func readMedia(
-        familyID: String, sha256: String, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void
+        spaceID: String, sha256: String, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void
     ) async throws {
-        let fd = open(mediaPath(familyID: familyID, sha256: sha256), O_RDONLY | O_CLOEXEC)
+        let fd = open(mediaPath(spaceID: spaceID, sha256: sha256), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw SyncError.notFound("No such media.") }
         defer { close(fd) }
         var offset = range.lowerBound
@@ -52,9 +52,9 @@ extension SQLiteStore: MediaStore {
     /// Bytes read or written at a time.
     static let mediaPiece = 64 * 1024
 
-    public func mediaBytes(familyID: String) async throws -> Int64 {
+    public func mediaBytes(spaceID: String) async throws -> Int64 {
         try await read { db in
-            try Int64.fetchOne(db, sql: "SELECT COALESCE(sum(size), 0) FROM media WHERE family_id = ?", arguments: [familyID]) ?? 0
+            try Int64.fetchOne(db, sql: "SELECT COALESCE(sum(size), 0) FROM media WHERE family_id = ?", arguments: [spaceID]) ?? 0
         }
     }
 
@@ -71,13 +71,13 @@ extension SQLiteStore: MediaStore {
         }
         var purged = 0
         for (family, media) in Dictionary(grouping: candidates, by: \.family) {
-            let named = try await read { db in try Self.namedMedia(db, familyID: family) }
+            let named = try await read { db in try Self.namedMedia(db, spaceID: family) }
             let unnamed = media.map(\.sha256).filter { !named.contains($0) }
             var start = 0
             while start < unnamed.count {
                 let batch = Array(unnamed[start..<min(start + Self.mediaPurgeBatch, unnamed.count)])
                 start += batch.count
-                purged += try await deleteMedia(familyID: family, batch, cutoffMs: cutoffMs)
+                purged += try await deleteMedia(spaceID: family, batch, cutoffMs: cutoffMs)
             }
         }
         // Uploads a crash cut short: temporary files older than an hour.
@@ -97,16 +97,16 @@ extension SQLiteStore: MediaStore {
     static let mediaPurgeBatch = 100
 
     /// The media a live item of the family names now, in any collection (the write path marks media named anywhere).
-    static func namedMedia(_ db: Database, familyID: String) throws -> Set<String> {
+    static func namedMedia(_ db: Database, spaceID: String) throws -> Set<String> {
         var named = Set<String>()
         let bodies = try String.fetchCursor(
             db, sql: "SELECT body FROM items WHERE family_id = ? AND NOT deleted AND instr(body, ?) > 0",
-            arguments: [familyID, MediaURL.prefix])
+            arguments: [spaceID, MediaURL.prefix])
         while let body = try bodies.next() { named.formUnion(MediaURL.hashes(in: [body])) }
         return named
     }
 
-    private func deleteMedia(familyID: String, _ hashes: [String], cutoffMs: Int64) async throws -> Int {
+    private func deleteMedia(spaceID: String, _ hashes: [String], cutoffMs: Int64) async throws -> Int {
         let folder = mediaFolder
         let moved = Mutex<[(final: String, aside: String)]>([])
         do {
@@ -116,10 +116,10 @@ extension SQLiteStore: MediaStore {
                     guard
                         try Int64.fetchOne(
                             db, sql: "DELETE FROM media WHERE family_id = ? AND sha256 = ? AND referenced_ms < ? RETURNING 1",
-                            arguments: [familyID, sha, cutoffMs]) != nil
+                            arguments: [spaceID, sha, cutoffMs]) != nil
                     else { continue }
                     count += 1
-                    let final = "\(folder)/\(familyID)/\(sha)"
+                    let final = "\(folder)/\(spaceID)/\(sha)"
                     let aside = "\(folder)/tmp/purged-\(UUID().uuidString)"
                     if rename(final, aside) == 0 { moved.withLock { $0.append((final, aside)) } }
                 }
@@ -138,14 +138,14 @@ extension SQLiteStore: MediaStore {
 /// An upload to a temporary file, written with `write(2)` on the blocking pool. Used by one task at a time.
 final class FileMediaUpload: MediaUpload, Sendable {
     let store: SQLiteStore
-    let familyID: String
+    let spaceID: String
     let temporaryPath: String
     let fd: Int32
     private let closed = Atomic<Bool>(false)
 
-    init(store: SQLiteStore, familyID: String) throws {
+    init(store: SQLiteStore, spaceID: String) throws {
         self.store = store
-        self.familyID = familyID
+        self.spaceID = spaceID
         let tmp = store.mediaFolder + "/tmp"
         try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         temporaryPath = tmp + "/" + UUID().uuidString
@@ -174,9 +174,9 @@ final class FileMediaUpload: MediaUpload, Sendable {
     func commit(_ info: MediaInfo, nowMs: Int64, familyQuota: Int64) async throws -> Bool {
         let fd = self.fd
         let temporaryPath = self.temporaryPath
-        let folder = store.mediaFolder + "/" + familyID
-        let final = store.mediaPath(familyID: familyID, sha256: info.sha256)
-        let familyID = self.familyID
+        let folder = store.mediaFolder + "/" + spaceID
+        let final = store.mediaPath(spaceID: spaceID, sha256: info.sha256)
+        let spaceID = self.spaceID
         // On disk before it is visible under its name.
         let synced = try await NIOThreadPool.singleton.runIfActive { fsync(fd) == 0 }
         closeOnce()
@@ -187,16 +187,16 @@ final class FileMediaUpload: MediaUpload, Sendable {
         return try await store.write { db in
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let existed =
-                try Int64.fetchOne(db, sql: "SELECT 1 FROM media WHERE family_id = ? AND sha256 = ?", arguments: [familyID, info.sha256]) != nil
+                try Int64.fetchOne(db, sql: "SELECT 1 FROM media WHERE family_id = ? AND sha256 = ?", arguments: [spaceID, info.sha256]) != nil
             if !existed {
-                let used = try Int64.fetchOne(db, sql: "SELECT COALESCE(sum(size), 0) FROM media WHERE family_id = ?", arguments: [familyID])
+                let used = try Int64.fetchOne(db, sql: "SELECT COALESCE(sum(size), 0) FROM media WHERE family_id = ?", arguments: [spaceID])
                 try MediaService.checkQuota(used: used ?? 0, adding: info.size, quota: familyQuota)
             }
             try db.execute(
                 sql: """
                     INSERT INTO media (family_id, sha256, content_type, size, created_ms, referenced_ms) VALUES (?, ?, ?, ?, ?, ?)
                     ON CONFLICT (family_id, sha256) DO UPDATE SET referenced_ms = max(referenced_ms, excluded.referenced_ms)
-                    """, arguments: [familyID, info.sha256, info.contentType, info.size, nowMs, nowMs])
+                    """, arguments: [spaceID, info.sha256, info.contentType, info.size, nowMs, nowMs])
             // Same name, same bytes: a file already there (this family's, or left by a crash before its row) stays.
             if FileManager.default.fileExists(atPath: final) {
                 try? FileManager.default.removeItem(atPath: temporaryPath)

@@ -5,20 +5,20 @@ import SyncAPI
 /// Full lists read page by page from one WAL snapshot, so that an answer of 100,000 items never sits whole in memory.
 extension SQLiteStore {
     public func streamLiveRows(
-        familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
+        spaceID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
         page: @escaping @Sendable (LiveBodies) async throws -> Void
     ) async throws {
         // A snapshot of its own: every page comes from the same state of the database as the counter.
         let snapshot = try Self.mapped { try snapshots.begin() }
         defer { snapshots.end(snapshot) }
-        try await start(try await Self.version(snapshot, familyID: familyID))
-        try await Self.forEachLivePage(snapshot, familyID: familyID, collection: collection, page)
+        try await start(try await Self.version(snapshot, spaceID: spaceID))
+        try await Self.forEachLivePage(snapshot, spaceID: spaceID, collection: collection, page)
     }
 
     /// The family's counter in `snapshot`.
-    static func version(_ snapshot: DatabaseQueue, familyID: String) async throws -> Int64 {
+    static func version(_ snapshot: DatabaseQueue, spaceID: String) async throws -> Int64 {
         let version = try await read(snapshot) { db in
-            try Int64.fetchOne(cached: db, sql: "SELECT version FROM families WHERE id = ?", arguments: [familyID])
+            try Int64.fetchOne(cached: db, sql: "SELECT version FROM families WHERE id = ?", arguments: [spaceID])
         }
         guard let version else { throw SyncError.unauthorized }
         return version
@@ -27,11 +27,11 @@ extension SQLiteStore {
     /// The body of every live row of a full list in `snapshot`, page by page; the next page is read once `page`
     /// returned.
     static func forEachLivePage(
-        _ snapshot: DatabaseQueue, familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void
+        _ snapshot: DatabaseQueue, spaceID: String, collection: String, _ page: (LiveBodies) async throws -> Void
     ) async throws {
         var after: (version: Int64, id: String) = (0, "")
         while true {
-            let (bodies, last) = try await livePage(snapshot, familyID: familyID, collection: collection, after: after)
+            let (bodies, last) = try await livePage(snapshot, spaceID: spaceID, collection: collection, after: after)
             guard let last else { return }
             try await page(bodies)
             guard StreamPaging.isFull(count: bodies.count, bytes: bodies.reduce(0) { $0 + $1.readableBytes }) else { return }
@@ -42,7 +42,7 @@ extension SQLiteStore {
     /// The next page of live rows after `after` (keyset order: version, then id): their bodies, in one buffer that
     /// each body is a slice of, and the position of the last. A page bounded by bytes reads fewer rows than its `LIMIT`.
     static func livePage(
-        _ snapshot: DatabaseQueue, familyID: String, collection: String, after: (version: Int64, id: String)
+        _ snapshot: DatabaseQueue, spaceID: String, collection: String, after: (version: Int64, id: String)
     ) async throws -> (LiveBodies, (version: Int64, id: String)?) {
         try await read(snapshot) { db in
             let rows = try Row.fetchCursor(
@@ -52,7 +52,7 @@ extension SQLiteStore {
                         WHERE family_id = ? AND collection = ? AND parent_id = '' AND NOT deleted AND (version, id) > (?, ?)
                         ORDER BY version, id LIMIT ?
                         """),
-                arguments: [familyID, collection, after.version, after.id, StreamPaging.pageSize])
+                arguments: [spaceID, collection, after.version, after.id, StreamPaging.pageSize])
             var buffer = ByteBuffer()
             var ends: [Int] = []
             ends.reserveCapacity(StreamPaging.pageSize)

@@ -45,11 +45,11 @@ struct EmptiedSpaceTests {
             let now = WallClock.nowMs()
             // Within the retention, nothing goes.
             #expect(try await store.purgeEmptiedSpaces(cutoffMs: now - Int64(retention) * 1000) == 0)
-            let kept = try await store.delta(familyID: garden, collections: ["contacts"], since: 0).rows["contacts"] ?? []
+            let kept = try await store.delta(spaceID: garden, collections: ["contacts"], since: 0).rows["contacts"] ?? []
             #expect(kept.count == 2, "\(kept)")
             // After it, the purge deletes the garden's items and its row (no account was made in it), and only that.
             _ = try await purger.purgeOnce(nowMs: now + 1000 + Int64(retention) * 1000)
-            await #expect(throws: SyncError.self) { try await store.delta(familyID: garden, collections: ["contacts"], since: nil) }
+            await #expect(throws: SyncError.self) { try await store.delta(spaceID: garden, collections: ["contacts"], since: nil) }
             #expect(try await store.purgeEmptiedSpaces(cutoffMs: now + 1000) == 0)
             #expect(try await alice.call(.get, "/api/v1/ctcsync").status == .ok)
             #expect(try await bob.call(.get, "/api/v1/ctcsync").status == .ok)

@@ -108,7 +108,7 @@ struct StreamedAnswerTests {
             let token = try #require(SyncAPITestJSON.string(signup.body, "token"))
             let session = Session(
                 accountID: try #require(SyncAPITestJSON.string(signup.body, "accountId")),
-                familyID: try #require(SyncAPITestJSON.string(signup.body, "familyId")), role: .owner)
+                spaceID: try #require(SyncAPITestJSON.string(signup.body, "familyId")), role: .owner)
             // Seeded in this process, through the engine, into the server's database (fast: no HTTP per item).
             let opened = try OpenedStore.open(
                 try DatabaseURL(parsing: database), deadline: testDeadline, timers: testTimers, logger: Logger(label: "seed"))

@@ -39,7 +39,7 @@ struct ConcurrencyTests {
             id: DatabaseIdentity.uuid(), username: "u\(family.prefix(8))", displayName: "u", passwordHash: "x", profileBody: "{}", settingsBody: "{}",
             settingsCollection: Collections.registry.accountSingleton?.name)
         try await store.createFamily(id: family, name: "Family", familyBody: "{}", account: account, nowMs: 0)
-        return Session(accountID: account.id, familyID: family, role: .owner)
+        return Session(accountID: account.id, spaceID: family, role: .owner)
     }
 
     static func serverItems(_ engine: SyncEngine, _ session: Session) async throws -> [String: String] {
@@ -121,9 +121,9 @@ struct ConcurrencyTests {
                 try await writer.query("BEGIN", logger: logger)
                 try await writer.query(
                     """
-                    WITH v AS (UPDATE families SET version = version + 1 WHERE id = \(session.familyID) RETURNING version)
+                    WITH v AS (UPDATE families SET version = version + 1 WHERE id = \(session.spaceID) RETURNING version)
                     INSERT INTO items (family_id, collection, parent_id, id, version, deleted, body, modified_ms)
-                    SELECT \(session.familyID), 'contacts', '', 'held', v.version, false, '{"id":"held"}', 0 FROM v
+                    SELECT \(session.spaceID), 'contacts', '', 'held', v.version, false, '{"id":"held"}', 0 FROM v
                     """, logger: logger)
                 // A sync meanwhile neither waits for it nor sees it, and its date stays below the held version.
                 let during = try await engine.fullListSync(session, Collections.contacts, date: replica.date, ifNoneMatch: nil)

@@ -18,11 +18,11 @@ struct DeltaBatcherTests {
     func batchedAnswersAsAlone() async throws {
         try await Self.withOneConnection { store, batcher in
             let families = try await Self.seededFamilies(store, count: 5)
-            let version = try await store.readDelta(familyID: families[0], collections: [], since: nil).version
+            let version = try await store.readDelta(spaceID: families[0], collections: [], since: nil).version
             var random = SplitMix(seed: 41)
             let calls = (0..<60).map { n in
                 DeltaRequest(
-                    familyID: n == 7 ? "no-such-family" : families[random.next(families.count)],
+                    spaceID: n == 7 ? "no-such-family" : families[random.next(families.count)],
                     collections: n == 11 ? [] : PostgresDeltaPrefetchTests.someOf(Self.collections, &random),
                     since: random.next(4) == 0 ? nil : Int64(random.next(Int(version) + 2)))
             }
@@ -39,11 +39,11 @@ struct DeltaBatcherTests {
             #expect(answers.count == calls.count)
             for (n, call) in calls.enumerated() {
                 let batched = try #require(answers[n])
-                if call.familyID == "no-such-family" {
+                if call.spaceID == "no-such-family" {
                     #expect(batched == nil)
                     continue
                 }
-                let alone = try await store.readDelta(familyID: call.familyID, collections: call.collections, since: call.since)
+                let alone = try await store.readDelta(spaceID: call.spaceID, collections: call.collections, since: call.since)
                 let answer = try #require(batched, "call \(n)")
                 #expect(
                     answer.version == alone.version && answer.horizon == alone.horizon && answer.rows == alone.rows,
@@ -58,8 +58,8 @@ struct DeltaBatcherTests {
     func cancelledWhileWaiting() async throws {
         try await Self.withOneConnection { store, batcher in
             let family = try await Self.seededFamilies(store, count: 1)[0]
-            let call = DeltaRequest(familyID: family, collections: ["contacts"], since: nil)
-            let alone = try await store.readDelta(familyID: family, collections: ["contacts"], since: nil)
+            let call = DeltaRequest(spaceID: family, collections: ["contacts"], since: nil)
+            let alone = try await store.readDelta(spaceID: family, collections: ["contacts"], since: nil)
             // The connection comes back once the cancellation has been checked (a poll of `waiting == 2` could miss
             // the moment: the cancellation follows it at once).
             let checked = Checked()
@@ -124,13 +124,13 @@ struct DeltaBatcherTests {
     /// `count` families with creations, rewrites and deletions in three lists.
     static func seededFamilies(_ store: PostgresStore, count: Int) async throws -> [String] {
         var families: [String] = []
-        for _ in 0..<count { families.append(try await ConcurrencyTests.newFamily(store).familyID) }
+        for _ in 0..<count { families.append(try await ConcurrencyTests.newFamily(store).spaceID) }
         var random = SplitMix(seed: 7)
         for n in 0..<90 {
             let family = families[random.next(families.count)]
             let key = ItemKey(collection: collections[random.next(collections.count)], id: "i\(random.next(10))")
             let row = RowWrite(key: key, body: random.next(5) == 0 ? nil : #"{"n":\#(n)}"#)
-            _ = try await store.write(familyID: family, key: key, parent: nil, nowMs: Int64(n)) { _ in .write([row]) }
+            _ = try await store.write(spaceID: family, key: key, parent: nil, nowMs: Int64(n)) { _ in .write([row]) }
         }
         return families
     }

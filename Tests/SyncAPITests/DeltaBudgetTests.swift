@@ -24,10 +24,10 @@ struct DeltaBudgetTests {
             for n in 1...count {
                 _ = try await engine.put(session, ItemAddress(Collections.contacts, id: "c\(n)"), body: contact(n, notes), preconditions: .init())
             }
-            let delta = try await store.delta(familyID: session.familyID, collections: ["contacts"], since: 1)
+            let delta = try await store.delta(spaceID: session.spaceID, collections: ["contacts"], since: 1)
             #expect(delta.overflowed && delta.rows.isEmpty)
             // A dateless read (a bundle's first sync) keeps the same budget: its caller streams past it.
-            let whole = try await store.delta(familyID: session.familyID, collections: ["contacts"], since: nil)
+            let whole = try await store.delta(spaceID: session.spaceID, collections: ["contacts"], since: nil)
             #expect(whole.overflowed && whole.rows.isEmpty)
 
             let late = try JSONParser.parse(

@@ -62,15 +62,15 @@ struct EngineUnitTests {
     func syncTokens() throws {
         let db = "0123456789abcdef"
         let family = "00000000-0000-4000-8000-000000000001"
-        let token = SyncToken(databaseID: db, familyID: family, version: 42).string
-        #expect(try SyncToken.parse(token, databaseID: db, familyID: family) == .position(42, generation: 0))
-        #expect(try SyncToken.parse(nil, databaseID: db, familyID: family) == .absent)
-        #expect(try SyncToken.parse(token, databaseID: "fedcba9876543210", familyID: family) == .unanswerable)
-        #expect(try SyncToken.parse(token, databaseID: db, familyID: "00000000-0000-4000-8000-000000000002") == .unanswerable)
-        #expect(try SyncToken.parse("\(db).\(family).042", databaseID: db, familyID: family) == .unanswerable)
-        #expect(try SyncToken.parse("\(db).\(family).-1", databaseID: db, familyID: family) == .unanswerable)
+        let token = SyncToken(databaseID: db, spaceID: family, version: 42).string
+        #expect(try SyncToken.parse(token, databaseID: db, spaceID: family) == .position(42, generation: 0))
+        #expect(try SyncToken.parse(nil, databaseID: db, spaceID: family) == .absent)
+        #expect(try SyncToken.parse(token, databaseID: "fedcba9876543210", spaceID: family) == .unanswerable)
+        #expect(try SyncToken.parse(token, databaseID: db, spaceID: "00000000-0000-4000-8000-000000000002") == .unanswerable)
+        #expect(try SyncToken.parse("\(db).\(family).042", databaseID: db, spaceID: family) == .unanswerable)
+        #expect(try SyncToken.parse("\(db).\(family).-1", databaseID: db, spaceID: family) == .unanswerable)
         for bad in ["", "a b", String(repeating: "a", count: 129), "é", "a/b"] {
-            #expect(throws: SyncError.self) { try SyncToken.parse(bad, databaseID: db, familyID: family) }
+            #expect(throws: SyncError.self) { try SyncToken.parse(bad, databaseID: db, spaceID: family) }
         }
         #expect(token.count <= 128)
     }

@@ -80,16 +80,16 @@ struct HardeningStoreTests {
                 let expected = Set(
                     (0..<150).filter { n in n % 3 != 2 && !(0..<150).contains { m in m > n && m % 40 == n % 40 } }.map { "c\($0 % 40)" })
                 #expect(Set(live.keys) == expected)
-                let delta = try await store.delta(familyID: session.familyID, collections: [Collections.contacts.name], since: 0)
+                let delta = try await store.delta(spaceID: session.spaceID, collections: [Collections.contacts.name], since: 0)
                 #expect(delta.rows[Collections.contacts.name, default: []].allSatisfy { !$0.deleted }, "tombstones were purged")
             }
         }
     }
 
     /// What the family holds, as a write's plan sees it under the family's lock (quota counters).
-    static func usage(_ store: any SyncStore, _ familyID: String) async throws -> FamilyUsage {
+    static func usage(_ store: any SyncStore, _ spaceID: String) async throws -> FamilyUsage {
         let seen = Mutex(FamilyUsage())
-        _ = try await store.write(familyID: familyID, key: ItemKey(collection: "contacts", id: "probe"), parent: nil, nowMs: 0) { context in
+        _ = try await store.write(spaceID: spaceID, key: ItemKey(collection: "contacts", id: "probe"), parent: nil, nowMs: 0) { context in
             seen.withLock { $0 = context.usage }
             return .unchanged
         }
@@ -156,8 +156,8 @@ struct HardeningStoreTests {
             #expect(delta["sync"] == .bool(true))
             // The quota counters were filled from the rows already there: the same as a family written after the
             // migration, whose counters the triggers kept.
-            let migrated = try await Self.usage(store, session.familyID)
-            let written = try await Self.usage(store, try await fill().familyID)
+            let migrated = try await Self.usage(store, session.spaceID)
+            let written = try await Self.usage(store, try await fill().spaceID)
             #expect(migrated == written && migrated.items == 7, "\(migrated) \(written)")
             // The new tables work on the migrated database.
             let counted = try await store.countLoginAttempt(keys: ["u:x"], nowMs: 1, windowMs: 10)

@@ -61,7 +61,7 @@ struct PaginatedSyncTests {
             func query(_ anchor: String? = nil, limit: Int = 20) -> PageQuery {
                 PageQuery(collection: Collections.threads.name, anchorID: anchor, limit: limit, tags: nil, children: children)
             }
-            let before = try await store.pageSync(familyID: session.familyID, query: query(), since: nil).version
+            let before = try await store.pageSync(spaceID: session.spaceID, query: query(), since: nil).version
             let date = try Self.json(
                 try await engine.pagedSync(session, Collections.threads, PageParameters(), ifNoneMatch: nil).body)["date"]?.stringValue
             // Two threads change after the date (a new message each moves them to the top); t2 and t3 do not.
@@ -72,7 +72,7 @@ struct PaginatedSyncTests {
             }
             // Answered by its changes: no first page read, and children only of the changed threads.
             for anchor in [nil, "t3"] {
-                let rows = try await store.pageSync(familyID: session.familyID, query: query(anchor), since: before)
+                let rows = try await store.pageSync(spaceID: session.spaceID, query: query(anchor), since: before)
                 #expect(Set(rows.changed.map(\.id)) == ["t0", "t1"] && rows.top.isEmpty, "anchor \(anchor ?? "none")")
                 #expect(Set(rows.children.keys) == ["t0", "t1"], "anchor \(anchor ?? "none")")
             }
@@ -81,7 +81,7 @@ struct PaginatedSyncTests {
                 (query(), nil, 21), (query(), before + 100, 21), (query("unknown"), before, 21), (query(limit: 1), before, 2),
             ]
             for (question, since, count) in firstPages {
-                let rows = try await store.pageSync(familyID: session.familyID, query: question, since: since)
+                let rows = try await store.pageSync(spaceID: session.spaceID, query: question, since: since)
                 // Children of the page's items only, not of the one more read to tell whether more exist.
                 #expect(rows.top.count == count && rows.children.count == count - 1, "\(question) since \(since.map(String.init) ?? "nil")")
             }

@@ -24,13 +24,13 @@ struct PostgresDeltaPrefetchTests {
                 let family = random.next(8) == 0 ? other : session
                 let key = ItemKey(collection: collections[random.next(collections.count)], id: "i\(random.next(12))")
                 let row = RowWrite(key: key, body: random.next(5) == 0 ? nil : #"{"n":\#(n)}"#)
-                _ = try await store.write(familyID: family.familyID, key: key, parent: nil, nowMs: Int64(n)) { _ in .write([row]) }
+                _ = try await store.write(spaceID: family.spaceID, key: key, parent: nil, nowMs: Int64(n)) { _ in .write([row]) }
             }
-            let version = try await store.delta(familyID: session.familyID, collections: [], since: nil).version
+            let version = try await store.delta(spaceID: session.spaceID, collections: [], since: nil).version
             for _ in 0..<200 {
                 let requests = (0..<(2 + random.next(4))).map { _ in
                     DeltaRequest(
-                        familyID: session.familyID,
+                        spaceID: session.spaceID,
                         collections: Self.someOf(collections, &random),
                         since: random.next(4) == 0 ? nil : Int64(random.next(Int(version) + 2)))
                 }
@@ -38,9 +38,9 @@ struct PostgresDeltaPrefetchTests {
                     let prefetched = try await pinned.prefetchingDeltas(requests)
                     #expect((prefetched as? PostgresSnapshot)?.store.prefetched.count == Set(requests).count)
                     for request in requests {
-                        let ahead = try await prefetched.delta(familyID: request.familyID, collections: request.collections, since: request.since)
+                        let ahead = try await prefetched.delta(spaceID: request.spaceID, collections: request.collections, since: request.since)
                         let alone = try await (pinned as! PostgresSnapshot).store.readDelta(
-                            familyID: request.familyID, collections: request.collections, since: request.since)
+                            spaceID: request.spaceID, collections: request.collections, since: request.since)
                         #expect(
                             ahead.version == alone.version && ahead.horizon == alone.horizon && ahead.rows == alone.rows,
                             "\(request.collections) since \(request.since.map(String.init) ?? "nil")")
@@ -50,40 +50,40 @@ struct PostgresDeltaPrefetchTests {
             // A family that does not exist: nothing is read ahead, and the call answers as it always did.
             try await store.withReadSnapshot { pinned in
                 let requests = [
-                    DeltaRequest(familyID: "no-such-family", collections: ["contacts"], since: 1),
-                    DeltaRequest(familyID: "no-such-family", collections: ["events"], since: 1),
+                    DeltaRequest(spaceID: "no-such-family", collections: ["contacts"], since: 1),
+                    DeltaRequest(spaceID: "no-such-family", collections: ["events"], since: 1),
                 ]
                 let prefetched = try await pinned.prefetchingDeltas(requests)
                 #expect((prefetched as? PostgresSnapshot)?.store.prefetched.isEmpty == true)
-                await #expect(throws: SyncError.self) { try await prefetched.delta(familyID: "no-such-family", collections: ["contacts"], since: 1) }
+                await #expect(throws: SyncError.self) { try await prefetched.delta(spaceID: "no-such-family", collections: ["contacts"], since: 1) }
             }
             // More changed rows than the bound: nothing is read ahead (the run reads its deltas one at a time), and
             // what the bound let through is dropped.
             try await store.withReadSnapshot { pinned in
                 let conn = try #require(pinned as? PostgresSnapshot).connection
-                let requests = collections.map { DeltaRequest(familyID: session.familyID, collections: [$0], since: nil) }
+                let requests = collections.map { DeltaRequest(spaceID: session.spaceID, collections: [$0], since: nil) }
                 let all = try #require(
                     try await PostgresStore.deltas(
-                        of: requests, familyID: session.familyID, limit: 10_000, conn: conn, prepared: true, logger: Logger(label: "test")))
+                        of: requests, spaceID: session.spaceID, limit: 10_000, conn: conn, prepared: true, logger: Logger(label: "test")))
                 let rows = all.values.reduce(0) { $0 + $1.rows.values.reduce(0) { $0 + $1.count } }
                 #expect(rows > 5)
                 let bounded = try await PostgresStore.deltas(
-                    of: requests, familyID: session.familyID, limit: rows - 1, conn: conn, prepared: true, logger: Logger(label: "test"))
+                    of: requests, spaceID: session.spaceID, limit: rows - 1, conn: conn, prepared: true, logger: Logger(label: "test"))
                 #expect(bounded == nil)
                 // The bound counts statement rows: the changed items, plus one empty row per collection without any.
                 let within = try await PostgresStore.deltas(
-                    of: requests, familyID: session.familyID, limit: rows + requests.count, conn: conn, prepared: true,
+                    of: requests, spaceID: session.spaceID, limit: rows + requests.count, conn: conn, prepared: true,
                     logger: Logger(label: "test"))
                 #expect(within?.count == requests.count)
                 // The pinned connection is left clean: the snapshot reads on.
-                _ = try await pinned.delta(familyID: session.familyID, collections: ["contacts"], since: nil)
+                _ = try await pinned.delta(spaceID: session.spaceID, collections: ["contacts"], since: nil)
             }
             // Four deltas of one run: one statement naming the family.
-            let (statements, _) = try await StatementLog.counted(database: url, naming: session.familyID) {
+            let (statements, _) = try await StatementLog.counted(database: url, naming: session.spaceID) {
                 try await store.withReadSnapshot { pinned in
-                    let requests = collections.map { DeltaRequest(familyID: session.familyID, collections: [$0], since: 2) }
+                    let requests = collections.map { DeltaRequest(spaceID: session.spaceID, collections: [$0], since: 2) }
                     let prefetched = try await pinned.prefetchingDeltas(requests)
-                    for request in requests { _ = try await prefetched.delta(familyID: session.familyID, collections: request.collections, since: 2) }
+                    for request in requests { _ = try await prefetched.delta(spaceID: session.spaceID, collections: request.collections, since: 2) }
                 }
             }
             #expect(statements == 1, "four deltas of a run took \(statements) statements")

@@ -15,8 +15,8 @@ struct PostgresPagePlanTests {
     /// 20,000 contacts of one family, versions 1…20,000 in an order unlike the list's, one in ten deleted; and a small
     /// family of 50. Returns (small, large).
     static func seed(_ store: PostgresStore) async throws -> (String, String) {
-        let small = try await ConcurrencyTests.newFamily(store).familyID
-        let large = try await ConcurrencyTests.newFamily(store).familyID
+        let small = try await ConcurrencyTests.newFamily(store).spaceID
+        let large = try await ConcurrencyTests.newFamily(store).spaceID
         try await store.transaction { conn in
             // The rows are the test's own: the usage counters' trigger (one update of the family per row) is off.
             try await conn.query("SET LOCAL session_replication_role = replica", logger: store.logger)
@@ -42,10 +42,10 @@ struct PostgresPagePlanTests {
             let anchored = PageQuery(collection: "contacts", anchorID: "c5", limit: 20, tags: nil, children: nil)
             for run in 0..<8 {
                 let (family, top): (String, Int64) = run % 2 == 0 ? (small, 50) : (large, 20_000)
-                _ = try await pinned.pageSync(familyID: family, query: query, since: top - 10)
-                _ = try await pinned.pageSync(familyID: family, query: anchored, since: top - 10)
-                _ = try await pinned.page(familyID: family, query: query)
-                _ = try await pinned.page(familyID: family, query: anchored)
+                _ = try await pinned.pageSync(spaceID: family, query: query, since: top - 10)
+                _ = try await pinned.pageSync(spaceID: family, query: anchored, since: top - 10)
+                _ = try await pinned.page(spaceID: family, query: query)
+                _ = try await pinned.page(spaceID: family, query: anchored)
             }
             for name in [
                 PreparedStatements.PageSync.name, PreparedStatements.AnchoredPageSync.name, PreparedStatements.Page.name,
@@ -74,7 +74,7 @@ struct PostgresPagePlanTests {
             for since: Int64 in [19_990, 19_000, 18_000, 0] {
                 for anchor in [nil, "c5", "c16000"] {
                     let q = PageQuery(collection: "contacts", anchorID: anchor, limit: 20, tags: nil, children: nil)
-                    let rows = try await pinned.pageSync(familyID: large, query: q, since: since)
+                    let rows = try await pinned.pageSync(spaceID: large, query: q, since: since)
                     let expected = try await Self.newestChanged(large, since: since, atOrAbove: anchor, conn, pinned.logger)
                     #expect(rows.changed.map(\.id) == expected, "since \(since), anchor \(anchor ?? "none")")
                     if anchor == nil, since < 19_990 { #expect(expected.count == 21) }
@@ -89,10 +89,10 @@ struct PostgresPagePlanTests {
             for run in 0..<8 {
                 let (family, live) = run % 2 == 0 ? (small, 45) : (large, 18_000)
                 var bodies = 0
-                try await pinned.forEachLivePage(on: conn, familyID: family, collection: "contacts") { bodies += $0.count }
+                try await pinned.forEachLivePage(on: conn, spaceID: family, collection: "contacts") { bodies += $0.count }
                 var rows = 0
                 for try await _ in try await conn.run(
-                    PreparedStatements.LiveRows(familyID: family, collection: "contacts"), prepared: true, logger: pinned.logger)
+                    PreparedStatements.LiveRows(spaceID: family, collection: "contacts"), prepared: true, logger: pinned.logger)
                 {
                     rows += 1
                 }

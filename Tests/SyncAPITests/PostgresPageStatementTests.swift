@@ -34,17 +34,17 @@ struct PostgresPageStatementTests {
                     key: ItemKey(collection: "wall", id: parent), body: deleting ? nil : #"{"n":\#(n)}"#,
                     sortMs: Int64(random.next(8)), sortMoved: true, tag: ["a", "b", "c"][random.next(3)],
                     deleteChildren: deleting ? "comments" : nil)
-                _ = try await store.write(familyID: session.familyID, key: row.key, parent: nil, nowMs: Int64(n)) { _ in .write([row]) }
+                _ = try await store.write(spaceID: session.spaceID, key: row.key, parent: nil, nowMs: Int64(n)) { _ in .write([row]) }
                 for c in 0..<random.next(4) where !deleting {
                     let child = RowWrite(
                         key: ItemKey(collection: "comments", parentID: parent, id: "c\(n)-\(c)"), body: "{}", sortMs: Int64(random.next(5)),
                         sortMoved: true)
-                    _ = try await store.write(familyID: session.familyID, key: child.key, parent: row.key, nowMs: Int64(n)) { _ in
+                    _ = try await store.write(spaceID: session.spaceID, key: child.key, parent: row.key, nowMs: Int64(n)) { _ in
                         .write([child])
                     }
                 }
             }
-            let version = try await store.delta(familyID: session.familyID, collections: ["wall"], since: nil).version
+            let version = try await store.delta(spaceID: session.spaceID, collections: ["wall"], since: nil).version
             for _ in 0..<400 {
                 let anchor: String? = [nil, ids[random.next(ids.count)], "unknown"][random.next(3)]
                 let query = PageQuery(
@@ -54,16 +54,16 @@ struct PostgresPageStatementTests {
                     // Bodies of 8 or 9 bytes, children of 2: budgets that cut nothing, the list or the children.
                     byteBudget: [PageQuery.defaultByteBudget, 4, 12, 20, 40][random.next(5)])
                 let since: Int64? = random.next(5) == 0 ? nil : Int64(random.next(Int(version) + 2))
-                let one = try await store.pageSync(familyID: session.familyID, query: query, since: since)
-                let reference = try await store.readPageSync(familyID: session.familyID, query: query, since: since)
+                let one = try await store.pageSync(spaceID: session.spaceID, query: query, since: since)
+                let reference = try await store.readPageSync(spaceID: session.spaceID, query: query, since: since)
                 #expect(Self.same(one, reference), "page sync \(query) since \(since.map(String.init) ?? "nil")")
-                let page = try await store.page(familyID: session.familyID, query: query)
-                let referencePage = try await store.readPage(familyID: session.familyID, query: query)
+                let page = try await store.page(spaceID: session.spaceID, query: query)
+                let referencePage = try await store.readPage(spaceID: session.spaceID, query: query)
                 #expect(page?.items == referencePage?.items && page?.children == referencePage?.children, "page \(query)")
             }
             await #expect(throws: SyncError.self) {
                 try await store.pageSync(
-                    familyID: "no-such-family", query: PageQuery(collection: "wall", anchorID: nil, limit: 5, tags: nil, children: nil), since: 1)
+                    spaceID: "no-such-family", query: PageQuery(collection: "wall", anchorID: nil, limit: 5, tags: nil, children: nil), since: 1)
             }
         }
     }
@@ -80,18 +80,18 @@ struct PostgresPageStatementTests {
             let session = try await ConcurrencyTests.newFamily(store)
             for n in 0..<3 {
                 let row = RowWrite(key: ItemKey(collection: "threads", id: "t\(n)"), body: "{}", sortMs: Int64(n), sortMoved: true)
-                _ = try await store.write(familyID: session.familyID, key: row.key, parent: nil, nowMs: 0) { _ in .write([row]) }
+                _ = try await store.write(spaceID: session.spaceID, key: row.key, parent: nil, nowMs: 0) { _ in .write([row]) }
             }
             func logged(_ body: () async throws -> Void) async throws -> (statements: Int, transactions: Int) {
-                try await StatementLog.counted(database: url, naming: session.familyID, during: body)
+                try await StatementLog.counted(database: url, naming: session.spaceID, during: body)
             }
             let query = PageQuery(
                 collection: "threads", anchorID: "t1", limit: 2, tags: nil, children: ChildrenQuery(collection: "messages", limit: 3))
-            let pageSync = try await logged { _ = try await store.pageSync(familyID: session.familyID, query: query, since: 1) }
-            let page = try await logged { _ = try await store.page(familyID: session.familyID, query: query) }
-            let delta = try await logged { _ = try await store.delta(familyID: session.familyID, collections: ["contacts"], since: 1) }
+            let pageSync = try await logged { _ = try await store.pageSync(spaceID: session.spaceID, query: query, since: 1) }
+            let page = try await logged { _ = try await store.page(spaceID: session.spaceID, query: query) }
+            let delta = try await logged { _ = try await store.delta(spaceID: session.spaceID, collections: ["contacts"], since: 1) }
             let full = try await logged {
-                try await store.streamLiveRows(familyID: session.familyID, collection: "threads", start: { _ in }, page: { _ in })
+                try await store.streamLiveRows(spaceID: session.spaceID, collection: "threads", start: { _ in }, page: { _ in })
             }
             print("statements (transactions): page sync \(pageSync), page \(page), delta \(delta), full list \(full)")
             #expect(pageSync.statements == 1 && page.statements == 1 && delta.statements == 1 && full.statements == 1)
@@ -99,7 +99,7 @@ struct PostgresPageStatementTests {
             // A write is one transaction: the count sees the ones there are.
             let row = RowWrite(key: ItemKey(collection: "threads", id: "t9"), body: "{}", sortMs: 9, sortMoved: true)
             let write = try await logged {
-                _ = try await store.write(familyID: session.familyID, key: row.key, parent: nil, nowMs: 0) { _ in .write([row]) }
+                _ = try await store.write(spaceID: session.spaceID, key: row.key, parent: nil, nowMs: 0) { _ in .write([row]) }
             }
             #expect(write.transactions == 1, "\(write)")
         }

@@ -17,8 +17,8 @@ struct PostgresPlanTests {
     func genericPlansOnTheIndex() async throws {
         try await Backend.postgres.withStore { opened in
             let store = try #require(opened as? PostgresStore)
-            let small = try await ConcurrencyTests.newFamily(store).familyID
-            let large = try await ConcurrencyTests.newFamily(store).familyID
+            let small = try await ConcurrencyTests.newFamily(store).spaceID
+            let large = try await ConcurrencyTests.newFamily(store).spaceID
             // The large family holds 12,000 of the table's 12,300 top-level rows: by its statistics, a plan made for its
             // value would rather scan the table; the generic plan must not.
             try await store.transaction { conn in
@@ -51,19 +51,19 @@ struct PostgresPlanTests {
                     // few rows and looks cheaper than the generic one.
                     for run in 0..<8 {
                         let (family, top): (String, Int64) = run % 2 == 0 ? (small, 100) : (large, 4_000)
-                        _ = try await pinned.readDelta(familyID: family, collections: ["contacts"], since: top - 15)
-                        _ = try await pinned.readDelta(familyID: family, collections: ["contacts", "events"], since: top - 15)
+                        _ = try await pinned.readDelta(spaceID: family, collections: ["contacts"], since: top - 15)
+                        _ = try await pinned.readDelta(spaceID: family, collections: ["contacts", "events"], since: top - 15)
                         let deltas = try #require(
                             try await PostgresStore.deltas(
                                 of: [
-                                    DeltaRequest(familyID: family, collections: ["contacts"], since: top - 5),
-                                    DeltaRequest(familyID: family, collections: ["events"], since: nil),
-                                ], familyID: family, limit: 20_000, conn: conn, prepared: true, logger: pinned.logger))
+                                    DeltaRequest(spaceID: family, collections: ["contacts"], since: top - 5),
+                                    DeltaRequest(spaceID: family, collections: ["events"], since: nil),
+                                ], spaceID: family, limit: 20_000, conn: conn, prepared: true, logger: pinned.logger))
                         #expect(deltas.count == 2)
                         let batched = try await DeltaBatcher.read(
                             [
-                                .init(familyID: small, collections: ["contacts"], since: 95),
-                                .init(familyID: large, collections: ["contacts", "events"], since: 3_990),
+                                .init(spaceID: small, collections: ["contacts"], since: 95),
+                                .init(spaceID: large, collections: ["contacts", "events"], since: 3_990),
                             ], conn: conn, prepared: true, logger: pinned.logger)
                         #expect(batched.count == 2 && batched.allSatisfy { $0 != nil })
                     }
@@ -107,13 +107,13 @@ struct PostgresPlanTests {
     func planFollowsTheTable() async throws {
         try await Backend.postgres.withStore { opened in
             let store = try #require(opened as? PostgresStore)
-            let family = try await ConcurrencyTests.newFamily(store).familyID
-            let other = try await ConcurrencyTests.newFamily(store).familyID
+            let family = try await ConcurrencyTests.newFamily(store).spaceID
+            let other = try await ConcurrencyTests.newFamily(store).spaceID
             try await store.withReadSnapshot { pinned in
                 let pinned = try #require(pinned as? PostgresSnapshot).store
                 try await pinned.read { conn in
                     // A new database: the plan is made and kept on a table of no rows.
-                    for _ in 0..<8 { _ = try await pinned.readDelta(familyID: family, collections: ["contacts"], since: 1) }
+                    for _ in 0..<8 { _ = try await pinned.readDelta(spaceID: family, collections: ["contacts"], since: 1) }
                     let before = try await Self.plan(
                         "EXECUTE \(PreparedStatements.CollectionDelta.name)('\(family)', 'contacts', 1, true)", conn, pinned.logger)
                     // The table grows on other connections (50,000 rows of another family), and is analysed, as
@@ -127,7 +127,7 @@ struct PostgresPlanTests {
                             """, logger: store.logger)
                     }
                     try await store.transaction { _ = try await $0.query("ANALYZE items", logger: store.logger) }
-                    for _ in 0..<8 { _ = try await pinned.readDelta(familyID: family, collections: ["contacts"], since: 1) }
+                    for _ in 0..<8 { _ = try await pinned.readDelta(spaceID: family, collections: ["contacts"], since: 1) }
                     let after = try await Self.plan(
                         "EXECUTE \(PreparedStatements.CollectionDelta.name)('\(family)', 'contacts', 1, true)", conn, pinned.logger)
                     #expect(before.contains("items_delta") && !before.contains("Seq Scan on items"), "\(before)")

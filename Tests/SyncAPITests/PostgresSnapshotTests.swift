@@ -17,7 +17,7 @@ struct PostgresSnapshotTests {
     func firstStatementInside() async throws {
         try await Backend.postgres.withStore { opened in
             let store = try #require(opened as? PostgresStore)
-            let family = try await ConcurrencyTests.newFamily(store).familyID
+            let family = try await ConcurrencyTests.newFamily(store).spaceID
             let key = ItemKey(collection: "contacts", id: "c")
             // Three snapshots at a time, each with a write that needs a connection of its own from the same pool.
             for wave in 0..<16 {
@@ -28,7 +28,7 @@ struct PostgresSnapshotTests {
                                 let isolation = try await Self.one(conn, "SHOW transaction_isolation", as: String.self)
                                 let before = try await Self.version(conn, family)
                                 // A write commits on another connection between the two reads.
-                                _ = try await store.write(familyID: family, key: key, parent: nil, nowMs: Int64(n)) { _ in
+                                _ = try await store.write(spaceID: family, key: key, parent: nil, nowMs: Int64(n)) { _ in
                                     .write([RowWrite(key: key, body: #"{"n":\#(n)}"#)])
                                 }
                                 return (isolation, before, try await Self.version(conn, family))
@@ -46,7 +46,7 @@ struct PostgresSnapshotTests {
     @Test("on a pool of one connection, the next lease after a snapshot is out of its transaction and its writes commit")
     func nextLeaseOutside() async throws {
         try await DeltaBatcherTests.withOneConnection { store, _ in
-            let family = try await ConcurrencyTests.newFamily(store).familyID
+            let family = try await ConcurrencyTests.newFamily(store).spaceID
             let key = ItemKey(collection: "contacts", id: "c")
             for n in 1...30 {
                 let read = try await store.snapshot(on: store.client) { conn in try await Self.version(conn, family) }
@@ -54,7 +54,7 @@ struct PostgresSnapshotTests {
                     try await Self.one(conn, "SHOW transaction_isolation", as: String.self)
                 }
                 #expect(isolation == "read committed")
-                _ = try await store.write(familyID: family, key: key, parent: nil, nowMs: Int64(n)) { _ in
+                _ = try await store.write(spaceID: family, key: key, parent: nil, nowMs: Int64(n)) { _ in
                     .write([RowWrite(key: key, body: #"{"n":\#(n)}"#)])
                 }
                 // A snapshot that begins after the write sees it: nothing was left inside an open transaction.

@@ -35,7 +35,7 @@ struct SQLiteCommitNoticesTests {
         let before = try await Self.version(store, space)
         await #expect(throws: SyncError.self) {
             try await store.write { db in
-                _ = try SQLiteItemStatements(db: db).bump(familyID: space)
+                _ = try SQLiteItemStatements(db: db).bump(spaceID: space)
                 throw SyncError.unavailable
             }
         }
@@ -45,8 +45,8 @@ struct SQLiteCommitNoticesTests {
 
         let raised = try await store.write { db in
             let statements = SQLiteItemStatements(db: db)
-            _ = try statements.bump(familyID: space)
-            return try statements.bump(familyID: space)
+            _ = try statements.bump(spaceID: space)
+            return try statements.bump(spaceID: space)
         }
         // Two raises in one transaction: one notice, with the last.
         #expect(hub.generation(family: space) == seen &+ 1)
@@ -58,10 +58,10 @@ struct SQLiteCommitNoticesTests {
         let (store, hub, space, folder) = try await Self.store()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let bob = StoreConformanceTests.account("bob")
-        try await store.createAccount(bob, familyID: space, nowMs: 2)
+        try await store.createAccount(bob, spaceID: space, nowMs: 2)
         let seen = hub.subscribe(family: space)
         defer { hub.unsubscribe(family: space) }
-        #expect(try await store.deleteAccount(accountID: bob.id, familyID: space, itemCollections: [], privateLists: [], nowMs: 3))
+        #expect(try await store.deleteAccount(accountID: bob.id, spaceID: space, itemCollections: [], privateLists: [], nowMs: 3))
         let version = try #require(try await Self.version(store, space))
         #expect(hub.generation(family: space) != seen)
         // The write path used to revoke tokens only here: streams woke but were not told the version that moved.

@@ -24,7 +24,7 @@ struct SQLiteSnapshotTests {
     }
 
     static func version(_ store: any ItemReads, _ session: Session) async throws -> Int64 {
-        try await store.delta(familyID: session.familyID, collections: [Collections.contacts.name], since: nil).version
+        try await store.delta(spaceID: session.spaceID, collections: [Collections.contacts.name], since: nil).version
     }
 
     @Test("30 snapshots in a row, a write landing inside each: one state per snapshot, one connection for all")
@@ -36,7 +36,7 @@ struct SQLiteSnapshotTests {
                 let first = try await Self.version(pinned, session)
                 try await Self.put(engine, session, "c\(round)")
                 let page = try await pinned.pageSync(
-                    familyID: session.familyID,
+                    spaceID: session.spaceID,
                     query: PageQuery(collection: Collections.contacts.name, anchorID: nil, limit: 100, tags: nil, children: nil), since: nil)
                 return (first, try await Self.version(pinned, session), page.top.count)
             }

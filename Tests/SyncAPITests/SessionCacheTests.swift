@@ -44,8 +44,8 @@ struct SessionCacheTests {
         cache.remember(tokenHash: "ta", session: alice, expiresMs: 100_000, nowMs: 0, ticket: ticket)
         #expect(cache.session(tokenHash: "ta", nowMs: 1) == nil)
         // Its session in each space carries that space's role and start.
-        #expect(alice.session(in: "f3") == Session(accountID: "a1", familyID: "f3", role: .reader, sinceVersion: 7))
-        #expect(alice.session(in: nil)?.familyID == "f1")
+        #expect(alice.session(in: "f3") == Session(accountID: "a1", spaceID: "f3", role: .reader, sinceVersion: 7))
+        #expect(alice.session(in: nil)?.spaceID == "f1")
         #expect(alice.session(in: "f2") == nil)
     }
 

@@ -5,11 +5,11 @@ import TestSupport
 /// What the test PostgreSQL server logged while some work ran (a database of `newDatabaseURL(logStatements: true)`):
 /// to prove how many statements a path costs, not how fast it ran.
 enum StatementLog {
-    /// Statements of `database` whose parameters name `familyID`, and transactions it opened, in what the server
+    /// Statements of `database` whose parameters name `spaceID`, and transactions it opened, in what the server
     /// logged during `body`; read once a marker run after `body` is in the log (every line names its database, so
     /// other tests' statements are told apart).
     static func counted(
-        database url: String, naming familyID: String, during body: () async throws -> Void
+        database url: String, naming spaceID: String, during body: () async throws -> Void
     ) async throws -> (statements: Int, transactions: Int) {
         let database = String(url.split(separator: "/").last ?? "")
         let log = try await TestPostgres.shared.log()
@@ -26,7 +26,7 @@ enum StatementLog {
                 let lines = text.split(separator: "\n").filter { $0.hasPrefix("db:\(database):") }
                 let mine = lines.prefix { !$0.contains(marker) }
                 return (
-                    mine.filter { $0.contains("parameters:") && $0.contains(familyID) }.count,
+                    mine.filter { $0.contains("parameters:") && $0.contains(spaceID) }.count,
                     mine.filter { $0.contains(": BEGIN") || $0.contains("START TRANSACTION") }.count
                 )
             }

@@ -29,13 +29,13 @@ struct StoreConformanceTests {
     )
         async throws -> WriteOutcome
     {
-        try await store.write(familyID: family, key: ItemKey(collection: collection, id: id), parent: nil, nowMs: 2000) { _ in
+        try await store.write(spaceID: family, key: ItemKey(collection: collection, id: id), parent: nil, nowMs: 2000) { _ in
             .write([RowWrite(key: ItemKey(collection: collection, id: id), body: body)])
         }
     }
 
     static func delete(_ store: any SyncStore, _ family: String, _ id: String) async throws -> WriteOutcome {
-        try await store.write(familyID: family, key: ItemKey(collection: "contacts", id: id), parent: nil, nowMs: 3000) { context in
+        try await store.write(spaceID: family, key: ItemKey(collection: "contacts", id: id), parent: nil, nowMs: 3000) { context in
             context.existing?.live == nil ? .unchanged : .write([RowWrite(key: ItemKey(collection: "contacts", id: id), body: nil)])
         }
     }
@@ -59,11 +59,11 @@ struct StoreConformanceTests {
                 try await store.createFamily(id: DatabaseIdentity.uuid(), name: "Other", familyBody: "{}", account: Self.account("alice"), nowMs: 1)
             }
             await #expect(throws: SyncError.usernameTaken) {
-                try await store.createAccount(Self.account("ALICE"), familyID: family, nowMs: 1)
+                try await store.createAccount(Self.account("ALICE"), spaceID: family, nowMs: 1)
             }
-            try await store.createAccount(Self.account("bob"), familyID: family, nowMs: 1)
+            try await store.createAccount(Self.account("bob"), spaceID: family, nowMs: 1)
             let credentials = try #require(try await store.credentials(usernameKey: "bob"))
-            #expect(credentials.familyID == family)
+            #expect(credentials.spaceID == family)
             #expect(credentials.passwordHash == "hash-bob")
             #expect(try await store.credentials(usernameKey: "carol") == nil)
         }
@@ -76,9 +76,9 @@ struct StoreConformanceTests {
         try await backend.withStore { store in
             let family = try await Self.family(store, "founder")
             // The family was created at 1000 ms; an instance whose clock reads 1 ms adds two members.
-            try await store.createAccount(Self.account("member1"), familyID: family, nowMs: 1)
-            try await store.createAccount(Self.account("member2"), familyID: family, nowMs: 1)
-            #expect(try await store.accounts(familyID: family).map(\.username) == ["founder", "member1", "member2"])
+            try await store.createAccount(Self.account("member1"), spaceID: family, nowMs: 1)
+            try await store.createAccount(Self.account("member2"), spaceID: family, nowMs: 1)
+            #expect(try await store.accounts(spaceID: family).map(\.username) == ["founder", "member1", "member2"])
         }
     }
 
@@ -196,24 +196,24 @@ struct StoreConformanceTests {
     func versionsAndDelta(backend: Backend) async throws {
         try await backend.withStore { store in
             let family = try await Self.family(store)
-            let start = try await store.delta(familyID: family, collections: ["contacts"], since: nil)
+            let start = try await store.delta(spaceID: family, collections: ["contacts"], since: nil)
             #expect(start.contacts.isEmpty)
             let a = try await Self.put(store, family, "a", "{\"id\":\"a\"}")
             let b = try await Self.put(store, family, "b", "{\"id\":\"b\"}")
             #expect(a.item?.version == start.version + 1 && b.item?.version == start.version + 2)
             _ = try await Self.put(store, family, "p", "{\"id\":\"p\"}", collection: "places")
-            let full = try await store.delta(familyID: family, collections: ["contacts"], since: nil)
+            let full = try await store.delta(spaceID: family, collections: ["contacts"], since: nil)
             #expect(full.contacts.map(\.id) == ["a", "b"])
             #expect(full.version == start.version + 3)
             _ = try await Self.put(store, family, "a", "{\"id\":\"a\",\"v\":2}")
             _ = try await Self.delete(store, family, "b")
-            let delta = try await store.delta(familyID: family, collections: ["contacts"], since: full.version)
+            let delta = try await store.delta(spaceID: family, collections: ["contacts"], since: full.version)
             #expect(delta.contacts.map(\.id) == ["a", "b"])
             #expect(delta.contacts[0].body == "{\"id\":\"a\",\"v\":2}" && !delta.contacts[0].deleted)
             #expect(delta.contacts[1].deleted && delta.contacts[1].body == nil)
             // A full answer never carries tombstones.
-            #expect(try await store.delta(familyID: family, collections: ["contacts"], since: nil).contacts.map(\.id) == ["a"])
-            #expect(try await store.delta(familyID: family, collections: ["contacts"], since: delta.version).contacts.isEmpty)
+            #expect(try await store.delta(spaceID: family, collections: ["contacts"], since: nil).contacts.map(\.id) == ["a"])
+            #expect(try await store.delta(spaceID: family, collections: ["contacts"], since: delta.version).contacts.isEmpty)
         }
     }
 
@@ -221,13 +221,13 @@ struct StoreConformanceTests {
     func unchangedWrites(backend: Backend) async throws {
         try await backend.withStore { store in
             let family = try await Self.family(store)
-            let before = try await store.delta(familyID: family, collections: ["contacts"], since: nil).version
+            let before = try await store.delta(spaceID: family, collections: ["contacts"], since: nil).version
             let missing = try await Self.delete(store, family, "ghost")
             #expect(!missing.changed)
-            let kept = try await store.write(familyID: family, key: ItemKey(collection: "contacts", id: "x"), parent: nil, nowMs: 1) { _ in .unchanged
+            let kept = try await store.write(spaceID: family, key: ItemKey(collection: "contacts", id: "x"), parent: nil, nowMs: 1) { _ in .unchanged
             }
             #expect(!kept.changed && kept.item == nil)
-            #expect(try await store.delta(familyID: family, collections: ["contacts"], since: nil).version == before)
+            #expect(try await store.delta(spaceID: family, collections: ["contacts"], since: nil).version == before)
         }
     }
 
@@ -239,11 +239,11 @@ struct StoreConformanceTests {
             let deleted = try await Self.delete(store, family, "a")
             let again = try await Self.delete(store, family, "a")
             #expect(deleted.changed && !again.changed)
-            let tomb = try #require(try await store.item(familyID: family, key: ItemKey(collection: "contacts", id: "a")))
+            let tomb = try #require(try await store.item(spaceID: family, key: ItemKey(collection: "contacts", id: "a")))
             #expect(tomb.deleted)
             let back = try await Self.put(store, family, "a", "{\"id\":\"a\",\"n\":1}")
             #expect(back.item!.version > tomb.version)
-            let live = try #require(try await store.item(familyID: family, key: ItemKey(collection: "contacts", id: "a")))
+            let live = try #require(try await store.item(spaceID: family, key: ItemKey(collection: "contacts", id: "a")))
             #expect(!live.deleted && live.body == "{\"id\":\"a\",\"n\":1}")
         }
     }
@@ -256,10 +256,10 @@ struct StoreConformanceTests {
             _ = try await Self.put(store, smith, "same", "{\"id\":\"same\",\"f\":\"smith\"}")
             _ = try await Self.put(store, jones, "same", "{\"id\":\"same\",\"f\":\"jones\"}")
             _ = try await Self.delete(store, smith, "same")
-            #expect(try await store.item(familyID: jones, key: ItemKey(collection: "contacts", id: "same"))?.deleted == false)
-            let jonesRows = try await store.delta(familyID: jones, collections: ["contacts"], since: nil)
+            #expect(try await store.item(spaceID: jones, key: ItemKey(collection: "contacts", id: "same"))?.deleted == false)
+            let jonesRows = try await store.delta(spaceID: jones, collections: ["contacts"], since: nil)
             #expect(jonesRows.contacts.map(\.body) == ["{\"id\":\"same\",\"f\":\"jones\"}"])
-            #expect(try await store.delta(familyID: smith, collections: ["contacts"], since: nil).contacts.isEmpty)
+            #expect(try await store.delta(spaceID: smith, collections: ["contacts"], since: nil).contacts.isEmpty)
         }
     }
 
@@ -267,14 +267,14 @@ struct StoreConformanceTests {
     func planThrows(backend: Backend) async throws {
         try await backend.withStore { store in
             let family = try await Self.family(store)
-            let before = try await store.delta(familyID: family, collections: ["contacts"], since: nil).version
+            let before = try await store.delta(spaceID: family, collections: ["contacts"], since: nil).version
             await #expect(throws: SyncError.preconditionFailed) {
-                _ = try await store.write(familyID: family, key: ItemKey(collection: "contacts", id: "a"), parent: nil, nowMs: 1) { _ in
+                _ = try await store.write(spaceID: family, key: ItemKey(collection: "contacts", id: "a"), parent: nil, nowMs: 1) { _ in
                     throw SyncError.preconditionFailed
                 }
             }
-            #expect(try await store.delta(familyID: family, collections: ["contacts"], since: nil).version == before)
-            #expect(try await store.item(familyID: family, key: ItemKey(collection: "contacts", id: "a")) == nil)
+            #expect(try await store.delta(spaceID: family, collections: ["contacts"], since: nil).version == before)
+            #expect(try await store.item(spaceID: family, key: ItemKey(collection: "contacts", id: "a")) == nil)
         }
     }
 
@@ -285,26 +285,26 @@ struct StoreConformanceTests {
             let other = try await Self.family(store, "bob")
             _ = try await Self.put(store, family, "a", "{\"id\":\"a\"}")
             _ = try await Self.put(store, family, "b", "{\"id\":\"b\"}")
-            let before = try await store.delta(familyID: family, collections: ["contacts"], since: nil).version
+            let before = try await store.delta(spaceID: family, collections: ["contacts"], since: nil).version
             let gone = try await Self.delete(store, family, "a")  // modified_ms 3000
-            _ = try await store.write(familyID: family, key: ItemKey(collection: "contacts", id: "b"), parent: nil, nowMs: 9000) { _ in
+            _ = try await store.write(spaceID: family, key: ItemKey(collection: "contacts", id: "b"), parent: nil, nowMs: 9000) { _ in
                 .write([RowWrite(key: ItemKey(collection: "contacts", id: "b"), body: nil)])
             }
             #expect(try await store.purgeTombstones(cutoffMs: 5000) == 1)
-            let after = try await store.delta(familyID: family, collections: ["contacts"], since: before)
+            let after = try await store.delta(spaceID: family, collections: ["contacts"], since: before)
             #expect(after.horizon == gone.item?.version)
             #expect(before < after.horizon, "a date before the purge can no longer be answered exactly")
             #expect(after.contacts.map(\.id) == ["b"], "the newer tombstone stays")
-            #expect(try await store.item(familyID: family, key: ItemKey(collection: "contacts", id: "a")) == nil)
-            #expect(try await store.delta(familyID: other, collections: ["contacts"], since: nil).horizon == 0)
+            #expect(try await store.item(spaceID: family, key: ItemKey(collection: "contacts", id: "a")) == nil)
+            #expect(try await store.delta(spaceID: other, collections: ["contacts"], since: nil).horizon == 0)
             #expect(try await store.purgeTombstones(cutoffMs: 5000) == 0)
             // The engine answers such a date with a full list.
             let engine = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
-            let session = Session(accountID: "x", familyID: family, role: .owner)
-            let old = SyncToken(databaseID: try await store.databaseID(), familyID: family, version: before).string
+            let session = Session(accountID: "x", spaceID: family, role: .owner)
+            let old = SyncToken(databaseID: try await store.databaseID(), spaceID: family, version: before).string
             let answer = try JSONParser.parse(try await engine.fullListSync(session, Collections.contacts, date: old, ifNoneMatch: nil).wholeBody())
             #expect(answer["sync"] == .bool(false))
-            let current = SyncToken(databaseID: try await store.databaseID(), familyID: family, version: after.horizon).string
+            let current = SyncToken(databaseID: try await store.databaseID(), spaceID: family, version: after.horizon).string
             let exact = try JSONParser.parse(
                 try await engine.fullListSync(session, Collections.contacts, date: current, ifNoneMatch: nil).wholeBody())
             #expect(exact["sync"] == .bool(true) && exact["deleted"] == .array([.string("b")]))

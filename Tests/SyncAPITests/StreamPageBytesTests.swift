@@ -25,10 +25,10 @@ struct StreamPageBytesTests {
             }
             let pages = PageSizes()
             try await store.streamLiveRows(
-                familyID: session.familyID, collection: "contacts", start: { _ in },
+                spaceID: session.spaceID, collection: "contacts", start: { _ in },
                 page: { bodies in pages.add(bodies.map(\.readableBytes)) })
             try await store.withReadSnapshot { pinned in
-                try await pinned.forEachLivePage(familyID: session.familyID, collection: "contacts") { bodies in
+                try await pinned.forEachLivePage(spaceID: session.spaceID, collection: "contacts") { bodies in
                     pages.add(bodies.map(\.readableBytes), pinned: true)
                 }
             }

@@ -26,7 +26,7 @@ struct ChangesRoutes {
     /// Whether the stream's token still works and its account still belongs to the stream's space (a removed member's
     /// streams of the space end; a role change keeps them).
     static func stillMember(_ accounts: AccountService, token: String, _ session: Session) async throws -> Bool {
-        try await accounts.authenticate(token: token)?.session(in: session.familyID)?.accountID == session.accountID
+        try await accounts.authenticate(token: token)?.session(in: session.spaceID)?.accountID == session.accountID
     }
 
     func add(to group: RouterGroup<AppRequestContext>) {
@@ -56,7 +56,7 @@ struct ChangesRoutes {
         // unwritten, or when the body has not started 5 s after the handler answered: a client reset before the head
         // was written can leave the head's write suspended in the HTTP server for good, with the answer and its slot.
         // Nothing a client does keeps them.
-        let family = session.familyID
+        let family = session.spaceID
         let slot = StreamSlot(lease: try streams.open(account: session.accountID), hub: hub, family: family)
         // Subscribed before the token is checked again and the start is read: a write or a revocation from then on
         // always wakes the stream (one in between would wait for the recheck).

@@ -60,7 +60,7 @@ struct ItemRoutes {
 
     /// `GET`/`PUT`/`PATCH /family` (the caller's family) and `/settings` (the caller's own account).
     func addSingleton(_ collection: CollectionSpec, perAccount: Bool, to group: RouterGroup<AppRequestContext>) {
-        let address: @Sendable (Session) -> ItemAddress = { session in ItemAddress(collection, id: perAccount ? session.accountID : session.familyID)
+        let address: @Sendable (Session) -> ItemAddress = { session in ItemAddress(collection, id: perAccount ? session.accountID : session.spaceID)
         }
         group.resource(
             "\(collection.name)",

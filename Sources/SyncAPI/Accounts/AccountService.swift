@@ -30,14 +30,14 @@ public struct AccountService: Sendable {
     public struct Grant: Sendable {
         public let token: String
         public let accountID: String
-        public let familyID: String
+        public let spaceID: String
         public let expiresAt: String
 
         /// `{"token", "accountId", "familyId", "expiresAt"}`.
         public var json: String {
             JSONWriter.encode(
                 .object([
-                    ("token", .string(token)), ("accountId", .string(accountID)), ("familyId", .string(familyID)),
+                    ("token", .string(token)), ("accountId", .string(accountID)), ("familyId", .string(spaceID)),
                     ("expiresAt", .string(expiresAt)),
                 ]))
         }
@@ -137,11 +137,11 @@ public struct AccountService: Sendable {
         let v = Self.values(try Self.signupSchema.canonicalContent(of: body, pathID: nil))
         // A taken username costs a lookup, not a hash; the insert still checks it atomically.
         guard try await store.credentials(usernameKey: v["username"]!.lowercased()) == nil else { throw SyncError.usernameTaken }
-        let familyID = DatabaseIdentity.uuid()
+        let spaceID = DatabaseIdentity.uuid()
         let account = try await newAccount(username: v["username"]!, password: v["password"]!, displayName: nil)
         let nowMs = now()
-        let familyItem = try Self.familyItem(collections, id: familyID, name: v["family"]!, nowMs: nowMs)
-        try await store.createFamily(id: familyID, name: v["family"]!, familyItem: familyItem, account: account, nowMs: nowMs)
+        let familyItem = try Self.familyItem(collections, id: spaceID, name: v["family"]!, nowMs: nowMs)
+        try await store.createFamily(id: spaceID, name: v["family"]!, familyItem: familyItem, account: account, nowMs: nowMs)
         return try await grant(accountID: account.id)
     }
 
@@ -166,14 +166,14 @@ public struct AccountService: Sendable {
         guard try await store.credentials(usernameKey: v["username"]!.lowercased()) == nil else { throw SyncError.usernameTaken }
         let account = try await newAccount(username: v["username"]!, password: v["password"]!, displayName: v["displayName"])
         try await store.createAccount(
-            account, familyID: session.familyID, nowMs: now(), maxMembers: settings.maxAccountsPerFamily, addedBy: session.accountID)
+            account, spaceID: session.spaceID, nowMs: now(), maxMembers: settings.maxAccountsPerFamily, addedBy: session.accountID)
         return account.profileBody
     }
 
     /// `GET /accounts`: `{"accounts": [{"id", "username", "displayName", "owner"}]}`, oldest first: the accounts made
     /// in the family that still belong to it, each with whether it owns it.
     public func listAccounts(_ session: Session) async throws -> String {
-        let accounts = try await store.accounts(familyID: session.familyID)
+        let accounts = try await store.accounts(spaceID: session.spaceID)
         return JSONWriter.encode(
             .object([
                 (
@@ -203,35 +203,35 @@ public struct AccountService: Sendable {
         guard ASCIIToken.matches(accountID, length: 1...64, punctuation: "._-") else {
             throw SyncError.invalidID("An account id is 1 to 64 characters of A-Z a-z 0-9 . _ -.")
         }
-        let familyID: String
+        let spaceID: String
         if accountID == principal.accountID {
             guard let madeIn = principal.signupSpaceID else { throw SyncError.unauthorized }
-            let accounts = try await store.accounts(familyID: madeIn)
+            let accounts = try await store.accounts(spaceID: madeIn)
             let owner = accounts.contains { $0.id == accountID && $0.owner }
             let othersIn = accounts.contains { $0.id != accountID }
             let otherOwner = accounts.contains { $0.owner && $0.id != accountID }
             guard !owner || !othersIn || otherOwner else {
                 throw SyncError.forbidden("The family's owner cannot delete its own account while others are in the family.")
             }
-            familyID = madeIn
+            spaceID = madeIn
         } else {
             guard let session else { throw SyncError.notFound("This account belongs to no space.") }
-            let accounts = try await store.accounts(familyID: session.familyID)
+            let accounts = try await store.accounts(spaceID: session.spaceID)
             guard accounts.contains(where: { $0.id == accountID }) else {
                 throw SyncError.notFound("No account \(accountID) in this family.")
             }
             guard session.role == .owner else { throw SyncError.forbidden("Only the family's owner deletes another account.") }
-            familyID = session.familyID
+            spaceID = session.spaceID
         }
         guard
             try await store.deleteAccount(
-                accountID: accountID, familyID: familyID, deletedBy: principal.accountID, itemCollections: collections.accountItemCollections,
+                accountID: accountID, spaceID: spaceID, deletedBy: principal.accountID, itemCollections: collections.accountItemCollections,
                 privateLists: collections.lists.filter(\.privateToAccount).map(\.name), nowMs: now())
         else {
             throw SyncError.notFound("No account \(accountID) in this family.")
         }
         // This instance drops them before it answers; others on the revocation notice.
-        revokeLocally(accountID: accountID, familyID)
+        revokeLocally(accountID: accountID, spaceID)
     }
 
     /// Drops the cached sessions of an account (and of `spaces`) on this instance, before an answer: the revocation
@@ -290,7 +290,7 @@ public struct AccountService: Sendable {
         let hash = try await hasher.hash(v["newPassword"]!)
         try await store.changePassword(accountID: session.accountID, passwordHash: hash, keepTokenHash: currentTokenHash)
         // This instance drops them before it answers; others on the revocation notice.
-        revokeLocally(accountID: session.accountID, session.familyID)
+        revokeLocally(accountID: session.accountID, session.spaceID)
     }
 
     /// Counts the attempt first (so N parallel guesses count N), answers 429 past a limit, then checks the password;
@@ -364,7 +364,7 @@ public struct AccountService: Sendable {
     /// `POST /logout`: the token stops working at once.
     public func logout(_ session: Session, token: String) async throws {
         try await store.deleteToken(hash: BearerToken.storageHash(token))
-        revokeLocally(accountID: session.accountID, session.familyID)
+        revokeLocally(accountID: session.accountID, session.spaceID)
     }
 
     /// The session of a bearer token, nil when unknown, revoked or expired: from the cache when it holds the token,
@@ -402,7 +402,7 @@ public struct AccountService: Sendable {
             sessions.remember(tokenHash: hash, session: found.session, expiresMs: found.expiresMs, nowMs: now(), ticket: ticket)
         }
         return Grant(
-            token: token, accountID: accountID, familyID: found.session.homeSpaceID ?? "",
+            token: token, accountID: accountID, spaceID: found.session.homeSpaceID ?? "",
             expiresAt: Timestamp.format(epochMilliseconds: expiresMs))
     }
 }

@@ -57,7 +57,7 @@ public struct MediaService: Sendable {
                 "Content-Type must be one of \(MediaType.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
         if let declaredLength, declaredLength > maxBytes { throw SyncError.payloadTooLarge(limit: Int(maxBytes)) }
-        let upload = try await store.beginUpload(familyID: session.familyID)
+        let upload = try await store.beginUpload(spaceID: session.spaceID)
         do {
             var hasher = SHA256()
             var size: Int64 = 0
@@ -105,7 +105,7 @@ public struct MediaService: Sendable {
     /// The family's medium named `sha256`; 404 for a malformed name, an unknown one, or another family's (the same
     /// answer, so a family learns nothing of another's media).
     public func info(_ session: Session, sha256: String) async throws -> MediaInfo {
-        guard MediaURL.isHash(sha256), let info = try await store.media(familyID: session.familyID, sha256: sha256) else {
+        guard MediaURL.isHash(sha256), let info = try await store.media(spaceID: session.spaceID, sha256: sha256) else {
             throw SyncError.notFound("No such media.")
         }
         return info
@@ -113,6 +113,6 @@ public struct MediaService: Sendable {
 
     /// Streams bytes `range` of a medium to `body`.
     public func read(_ session: Session, _ info: MediaInfo, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void) async throws {
-        try await store.readMedia(familyID: session.familyID, sha256: info.sha256, range: range, body)
+        try await store.readMedia(spaceID: session.spaceID, sha256: info.sha256, range: range, body)
     }
 }

@@ -5,16 +5,16 @@ import NIOCore
 /// inside PostgreSQL with that backend (so every instance serves every file). Uploads stream in and reads stream
 /// out in pieces: no medium is ever held whole in memory.
 public protocol MediaStore: Sendable {
-    /// Starts an upload for `familyID`; its bytes are written as they arrive and become visible only at `commit`.
-    func beginUpload(familyID: String) async throws -> any MediaUpload
+    /// Starts an upload for `spaceID`; its bytes are written as they arrive and become visible only at `commit`.
+    func beginUpload(spaceID: String) async throws -> any MediaUpload
     /// The stored medium named `sha256` in the family, nil when the family has none by that name.
-    func media(familyID: String, sha256: String) async throws -> MediaInfo?
+    func media(spaceID: String, sha256: String) async throws -> MediaInfo?
     /// Reads bytes `range` of a stored medium, handing them to `body` piece by piece.
     func readMedia(
-        familyID: String, sha256: String, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void
+        spaceID: String, sha256: String, range: Range<Int64>, _ body: (ByteBuffer) async throws -> Void
     ) async throws
     /// The bytes of every medium the family stores (its media quota counts them).
-    func mediaBytes(familyID: String) async throws -> Int64
+    func mediaBytes(spaceID: String) async throws -> Int64
     /// Deletes media that no item has named since `cutoffMs`, and uploads a crash left unfinished; returns how many
     /// media went. A live item names its media now; an item write marks what the item named before and names after
     /// (`ItemStatements.touchMedia`), so a deleted post's file outlives its tombstone, never the other way round.

@@ -56,7 +56,7 @@ public struct AccountSession: Sendable, Equatable {
     /// The session of a request in `spaceID` (nil: the home space); nil when the account is not a member of it.
     public func session(in spaceID: String?) -> Session? {
         guard let id = spaceID ?? homeSpaceID, let membership = memberships.first(where: { $0.spaceID == id }) else { return nil }
-        return Session(accountID: accountID, familyID: id, role: membership.role, sinceVersion: membership.sinceVersion)
+        return Session(accountID: accountID, spaceID: id, role: membership.role, sinceVersion: membership.sinceVersion)
     }
 
     /// The cache keys a revocation may name for this account's tokens: each of its spaces, and the account itself.

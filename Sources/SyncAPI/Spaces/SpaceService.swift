@@ -50,8 +50,8 @@ public struct SpaceService: Sendable {
     public func rename(_ session: Session, _ body: JSONValue) async throws -> String {
         try session.require(.owner, to: "rename it")
         let name = try Self.string("name", of: body, Self.nameSchema)
-        try await store.renameSpace(id: session.familyID, name: name)
-        return JSONWriter.encode(Self.json(SpaceRecord(id: session.familyID, name: name, role: session.role), home: nil))
+        try await store.renameSpace(id: session.spaceID, name: name)
+        return JSONWriter.encode(Self.json(SpaceRecord(id: session.spaceID, name: name, role: session.role), home: nil))
     }
 
     /// `POST /spaces/{id}/invitations` `{"role", "expiresIn"?, "uses"?}`, by an owner: `{"code", "role", "expiresAt",
@@ -68,7 +68,7 @@ public struct SpaceService: Sendable {
         let expiresMs = accounts.now() + expiresIn * 1000
         try await store.insertInvitation(
             NewInvitation(
-                hash: BearerToken.storageHash(code), spaceID: session.familyID, role: role, uses: uses, expiresMs: expiresMs,
+                hash: BearerToken.storageHash(code), spaceID: session.spaceID, role: role, uses: uses, expiresMs: expiresMs,
                 createdBy: session.accountID),
             nowMs: accounts.now(), limits: limits)
         return JSONWriter.encode(
@@ -83,7 +83,7 @@ public struct SpaceService: Sendable {
     /// `createdAt` and `createdBy` are null for a code minted before the server recorded them).
     public func invitations(_ session: Session) async throws -> String {
         try session.require(.owner, to: "list its invitations")
-        let invitations = try await store.invitations(spaceID: session.familyID, nowMs: accounts.now())
+        let invitations = try await store.invitations(spaceID: session.spaceID, nowMs: accounts.now())
         return JSONWriter.encode(.array(invitations.map(Self.json)))
     }
 
@@ -91,7 +91,7 @@ public struct SpaceService: Sendable {
     /// as an unknown code). 404 `not_found` for an id the space's invitations do not have.
     public func revokeInvitation(_ session: Session, id: String) async throws {
         try session.require(.owner, to: "revoke an invitation")
-        guard try await store.revokeInvitation(spaceID: session.familyID, id: id) else {
+        guard try await store.revokeInvitation(spaceID: session.spaceID, id: id) else {
             throw SyncError.notFound("No such invitation in this space.")
         }
     }
@@ -114,7 +114,7 @@ public struct SpaceService: Sendable {
     /// `GET /spaces/{id}/memberships` (and `/members`), by any member: `[{"accountId", "displayName", "role"}]`, in the
     /// order they joined.
     public func members(_ session: Session) async throws -> String {
-        JSONWriter.encode(.array(try await store.members(spaceID: session.familyID).map(Self.json)))
+        JSONWriter.encode(.array(try await store.members(spaceID: session.spaceID).map(Self.json)))
     }
 
     /// `PUT` (or `PATCH`) `/spaces/{id}/memberships/{accountId}` `{"role"}`, by an owner: the member as listed; 409
@@ -125,10 +125,10 @@ public struct SpaceService: Sendable {
         try session.require(.owner, to: "change a member's role")
         let role = SpaceRole(stored: try Self.string("role", of: body, Self.roleSchema))
         let changed = try await store.setRole(
-            spaceID: session.familyID, accountID: accountID, role: role, by: session.accountID, limits: limits)
+            spaceID: session.spaceID, accountID: accountID, role: role, by: session.accountID, limits: limits)
         guard changed else { throw SyncError.notFound("No member \(accountID) in this space.") }
-        accounts.revokeLocally(accountID: accountID, session.familyID)
-        guard let member = try await store.member(spaceID: session.familyID, accountID: accountID) else {
+        accounts.revokeLocally(accountID: accountID, session.spaceID)
+        guard let member = try await store.member(spaceID: session.spaceID, accountID: accountID) else {
             throw SyncError.notFound("No member \(accountID) in this space.")
         }
         return JSONWriter.encode(Self.json(member))
@@ -142,10 +142,10 @@ public struct SpaceService: Sendable {
     public func remove(_ session: Session, accountID: String) async throws {
         if accountID != session.accountID { try session.require(.owner, to: "remove another member") }
         let removed = try await store.removeMember(
-            spaceID: session.familyID, accountID: accountID, by: session.accountID,
+            spaceID: session.spaceID, accountID: accountID, by: session.accountID,
             privateLists: collections.lists.filter(\.privateToAccount).map(\.name))
         guard removed else { throw SyncError.notFound("No member \(accountID) in this space.") }
-        accounts.revokeLocally(accountID: accountID, session.familyID)
+        accounts.revokeLocally(accountID: accountID, session.spaceID)
     }
 
     /// Whether the model takes `word` for a path of a space: a collection's or a sync endpoint's name. The membership

@@ -6,36 +6,36 @@
 package protocol ItemStatements {
     /// The family's change counter and purge horizon (nil for an unknown family). With `lock`, the family row is first
     /// locked for the rest of the transaction (that lock orders every write of the family), and its usage is read.
-    func family(_ familyID: String, lock: Bool) async throws -> FamilyCounter?
+    func family(_ spaceID: String, lock: Bool) async throws -> FamilyCounter?
     /// One item row, live or tombstone.
-    func item(familyID: String, key: ItemKey) async throws -> StoredItem?
+    func item(spaceID: String, key: ItemKey) async throws -> StoredItem?
     /// The next version of the family's change counter, taken by this transaction (and told to the family's streams at
     /// its commit); 401 for an unknown family.
-    func bump(familyID: String) async throws -> Int64
+    func bump(spaceID: String) async throws -> Int64
     /// Stores one row at `version` or, when it is nil, at the next value of the family's counter (bumped by this call),
     /// and tombstones the row's children when it asks to.
-    func store(_ row: RowWrite, familyID: String, version: Int64?, nowMs: Int64) async throws -> StoredItem
+    func store(_ row: RowWrite, spaceID: String, version: Int64?, nowMs: Int64) async throws -> StoredItem
     /// Marks the family's media of these hashes as named at `nowMs` (unknown hashes change nothing): a write that
     /// names media, or stops naming it (a replaced or deleted post), keeps the file at least a tombstone retention
     /// from now, as long as a client may still show the old post (protocol §10).
-    func touchMedia(familyID: String, hashes: [String], nowMs: Int64) async throws
+    func touchMedia(spaceID: String, hashes: [String], nowMs: Int64) async throws
     /// The counter, the horizon and the top-level rows of `collections` changed after `since` (tombstones included),
     /// or every live row when `since` is nil, oldest change first; nil for an unknown family.
-    func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta?
+    func delta(spaceID: String, collections: [String], since: Int64?) async throws -> Delta?
     /// Every live top-level row of `collection` as `/verify` digests it, sorted by id (byte order), one at a time.
-    func verifyRows(familyID: String, collection: String, _ each: @Sendable (VerifyRow) -> Void) async throws
+    func verifyRows(spaceID: String, collection: String, _ each: @Sendable (VerifyRow) -> Void) async throws
     /// Live items of a page's list (its tag filter applied) in sort order, newest first unless `oldestFirst`, at most
     /// `limit`: only those changed after `changedAfter` when given, only those placed as `bound` says when given. With
     /// a `budget`, bodies past it are withheld as they are read (`PageBytes`).
     func liveItems(
-        _ query: PageQuery, familyID: String, changedAfter: Int64?, bound: AnchorBound?, oldestFirst: Bool, limit: Int, budget: Int?
+        _ query: PageQuery, spaceID: String, changedAfter: Int64?, bound: AnchorBound?, oldestFirst: Bool, limit: Int, budget: Int?
     ) async throws -> [StoredItem]
     /// Ids of the list changed after `since` that a client must drop (deleted, or now outside the tag filter), in
     /// version order (protocol §4).
-    func goneIDs(_ query: PageQuery, familyID: String, since: Int64) async throws -> [String]
+    func goneIDs(_ query: PageQuery, spaceID: String, since: Int64) async throws -> [String]
     /// The newest `children.limit` live children of each parent, by parent id (every parent has an entry); their bodies
     /// are kept within `budget`, counted over the parents in the order given (`PageBytes`).
-    func children(_ children: ChildrenQuery, familyID: String, of parentIDs: [String], budget: Int) async throws -> [String: [StoredItem]]
+    func children(_ children: ChildrenQuery, spaceID: String, of parentIDs: [String], budget: Int) async throws -> [String: [StoredItem]]
 }
 
 /// A family's change counter and the version below which its tombstones were purged.

@@ -116,12 +116,12 @@ public struct WriteOutcome: Sendable {
 /// One `SyncStore.delta` call, named by its arguments: what a group's run of reads asks for before it runs
 /// (`SyncStore.prefetchingDeltas`).
 public struct DeltaRequest: Hashable, Sendable {
-    public let familyID: String
+    public let spaceID: String
     public let collections: [String]
     public let since: Int64?
 
-    public init(familyID: String, collections: [String], since: Int64?) {
-        self.familyID = familyID
+    public init(spaceID: String, collections: [String], since: Int64?) {
+        self.spaceID = spaceID
         self.collections = collections
         self.since = since
     }
@@ -248,28 +248,28 @@ public struct AccountRecord: Sendable, Equatable {
 /// What login needs to check a password.
 public struct AccountCredentials: Sendable {
     public let accountID: String
-    public let familyID: String
+    public let spaceID: String
     public let passwordHash: String
 
-    package init(accountID: String, familyID: String, passwordHash: String) {
+    package init(accountID: String, spaceID: String, passwordHash: String) {
         self.accountID = accountID
-        self.familyID = familyID
+        self.spaceID = spaceID
         self.passwordHash = passwordHash
     }
 }
 
-/// A request's caller in one space: the account, the space (the tenant every query is scoped to; `familyID`, as the
+/// A request's caller in one space: the account, the space (the tenant every query is scoped to; `spaceID`, as the
 /// default model calls it), its role there, and where its dates of sync start to count (`SpaceMembership`).
 public struct Session: Sendable, Equatable {
     public let accountID: String
-    public let familyID: String
+    public let spaceID: String
     public let role: SpaceRole
     /// Dates of sync below this version answer `sync: false` to this account (issued before it last joined).
     public let sinceVersion: Int64
 
-    public init(accountID: String, familyID: String, role: SpaceRole, sinceVersion: Int64 = 0) {
+    public init(accountID: String, spaceID: String, role: SpaceRole, sinceVersion: Int64 = 0) {
         self.accountID = accountID
-        self.familyID = familyID
+        self.spaceID = spaceID
         self.role = role
         self.sinceVersion = sinceVersion
     }

@@ -86,10 +86,10 @@ public protocol AccountStore: Sendable {
     /// `username_taken`, and 403 `quota_exceeded` when the family has `maxMembers` members already (memberships, as an
     /// accepted invitation counts them, under the family's lock). `addedBy`, checked under that lock, must own the
     /// family (403 `forbidden` otherwise; nil: no check).
-    func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64, maxMembers: Int, addedBy: String?) async throws
+    func createAccount(_ account: NewAccount, spaceID: String, nowMs: Int64, maxMembers: Int, addedBy: String?) async throws
     /// The accounts made in the family (its signup and `POST /accounts`), oldest first, each with whether it owns the
     /// family now.
-    func accounts(familyID: String) async throws -> [AccountRecord]
+    func accounts(spaceID: String) async throws -> [AccountRecord]
     /// Deletes an account of the family in one transaction: its row (it can no longer log in), its tokens (revoked on
     /// every instance), its memberships and the invitations it minted, its items of `itemCollections`, its profile and
     /// singleton (tombstones, so every replica drops them), and its own items of the lists private to each account
@@ -98,7 +98,7 @@ public protocol AccountStore: Sendable {
     /// account: checked under the family's lock, that account must own the family, and the deleted one must be a member
     /// of the family alone and not an owner (403 `forbidden` otherwise; false when it is no longer a member).
     func deleteAccount(
-        accountID: String, familyID: String, deletedBy: String, itemCollections: [String], privateLists: [String], nowMs: Int64
+        accountID: String, spaceID: String, deletedBy: String, itemCollections: [String], privateLists: [String], nowMs: Int64
     ) async throws -> Bool
     /// The credentials for a lower-cased username, if such an account exists.
     func credentials(usernameKey: String) async throws -> AccountCredentials?
@@ -169,18 +169,18 @@ public protocol SpaceStore: Sendable {
 /// (`ReadRoutingStore`).
 public protocol ItemReads: Sendable {
     /// One item row (live or tombstone) of a family.
-    func item(familyID: String, key: ItemKey) async throws -> StoredItem?
+    func item(spaceID: String, key: ItemKey) async throws -> StoredItem?
     /// What `/verify` digests (protocol §11) of every live top-level item of `collections`, each collection's sorted by
     /// id (byte order), handed to `each` one at a time so that no list is held whole; returns the family's counter,
     /// from the same snapshot.
-    func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64
+    func forEachVerifyRow(spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64
     /// Top-level rows of `collections` changed after `since` (tombstones included), or every live row when `since`
     /// is nil, read in one snapshot with the family's counter; none, `overflowed`, past `Delta.byteBudget`.
-    func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta
+    func delta(spaceID: String, collections: [String], since: Int64?) async throws -> Delta
     /// The rows of a paginated sync (protocol §4) after `since` (nil: no date), in one snapshot.
-    func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows
+    func pageSync(spaceID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows
     /// The live items below `query.anchorID` with their children; nil when the anchor never existed.
-    func page(familyID: String, query: PageQuery) async throws -> PageRows?
+    func page(spaceID: String, query: PageQuery) async throws -> PageRows?
 }
 
 /// Items: their reads, their writes, and the snapshots that make a group's answers agree.
@@ -188,7 +188,7 @@ public protocol ItemStore: ItemReads {
     /// Reads the row (and its parent, for a child) under the family's lock, lets `plan` decide, and stores the decided
     /// rows at the next version of the family's change counter, all in one transaction (so versions are in commit order).
     func write(
-        familyID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
+        spaceID: String, key: ItemKey, parent: ItemKey?, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
     ) async throws -> WriteOutcome
     /// Runs `body` with one pinned snapshot of the database: every read of it answers from that snapshot, so that
     /// several answers are consistent with each other (protocol §6). The pin is a value passed to what reads it, never
@@ -198,7 +198,7 @@ public protocol ItemStore: ItemReads {
     /// (then by id): `start` gets the family's counter before any page, and the next page is read only once `page`
     /// returned.
     func streamLiveRows(
-        familyID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
+        spaceID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
         page: @escaping @Sendable (LiveBodies) async throws -> Void
     ) async throws
 }
@@ -221,10 +221,10 @@ public protocol MaintenanceStore: Sendable {
 /// without one.
 public protocol SnapshotReads: ItemReads {
     /// The family's counter in the snapshot.
-    func version(familyID: String) async throws -> Int64
+    func version(spaceID: String) async throws -> Int64
     /// The body of every live row of a full list in the snapshot, page by page, oldest change first, read in the
     /// calling task (a group's answer streams sub-answer after sub-answer from its snapshot).
-    func forEachLivePage(familyID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws
+    func forEachLivePage(spaceID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws
     /// The same snapshot, with the answers of these `delta` calls read at once, in as few statements as the backend
     /// can; a later `delta` call with the same arguments answers from them, any other reads as before. The default
     /// reads nothing ahead (SQLite: no round trips to save).
@@ -242,17 +242,17 @@ package protocol PinnedStoreSnapshot: SnapshotReads {
 }
 
 extension PinnedStoreSnapshot {
-    package func item(familyID: String, key: ItemKey) async throws -> StoredItem? { try await store.item(familyID: familyID, key: key) }
-    package func forEachVerifyRow(familyID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
-        try await store.forEachVerifyRow(familyID: familyID, collections: collections, each)
+    package func item(spaceID: String, key: ItemKey) async throws -> StoredItem? { try await store.item(spaceID: spaceID, key: key) }
+    package func forEachVerifyRow(spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
+        try await store.forEachVerifyRow(spaceID: spaceID, collections: collections, each)
     }
-    package func delta(familyID: String, collections: [String], since: Int64?) async throws -> Delta {
-        try await store.delta(familyID: familyID, collections: collections, since: since)
+    package func delta(spaceID: String, collections: [String], since: Int64?) async throws -> Delta {
+        try await store.delta(spaceID: spaceID, collections: collections, since: since)
     }
-    package func pageSync(familyID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
-        try await store.pageSync(familyID: familyID, query: query, since: since)
+    package func pageSync(spaceID: String, query: PageQuery, since: Int64?) async throws -> PageSyncRows {
+        try await store.pageSync(spaceID: spaceID, query: query, since: since)
     }
-    package func page(familyID: String, query: PageQuery) async throws -> PageRows? { try await store.page(familyID: familyID, query: query) }
+    package func page(spaceID: String, query: PageQuery) async throws -> PageRows? { try await store.page(spaceID: spaceID, query: query) }
 }
 
 /// How many rows a streamed read hands over at a time.
@@ -285,15 +285,15 @@ extension SchemaStore {
 extension AccountStore {
     /// `deleteAccount` by the account itself.
     public func deleteAccount(
-        accountID: String, familyID: String, itemCollections: [String], privateLists: [String], nowMs: Int64
+        accountID: String, spaceID: String, itemCollections: [String], privateLists: [String], nowMs: Int64
     ) async throws -> Bool {
         try await deleteAccount(
-            accountID: accountID, familyID: familyID, deletedBy: accountID, itemCollections: itemCollections, privateLists: privateLists,
+            accountID: accountID, spaceID: spaceID, deletedBy: accountID, itemCollections: itemCollections, privateLists: privateLists,
             nowMs: nowMs)
     }
 
     /// `createAccount` with no member quota and no caller to check.
-    public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64) async throws {
-        try await createAccount(account, familyID: familyID, nowMs: nowMs, maxMembers: .max, addedBy: nil)
+    public func createAccount(_ account: NewAccount, spaceID: String, nowMs: Int64) async throws {
+        try await createAccount(account, spaceID: spaceID, nowMs: nowMs, maxMembers: .max, addedBy: nil)
     }
 }

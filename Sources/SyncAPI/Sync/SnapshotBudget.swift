@@ -70,10 +70,10 @@ public final class SnapshotBudget: Sendable {
             Effects(state: SnapshotBudgetState(perAccount: self.perAccount, perFamily: self.perFamily, perInstance: self.perInstance, pace: pace)))
     }
 
-    /// Takes one answer's place for `accountID` of `familyID`, given back by the lease (once) or, at the latest, when
+    /// Takes one answer's place for `accountID` of `spaceID`, given back by the lease (once) or, at the latest, when
     /// it is freed.
-    public func lease(_ accountID: String, family familyID: String) async throws -> SnapshotLease {
-        let owner = SnapshotBudgetState.Owner(account: accountID, family: familyID)
+    public func lease(_ accountID: String, family spaceID: String) async throws -> SnapshotLease {
+        let owner = SnapshotBudgetState.Owner(account: accountID, family: spaceID)
         let (id, action) = effects.withLock { effects -> (Int, SnapshotBudgetState.LeaseAction) in
             effects.nextID += 1
             return (effects.nextID, effects.state.lease(effects.nextID, owner, at: timers.now))
@@ -109,7 +109,7 @@ public final class SnapshotBudget: Sendable {
 
     /// The place of one of `session`'s answers.
     public func lease(for session: Session) async throws -> SnapshotLease {
-        try await lease(session.accountID, family: session.familyID)
+        try await lease(session.accountID, family: session.spaceID)
     }
 
     /// A waiter whose time is up: refused, its account's and family's counts given back.

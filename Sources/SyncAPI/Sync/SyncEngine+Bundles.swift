@@ -37,10 +37,10 @@ extension SyncEngine {
             if let spec = collections.named(String(CollectionSpec.publicName(name))) { try Self.requireRead(session, spec) }
         }
         var since = try await position(date, session, for: layout.names)
-        var delta = try await reads.delta(familyID: session.familyID, collections: layout.names, since: since)
+        var delta = try await reads.delta(spaceID: session.spaceID, collections: layout.names, since: since)
         if let position = since, position > delta.version || position < delta.horizon, !delta.overflowed {
             // A date that cannot be answered exactly (never reached, or older than purged tombstones): every live row.
-            delta = try await reads.delta(familyID: session.familyID, collections: layout.names, since: nil)
+            delta = try await reads.delta(spaceID: session.spaceID, collections: layout.names, since: nil)
             since = nil
         }
         if delta.overflowed { return try await streamedBundle(session, layout, ifNoneMatch: ifNoneMatch) }
@@ -52,7 +52,7 @@ extension SyncEngine {
         writer.raw(since == nil ? ",\"sync\":false" : ",\"sync\":true")
         for singleton in layout.familyScoped {
             writer.raw(",\"\(singleton.name)\":")
-            writer.raw(delta.rows[singleton.name]?.first { $0.id == session.familyID }?.live?.body ?? "null")
+            writer.raw(delta.rows[singleton.name]?.first { $0.id == session.spaceID }?.live?.body ?? "null")
         }
         for (name, key) in layout.listKeys {
             let rows = delta.rows[key] ?? []
@@ -77,15 +77,15 @@ extension SyncEngine {
     /// written, else from a snapshot of its own read by a producer, as a full list is (`streamedFullList`).
     func streamedBundle(_ session: Session, _ layout: BundleLayout, ifNoneMatch: String?) async throws -> SyncAnswer {
         if let snapshot {
-            let date = try await token(try await snapshot.version(familyID: session.familyID), session)
+            let date = try await token(try await snapshot.version(spaceID: session.spaceID), session)
             if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
             return SyncAnswer(date: date, .cursor { emit in try await Self.writeBundle(layout, session, date: date, from: snapshot, emit) })
         }
         let store = self.store
-        let familyID = session.familyID
+        let spaceID = session.spaceID
         return try await streamedAnswer(session, ifNoneMatch: ifNoneMatch) { stream, identity in
             try await store.withReadSnapshot { snapshot in
-                let date = identity.token(familyID: familyID, version: try await snapshot.version(familyID: familyID))
+                let date = identity.token(spaceID: spaceID, version: try await snapshot.version(spaceID: spaceID))
                 stream.setDate(date)
                 try await Self.writeBundle(layout, session, date: date, from: snapshot) { try await stream.send($0) }
             }
@@ -104,7 +104,7 @@ extension SyncEngine {
         head.raw(",\"sync\":false")
         for singleton in layout.familyScoped {
             head.raw(",\"\(singleton.name)\":")
-            head.raw(try await singletonBody(singleton, id: session.familyID, session, snapshot))
+            head.raw(try await singletonBody(singleton, id: session.spaceID, session, snapshot))
         }
         var chunks = JSONChunks()
         chunks.raw(head.bytes)
@@ -113,7 +113,7 @@ extension SyncEngine {
             open.raw(",\"\(name)\":{\"updated\":[")
             chunks.raw(open.bytes)
             chunks.beginArray()
-            try await snapshot.forEachLivePage(familyID: session.familyID, collection: key) { bodies in
+            try await snapshot.forEachLivePage(spaceID: session.spaceID, collection: key) { bodies in
                 for chunk in chunks.add(bodies) { try await emit(chunk) }
             }
             chunks.raw("],\"deleted\":[]}")
@@ -132,6 +132,6 @@ extension SyncEngine {
     private static func singletonBody(
         _ singleton: CollectionSpec, id: String, _ session: Session, _ snapshot: any SnapshotReads
     ) async throws -> String {
-        try await snapshot.item(familyID: session.familyID, key: ItemKey(collection: singleton.name, id: id))?.live?.body ?? "null"
+        try await snapshot.item(spaceID: session.spaceID, key: ItemKey(collection: singleton.name, id: id))?.live?.body ?? "null"
     }
 }

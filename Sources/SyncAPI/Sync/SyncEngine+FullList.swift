@@ -18,7 +18,7 @@ extension SyncEngine {
             do { since = try await position(date, session, for: names) } catch { continue }
             // As `fullListSync`: no delta for a list without a date, or at position 0 (the whole list answers those).
             if isList, (since ?? 0) <= 0 { continue }
-            requests.append(DeltaRequest(familyID: session.familyID, collections: names, since: since))
+            requests.append(DeltaRequest(spaceID: session.spaceID, collections: names, since: since))
         }
         return requests
     }
@@ -34,7 +34,7 @@ extension SyncEngine {
         // streamed, where a delta would hold every change and tombstone ever made.
         if let since = try await position(date, session, for: [collection.name]), since > 0 {
             let delta = try await reads.delta(
-                familyID: session.familyID, collections: [collection.storageName(for: session.accountID)], since: since)
+                spaceID: session.spaceID, collections: [collection.storageName(for: session.accountID)], since: since)
             if since <= delta.version, since >= delta.horizon, !delta.overflowed {
                 return try await deltaAnswer(session, collection, delta, ifNoneMatch: ifNoneMatch)
             }

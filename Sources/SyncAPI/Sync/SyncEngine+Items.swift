@@ -36,7 +36,7 @@ public struct ItemAddress: Sendable {
     func touched(_ session: Session, family: CollectionSpec?) -> ItemKey? {
         if let parentKey { return parentKey }
         guard collection.changesFamily, let family else { return nil }
-        return ItemKey(collection: family.name, id: session.familyID)
+        return ItemKey(collection: family.name, id: session.spaceID)
     }
 
     func validate() throws {
@@ -228,7 +228,7 @@ extension SyncEngine {
         guard session.role < .owner, let childName = address.collection.childName, let child = collections.named(childName),
             child.access.write == .author
         else { return nil }
-        let row = try await store.item(familyID: session.familyID, key: address.key)
+        let row = try await store.item(spaceID: session.spaceID, key: address.key)
         if let live = row?.live { try await requireOwnChildren(session, child, of: address.collection, parentID: live.id) }
         return CascadeCheck(parentVersion: row?.version)
     }
@@ -242,7 +242,7 @@ extension SyncEngine {
                 collection: child.name, parentID: parentID, anchorID: anchor, limit: Self.cascadePage, tags: nil, children: nil,
                 byteBudget: pageBytes)
             // Nil: the place read last is gone (purged meanwhile); so did the parent's row move, and the delete reads again.
-            guard let rows = try await store.page(familyID: session.familyID, query: query) else { throw Self.childrenMoved }
+            guard let rows = try await store.page(spaceID: session.spaceID, query: query) else { throw Self.childrenMoved }
             var last: String?
             var more = rows.items.count > Self.cascadePage
             for row in rows.items.prefix(Self.cascadePage) {
@@ -305,7 +305,7 @@ extension SyncEngine {
     ) async throws -> WriteOutcome {
         let (key, quotas) = (address.key, quotas)
         return try await store.write(
-            familyID: session.familyID, key: key, parent: address.touched(session, family: collections.familySingleton), nowMs: nowMs
+            spaceID: session.spaceID, key: key, parent: address.touched(session, family: collections.familySingleton), nowMs: nowMs
         ) {
             context in
             try Self.requireAuthor(session, address.collection, context.existing?.live)
@@ -324,11 +324,11 @@ extension SyncEngine {
         let address = address.owned(by: session)
         try address.validate()
         if let parentKey = address.parentKey {
-            guard try await reads.item(familyID: session.familyID, key: parentKey)?.live != nil else {
+            guard try await reads.item(spaceID: session.spaceID, key: parentKey)?.live != nil else {
                 throw SyncError.notFound("No such parent item.")
             }
         }
-        guard let item = try await reads.item(familyID: session.familyID, key: address.key)?.live else {
+        guard let item = try await reads.item(spaceID: session.spaceID, key: address.key)?.live else {
             throw SyncError.notFound("No \(address.collection.name) item with this id.")
         }
         let answer = ItemAnswer(item: item)

@@ -32,7 +32,7 @@ extension SyncEngine {
             collection: spec.name, anchorID: parameters.lastId, limit: parameters.nb, tags: parameters.types,
             children: embeddedChildren(session, spec).map { ChildrenQuery(collection: $0, limit: parameters.maxChildren) },
             byteBudget: pageBytes)
-        let rows = try await reads.pageSync(familyID: session.familyID, query: query, since: since)
+        let rows = try await reads.pageSync(spaceID: session.spaceID, query: query, since: since)
         // The client's list can be brought up to date only from a position this server can answer, and only when its
         // last item's place is known: the item exists (or existed) and its sort key has not moved since that position.
         // The store read `top` exactly when the answer is a fresh first page (`firstPage`).
@@ -83,14 +83,14 @@ extension SyncEngine {
         try Self.requireRead(session, spec, parent: parentSpec(of: spec))
         if let parentName = spec.parentName {
             guard let parentID, ItemID.isValid(parentID),
-                try await reads.item(familyID: session.familyID, key: ItemKey(collection: parentName, id: parentID))?.live != nil
+                try await reads.item(spaceID: session.spaceID, key: ItemKey(collection: parentName, id: parentID))?.live != nil
             else { throw SyncError.notFound("No such parent item.") }
         }
         let query = PageQuery(
             collection: spec.name, parentID: parentID ?? "", anchorID: parameters.lastId, limit: parameters.nb, tags: parameters.types,
             children: embeddedChildren(session, spec).map { ChildrenQuery(collection: $0, limit: parameters.maxChildren) },
             byteBudget: pageBytes)
-        guard let rows = try await reads.page(familyID: session.familyID, query: query) else {
+        guard let rows = try await reads.page(spaceID: session.spaceID, query: query) else {
             throw SyncError.notFound("No item with this lastId.")
         }
         let list = PageList(rows.items, nb: parameters.nb, children: rows.children, maxChildren: parameters.maxChildren)

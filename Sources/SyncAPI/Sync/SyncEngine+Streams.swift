@@ -9,13 +9,13 @@ extension SyncEngine {
     /// database.
     func streamedFullList(_ session: Session, _ collection: CollectionSpec, ifNoneMatch: String?) async throws -> SyncAnswer {
         let store = self.store
-        let familyID = session.familyID
+        let spaceID = session.spaceID
         return try await streamedAnswer(session, ifNoneMatch: ifNoneMatch) { stream, identity in
             let encoder = FullListEncoder(stream: stream)
             try await store.streamLiveRows(
-                familyID: familyID, collection: collection.storageName(for: session.accountID),
+                spaceID: spaceID, collection: collection.storageName(for: session.accountID),
                 start: { version in
-                    let date = identity.token(familyID: familyID, version: version)
+                    let date = identity.token(spaceID: spaceID, version: version)
                     encoder.start(date: date)
                     stream.setDate(date)
                 },
@@ -150,16 +150,16 @@ extension SyncEngine {
     func pinnedFullList(
         _ session: Session, _ collection: CollectionSpec, _ snapshot: any SnapshotReads, ifNoneMatch: String?
     ) async throws -> SyncAnswer {
-        let version = try await snapshot.version(familyID: session.familyID)
+        let version = try await snapshot.version(spaceID: session.spaceID)
         let date = try await token(version, session)
         if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
-        let familyID = session.familyID
+        let spaceID = session.spaceID
         let name = collection.storageName(for: session.accountID)
         return SyncAnswer(
             date: date,
             .cursor { emit in
                 var chunks = FullListChunks(date: date)
-                try await snapshot.forEachLivePage(familyID: familyID, collection: name) { bodies in
+                try await snapshot.forEachLivePage(spaceID: spaceID, collection: name) { bodies in
                     for chunk in chunks.add(bodies) { try await emit(chunk) }
                 }
                 try await emit(chunks.end())

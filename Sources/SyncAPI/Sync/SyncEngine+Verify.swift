@@ -21,18 +21,18 @@ extension SyncEngine {
         let paged = collections.paginated.filter { session.role >= $0.access.read }.compactMap { spec in
             parameters.lastIds[spec.name].map { (spec.name, $0, parameters.filters[spec.name] ?? nil) }
         }
-        let family = session.familyID
+        let family = session.spaceID
         let digests = VerifyDigests()
         // In a group's run, from its snapshot; else from one of its own.
         let read: @Sendable (any SnapshotReads) async throws -> Int64 = { store in
             for name in full { digests.begin(name, held: nil) }
             for (name, lastId, types) in paged {
-                guard let anchor = try await store.item(familyID: family, key: ItemKey(collection: name, id: lastId)) else {
+                guard let anchor = try await store.item(spaceID: family, key: ItemKey(collection: name, id: lastId)) else {
                     throw SyncError.notFound("No \(name) item \(lastId).")
                 }
                 digests.begin(name, held: VerifyDigests.Held(anchorSortMs: anchor.sortMs ?? 0, anchorID: anchor.id, types: types))
             }
-            return try await store.forEachVerifyRow(familyID: family, collections: full + paged.map(\.0)) { digests.add($0) }
+            return try await store.forEachVerifyRow(spaceID: family, collections: full + paged.map(\.0)) { digests.add($0) }
         }
         let version: Int64
         if let snapshot { version = try await read(snapshot) } else { version = try await store.withReadSnapshot(read) }

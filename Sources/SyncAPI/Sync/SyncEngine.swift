@@ -86,7 +86,7 @@ public struct SyncEngine: Sendable {
         let identity = try await databaseIdentity()
         // Generations are the model's: a private list's storage key (`notes~<account>`) counts as its collection.
         let names = collections.contains { $0.contains("~") } ? collections.map { String(CollectionSpec.publicName($0)) } : collections
-        guard case .position(let version, let generation) = try SyncToken.parse(date, databaseID: identity.id, familyID: session.familyID),
+        guard case .position(let version, let generation) = try SyncToken.parse(date, databaseID: identity.id, spaceID: session.spaceID),
             generation >= identity.generations.floor(names), generation <= identity.generations.current,
             // Issued before the caller last joined the space: it may have missed deletes while it was out.
             version >= session.sinceVersion
@@ -96,7 +96,7 @@ public struct SyncEngine: Sendable {
 
     /// The date of sync naming `version` of the caller's family.
     func token(_ version: Int64, _ session: Session) async throws -> String {
-        try await databaseIdentity().token(familyID: session.familyID, version: version)
+        try await databaseIdentity().token(spaceID: session.spaceID, version: version)
     }
 
     /// The date of sync naming counter value `version` of the caller's family (a live notice's new date).
@@ -106,7 +106,7 @@ public struct SyncEngine: Sendable {
 
     /// The family's current date of sync, counter value and purge horizon (for live change notices).
     public func currentPosition(_ session: Session) async throws -> (date: String, version: Int64, horizon: Int64) {
-        let delta = try await store.delta(familyID: session.familyID, collections: [], since: nil)
+        let delta = try await store.delta(spaceID: session.spaceID, collections: [], since: nil)
         return (try await token(delta.version, session), delta.version, delta.horizon)
     }
 
@@ -143,7 +143,7 @@ public struct DatabaseIdentityValue: Sendable {
     public let id: String
     public let generations: ModelGenerations
 
-    func token(familyID: String, version: Int64) -> String {
-        SyncToken(databaseID: id, familyID: familyID, version: version, generation: generations.current).string
+    func token(spaceID: String, version: Int64) -> String {
+        SyncToken(databaseID: id, spaceID: spaceID, version: version, generation: generations.current).string
     }
 }

@@ -1,23 +1,23 @@
 /// The date of sync: an opaque string naming one position of one family's change counter in one database.
 ///
-/// Wire form `<databaseID>.<familyID>.<version>`, then `.<generation>` once the database accepted a breaking model
+/// Wire form `<databaseID>.<spaceID>.<version>`, then `.<generation>` once the database accepted a breaking model
 /// change (`ModelGenerations`). Clients must not parse it; the server recognises a token from another database or
 /// family and answers it as a first sync (protocol §3).
 public struct SyncToken: Sendable, Equatable {
     public let databaseID: String
-    public let familyID: String
+    public let spaceID: String
     public let version: Int64
     /// The model generation the date was issued in.
     public let generation: Int
 
-    public init(databaseID: String, familyID: String, version: Int64, generation: Int = 0) {
+    public init(databaseID: String, spaceID: String, version: Int64, generation: Int = 0) {
         self.databaseID = databaseID
-        self.familyID = familyID
+        self.spaceID = spaceID
         self.version = version
         self.generation = generation
     }
 
-    public var string: String { "\(databaseID).\(familyID).\(version)" + (generation > 0 ? ".\(generation)" : "") }
+    public var string: String { "\(databaseID).\(spaceID).\(version)" + (generation > 0 ? ".\(generation)" : "") }
 
     /// What a client's `date` parameter means.
     public enum Parsed: Sendable, Equatable {
@@ -30,13 +30,13 @@ public struct SyncToken: Sendable, Equatable {
     }
 
     /// Reads a `date` parameter; throws `invalid_date` when it is malformed (protocol §3).
-    public static func parse(_ text: String?, databaseID: String, familyID: String) throws -> Parsed {
+    public static func parse(_ text: String?, databaseID: String, spaceID: String) throws -> Parsed {
         guard let text else { return .absent }
         guard isWellFormed(text) else {
             throw SyncError.invalidDate("date must be 1 to 128 characters of A-Z a-z 0-9 . _ ~ -, sent back as received.")
         }
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 || parts.count == 4, parts[0] == databaseID, parts[1] == familyID,
+        guard parts.count == 3 || parts.count == 4, parts[0] == databaseID, parts[1] == spaceID,
             let version = Int64(parts[2]), version >= 0, String(version) == parts[2]
         else { return .unanswerable }
         guard parts.count == 4 else { return .position(version, generation: 0) }

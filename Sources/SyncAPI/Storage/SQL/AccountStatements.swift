@@ -9,54 +9,54 @@ package struct AccountStatements: Sendable {
     package func createFamily(id: String, name: String, familyItem: RowWrite?, account: NewAccount, nowMs: Int64) async throws {
         try await executor.inSQLTransaction { c in
             try await c.execute("INSERT INTO families (id, name, version, created_ms) VALUES (\(id), \(name), 0, \(nowMs))")
-            let version = try await c.insertAccount(account, familyID: id, nowMs: nowMs)
-            if let familyItem { _ = try await c.items.store(familyItem, familyID: id, version: version, nowMs: nowMs) }
+            let version = try await c.insertAccount(account, spaceID: id, nowMs: nowMs)
+            if let familyItem { _ = try await c.items.store(familyItem, spaceID: id, version: version, nowMs: nowMs) }
             try await c.insertMembership(spaceID: id, accountID: account.id, role: .owner, sinceVersion: 0)
         }
     }
 
-    package func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64, maxMembers: Int, addedBy: String?) async throws {
+    package func createAccount(_ account: NewAccount, spaceID: String, nowMs: Int64, maxMembers: Int, addedBy: String?) async throws {
         try await executor.inSQLTransaction { c in
-            guard try await c.items.family(familyID, lock: true) != nil else { throw SyncError.unauthorized }
+            guard try await c.items.family(spaceID, lock: true) != nil else { throw SyncError.unauthorized }
             // Under the space's lock (security review M4): the caller still owns the space, and the space's members
             // are counted as an accepted invitation counts them, by membership (accounts made in the space that left
             // it are no members; members who joined by invitation are).
-            if let addedBy { try await c.requireOwner(addedBy, of: familyID, to: "add an account") }
+            if let addedBy { try await c.requireOwner(addedBy, of: spaceID, to: "add an account") }
             try SpaceLimits.checkMembers(
-                try await c.count("SELECT count(*) FROM memberships WHERE space_id = \(familyID)"), limits: SpaceLimits(members: maxMembers))
-            let version = try await c.insertAccount(account, familyID: familyID, nowMs: nowMs)
-            try await c.insertMembership(spaceID: familyID, accountID: account.id, role: .member, sinceVersion: version)
+                try await c.count("SELECT count(*) FROM memberships WHERE space_id = \(spaceID)"), limits: SpaceLimits(members: maxMembers))
+            let version = try await c.insertAccount(account, spaceID: spaceID, nowMs: nowMs)
+            try await c.insertMembership(spaceID: spaceID, accountID: account.id, role: .member, sinceVersion: version)
         }
     }
 
-    package func accounts(familyID: String) async throws -> [AccountRecord] {
+    package func accounts(spaceID: String) async throws -> [AccountRecord] {
         try await executor.inSQLStatements(writes: false) { c in
             try await c.rows(
                 """
                 SELECT a.id, a.username, a.display_name, m.role = 'owner' FROM accounts a
                 JOIN memberships m ON m.account_id = a.id AND m.space_id = a.family_id
-                WHERE a.family_id = \(familyID) ORDER BY a.created_ms, \(.insertionOrder("a"))
+                WHERE a.family_id = \(spaceID) ORDER BY a.created_ms, \(.insertionOrder("a"))
                 """
             ).map { AccountRecord(id: $0.text(0), username: $0.text(1), displayName: $0.text(2), owner: $0.bool(3)) }
         }
     }
 
     package func deleteAccount(
-        accountID: String, familyID: String, deletedBy: String, itemCollections: [String], privateLists: [String], nowMs: Int64
+        accountID: String, spaceID: String, deletedBy: String, itemCollections: [String], privateLists: [String], nowMs: Int64
     ) async throws -> Bool {
         try await executor.inSQLTransaction { c in
-            guard try await c.items.family(familyID, lock: true) != nil else { throw SyncError.unauthorized }
+            guard try await c.items.family(spaceID, lock: true) != nil else { throw SyncError.unauthorized }
             // The account's row is locked first: a login's new token (its foreign key check) then waits for this
             // transaction and fails after it, instead of committing a token that the account's delete would then trip
             // over.
-            guard try await c.row("SELECT 1 FROM accounts WHERE id = \(accountID) AND family_id = \(familyID)\(.forUpdate)") != nil
+            guard try await c.row("SELECT 1 FROM accounts WHERE id = \(accountID) AND family_id = \(spaceID)\(.forUpdate)") != nil
             else { return false }
             if deletedBy != accountID {
-                guard try await c.mayDelete(accountID, by: deletedBy, in: familyID) else { return false }
+                guard try await c.mayDelete(accountID, by: deletedBy, in: spaceID) else { return false }
             }
             try await c.checkNotLastOwnerAnywhere(accountID: accountID)
             // The cached tokens of its spaces go, and their streams wake and check theirs again.
-            try await c.revokeAtCommit(try await c.spaceIDs(accountID: accountID) + [familyID, AccountSession.accountKey(accountID)])
+            try await c.revokeAtCommit(try await c.spaceIDs(accountID: accountID) + [spaceID, AccountSession.accountKey(accountID)])
             // Its tokens, identities and memberships first: they reference the account.
             try await c.execute("DELETE FROM tokens WHERE account_id = \(accountID)")
             try await c.execute("DELETE FROM identities WHERE account_id = \(accountID)")
@@ -67,12 +67,12 @@ package struct AccountStatements: Sendable {
             try await c.execute("DELETE FROM invitations WHERE created_by = \(accountID)")
             try await c.execute("DELETE FROM invitation_refusals WHERE account_id = \(accountID)")
             try await c.execute("DELETE FROM memberships WHERE account_id = \(accountID)")
-            guard try await c.row("DELETE FROM accounts WHERE id = \(accountID) AND family_id = \(familyID) RETURNING id") != nil else {
+            guard try await c.row("DELETE FROM accounts WHERE id = \(accountID) AND family_id = \(spaceID) RETURNING id") != nil else {
                 return false
             }
-            let version = try await c.items.bump(familyID: familyID)
+            let version = try await c.items.bump(spaceID: spaceID)
             for key in AccountRecord.itemKeys(accountID, itemCollections) {
-                _ = try await c.items.store(RowWrite(key: key, body: nil), familyID: familyID, version: version, nowMs: nowMs)
+                _ = try await c.items.store(RowWrite(key: key, body: nil), spaceID: spaceID, version: version, nowMs: nowMs)
             }
             return true
         }
@@ -81,7 +81,7 @@ package struct AccountStatements: Sendable {
     package func credentials(usernameKey: String) async throws -> AccountCredentials? {
         try await executor.inSQLStatements(writes: false) { c in
             try await c.row("SELECT id, family_id, password_hash FROM accounts WHERE username_key = \(usernameKey)").map {
-                AccountCredentials(accountID: $0.text(0), familyID: $0.text(1), passwordHash: $0.text(2))
+                AccountCredentials(accountID: $0.text(0), spaceID: $0.text(1), passwordHash: $0.text(2))
             }
         }
     }
@@ -89,7 +89,7 @@ package struct AccountStatements: Sendable {
     package func credentials(accountID: String) async throws -> (username: String, credentials: AccountCredentials)? {
         try await executor.inSQLStatements(writes: false) { c in
             try await c.row("SELECT username, family_id, password_hash FROM accounts WHERE id = \(accountID)").map {
-                ($0.text(0), AccountCredentials(accountID: accountID, familyID: $0.text(1), passwordHash: $0.text(2)))
+                ($0.text(0), AccountCredentials(accountID: accountID, spaceID: $0.text(1), passwordHash: $0.text(2)))
             }
         }
     }
@@ -212,9 +212,9 @@ package struct AccountStatements: Sendable {
             try await executor.inSQLTransaction { c in
                 try await c.execute(
                     "INSERT INTO families (id, name, version, created_ms) VALUES (\(space.id), \(space.name), 0, \(nowMs))")
-                let version = try await c.insertAccount(account, familyID: space.id, nowMs: nowMs)
+                let version = try await c.insertAccount(account, spaceID: space.id, nowMs: nowMs)
                 if space.member {
-                    if let item = space.familyItem { _ = try await c.items.store(item, familyID: space.id, version: version, nowMs: nowMs) }
+                    if let item = space.familyItem { _ = try await c.items.store(item, spaceID: space.id, version: version, nowMs: nowMs) }
                     try await c.insertMembership(spaceID: space.id, accountID: account.id, role: .owner, sinceVersion: 0)
                 }
                 let inserted = try await c.row(
@@ -237,13 +237,13 @@ extension SQLConnection {
     /// `deleter` must still own the family, and the account must be a member of the family alone, not an owner of it
     /// (a login made in the family, a kid's). Anyone else only the account itself deletes: its deletion reaches its
     /// other spaces and its private items everywhere. False when the account is no longer a member of the family.
-    fileprivate func mayDelete(_ accountID: String, by deleter: String, in familyID: String) async throws -> Bool {
-        let deleterRole = try await row("SELECT role FROM memberships WHERE space_id = \(familyID) AND account_id = \(deleter)")
+    fileprivate func mayDelete(_ accountID: String, by deleter: String, in spaceID: String) async throws -> Bool {
+        let deleterRole = try await row("SELECT role FROM memberships WHERE space_id = \(spaceID) AND account_id = \(deleter)")
         guard deleterRole.map({ SpaceRole(stored: $0.text(0)) }) == .owner else {
             throw SyncError.forbidden("Only the family's owner deletes another account.")
         }
         let memberships = try await rows("SELECT space_id, role FROM memberships WHERE account_id = \(accountID)")
-        guard let own = memberships.first(where: { $0.text(0) == familyID }) else { return false }
+        guard let own = memberships.first(where: { $0.text(0) == spaceID }) else { return false }
         guard memberships.count == 1, SpaceRole(stored: own.text(1)) != .owner else {
             throw SyncError.forbidden(
                 "Only the account itself may delete an owner or an account of other spaces; remove it from this space instead.")

@@ -6,22 +6,22 @@
 extension SQLConnection {
     /// Inserts the account, its public profile and its default settings at a new version, which it returns.
     @discardableResult
-    package func insertAccount(_ account: NewAccount, familyID: String, nowMs: Int64) async throws -> Int64 {
+    package func insertAccount(_ account: NewAccount, spaceID: String, nowMs: Int64) async throws -> Int64 {
         do {
             // After every account of the family whatever this instance's clock says: the owner is the family's oldest
             // account, and a clock behind another instance's must not make a new member older.
             try await execute(
                 """
                 INSERT INTO accounts (id, family_id, username, username_key, display_name, password_hash, created_ms)
-                VALUES (\(account.id), \(familyID), \(account.username), \(account.username.lowercased()), \(account.displayName),
+                VALUES (\(account.id), \(spaceID), \(account.username), \(account.username.lowercased()), \(account.displayName),
                         \(account.passwordHash),
-                        \(.greatest)(\(nowMs), (SELECT coalesce(max(created_ms) + 1, 0) FROM accounts WHERE family_id = \(familyID))))
+                        \(.greatest)(\(nowMs), (SELECT coalesce(max(created_ms) + 1, 0) FROM accounts WHERE family_id = \(spaceID))))
                 """)
         } catch SQLConstraintViolation.unique {
             throw SyncError.usernameTaken
         }
-        let version = try await items.bump(familyID: familyID)
-        for row in account.rows { _ = try await items.store(row, familyID: familyID, version: version, nowMs: nowMs) }
+        let version = try await items.bump(spaceID: spaceID)
+        for row in account.rows { _ = try await items.store(row, spaceID: spaceID, version: version, nowMs: nowMs) }
         return version
     }
 

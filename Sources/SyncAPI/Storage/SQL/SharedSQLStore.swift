@@ -20,20 +20,20 @@ extension SharedSQLStore {
             id: id, name: name, familyItem: familyItem, account: account, nowMs: nowMs)
     }
 
-    public func createAccount(_ account: NewAccount, familyID: String, nowMs: Int64, maxMembers: Int, addedBy: String?) async throws {
+    public func createAccount(_ account: NewAccount, spaceID: String, nowMs: Int64, maxMembers: Int, addedBy: String?) async throws {
         try await AccountStatements(statementExecutor.executor).createAccount(
-            account, familyID: familyID, nowMs: nowMs, maxMembers: maxMembers, addedBy: addedBy)
+            account, spaceID: spaceID, nowMs: nowMs, maxMembers: maxMembers, addedBy: addedBy)
     }
 
-    public func accounts(familyID: String) async throws -> [AccountRecord] {
-        try await AccountStatements(statementExecutor.executor).accounts(familyID: familyID)
+    public func accounts(spaceID: String) async throws -> [AccountRecord] {
+        try await AccountStatements(statementExecutor.executor).accounts(spaceID: spaceID)
     }
 
     public func deleteAccount(
-        accountID: String, familyID: String, deletedBy: String, itemCollections: [String], privateLists: [String], nowMs: Int64
+        accountID: String, spaceID: String, deletedBy: String, itemCollections: [String], privateLists: [String], nowMs: Int64
     ) async throws -> Bool {
         try await AccountStatements(statementExecutor.executor).deleteAccount(
-            accountID: accountID, familyID: familyID, deletedBy: deletedBy, itemCollections: itemCollections, privateLists: privateLists,
+            accountID: accountID, spaceID: spaceID, deletedBy: deletedBy, itemCollections: itemCollections, privateLists: privateLists,
             nowMs: nowMs)
     }
 

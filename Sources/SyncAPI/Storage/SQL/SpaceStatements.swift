@@ -10,7 +10,7 @@ package struct SpaceStatements: Sendable {
             try await c.lockAccount(ownerID)
             try await c.checkMembershipLimits(accountID: ownerID, limits: limits, owning: true)
             try await c.execute("INSERT INTO families (id, name, version, created_ms) VALUES (\(id), \(name), 0, \(nowMs))")
-            if let familyItem { _ = try await c.items.store(familyItem, familyID: id, version: nil, nowMs: nowMs) }
+            if let familyItem { _ = try await c.items.store(familyItem, spaceID: id, version: nil, nowMs: nowMs) }
             try await c.insertMembership(spaceID: id, accountID: ownerID, role: .owner, sinceVersion: 0)
             try await c.revokeAtCommit([AccountSession.accountKey(ownerID)])
         }
@@ -70,7 +70,7 @@ package struct SpaceStatements: Sendable {
             // holds was cut for the old role, so it starts from a new version of the space, as a new member does, and
             // its next sync is a full answer (a reader made member had never received the members-only rows it now
             // reads; a member made reader keeps rows it may no longer read).
-            let since = current == role ? nil : try await c.items.bump(familyID: spaceID)
+            let since = current == role ? nil : try await c.items.bump(spaceID: spaceID)
             if let since {
                 try await c.execute(
                     """
@@ -174,7 +174,7 @@ package struct SpaceStatements: Sendable {
             try await c.checkMembershipLimits(accountID: accountID, limits: limits, owning: role == .owner)
             try SpaceLimits.checkMembers(try await c.count("SELECT count(*) FROM memberships WHERE space_id = \(spaceID)"), limits: limits)
             // Joining raises the space's counter: a date issued before it is no date for this member.
-            let version = try await c.items.bump(familyID: spaceID)
+            let version = try await c.items.bump(spaceID: spaceID)
             try await c.insertMembership(spaceID: spaceID, accountID: accountID, role: role, sinceVersion: version)
             try await c.execute("UPDATE invitations SET uses_left = uses_left - 1 WHERE hash = \(hash)")
             try await c.revokeAtCommit([spaceID, AccountSession.accountKey(accountID)])
