@@ -58,6 +58,34 @@ async function open(command: Command): Promise<JsonValue> {
     return { sdk: "ts" };
 }
 
+/** Waits until the visible items hold `id` (or no longer do, with `absent`), as the app's observation sees them; fails after `timeout` seconds (default 30). */
+function waitFor(client: SyncClient, command: Command): Promise<void> {
+    const id = text(command, "id");
+    const absent = command.absent === true;
+    const seconds = typeof command.timeout === "number" ? command.timeout : 30;
+    return new Promise<void>((resolve, reject) => {
+        let done = false;
+        let stop: (() => void) | undefined;
+        const finish = (error?: unknown): void => {
+            if (done) return;
+            done = true;
+            clearTimeout(timer);
+            stop?.();
+            if (error === undefined) resolve();
+            else reject(error);
+        };
+        const timer = setTimeout(() => finish(SyncClientError.invalid(`${id} did not ${absent ? "leave" : "arrive"} within ${seconds} s`)), seconds * 1000);
+        stop = client.observeItems(
+            text(command, "collection"),
+            (items) => {
+                if (items.some((item) => item.id === id) !== absent) finish();
+            },
+            { ...parentOf(command), onError: (error) => finish(error) }
+        );
+        if (done) stop();
+    });
+}
+
 async function run(command: Command): Promise<JsonValue> {
     if (command.op === "open") return open(command);
     if (!opened) throw SyncClientError.invalid("no client: send open first");
@@ -118,6 +146,15 @@ async function run(command: Command): Promise<JsonValue> {
             client.setConflictHandler(text(command, "collection"), () => resolution);
             return null;
         }
+        case "startLive":
+            client.startLive();
+            return null;
+        case "stopLive":
+            await client.stopLive();
+            return null;
+        case "waitFor":
+            await waitFor(client, command);
+            return null;
         case "sync":
             return report(await client.sync());
         case "push":

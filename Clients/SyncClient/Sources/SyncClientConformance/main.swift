@@ -129,6 +129,16 @@ func describe(_ error: any Error) -> JSONValue {
         }
         client.setConflictHandler(SyncCollection(try argument(request, "collection"))) { _ in resolution }
         return .null
+    case "startLive":
+        client.startLive()
+        return .null
+    case "stopLive":
+        await client.stopLive()
+        return .null
+    case "waitFor":
+        try await waitFor(
+            client, SyncCollection(try argument(request, "collection")), id: try argument(request, "id"), parent: parent, request: request)
+        return .null
     case "sync": return report(try await client.sync())
     case "push": return report(try await client.push())
     case "verify":
@@ -157,6 +167,28 @@ func describe(_ error: any Error) -> JSONValue {
                 return .object(out)
             })
     default: throw SyncClientError.invalid("unknown op \(op)")
+    }
+}
+
+/// Waits until the visible items hold `id` (or no longer do, with `absent`), as the app's observation sees them; fails
+/// after `timeout` seconds (default 30).
+func waitFor(_ client: SyncClient, _ collection: SyncCollection, id: String, parent: String?, request: JSONObject) async throws {
+    let absent = request["absent"]?.boolValue ?? false
+    let seconds = request["timeout"]?.intValue ?? 30
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask {
+            for try await items in client.observeItems(collection, parent: parent)
+            where items.contains(where: { $0["id"]?.stringValue == id }) != absent {
+                return
+            }
+            throw SyncClientError.invalid("the observation of \(collection) ended")
+        }
+        group.addTask {
+            try await Task.sleep(for: .seconds(seconds))
+            throw SyncClientError.invalid("\(id) did not \(absent ? "leave" : "arrive") within \(seconds) s")
+        }
+        try await group.next()
+        group.cancelAll()
     }
 }
 
