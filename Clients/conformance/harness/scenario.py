@@ -164,6 +164,8 @@ class ScenarioRun:
             errors = match(self.fill(expect["result"]), answer["result"], "result") if "result" in expect else []
         if errors:
             raise Failure("; ".join(errors))
+        for name, key in step.get("save", {}).items():
+            self.vars[name] = answer["result"][key]
         return answer
 
     def call(self, step):
@@ -203,7 +205,7 @@ class ScenarioRun:
         for list_name, nomore in expect.get("hasAll", {}).items():
             collection, _, parent = list_name.partition("/")
             errors += match(nomore, self.ask("hasAll", list=collection, **({"parent": parent} if parent else {}))["nomore"], f"hasAll {list_name}")
-        for op in ("pending", "failed", "conflicts"):
+        for op in ("pending", "failed", "conflicts", "failedUploads"):
             if op in expect:
                 errors += match(expect[op], self.ask(op), op)
         if errors:

@@ -35,7 +35,7 @@ def wait_until(condition, timeout, what):
 
 
 def http(base, method, path, body=None, token=None, headers=None, timeout=30):
-    """One call to the API (`base` + `/api/v1` + `path`): (status, parsed JSON body or None, headers)."""
+    """One call to the API (`base` + `/api/v1` + `path`): (status, the JSON body parsed or other bytes, headers)."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(base + "/api/v1" + path, data=data, method=method)
     if data is not None:
@@ -49,7 +49,8 @@ def http(base, method, path, body=None, token=None, headers=None, timeout=30):
             raw, status, got = answer.read(), answer.status, dict(answer.headers)
     except urllib.error.HTTPError as error:
         raw, status, got = error.read(), error.code, dict(error.headers)
-    return status, (json.loads(raw) if raw else None), got
+    is_json = "json" in next((value for name, value in got.items() if name.lower() == "content-type"), "")
+    return status, (json.loads(raw) if raw and is_json else raw or None), got
 
 
 class Postgres:

@@ -855,8 +855,9 @@ export class SyncClient {
     private async pushQueue(): Promise<SyncReport> {
         if (!this.session) throw SyncClientError.notSignedIn();
         const report = emptyReport();
-        // Media first: an item never reaches the server before the medium it names.
-        await this.mediaQueue.push();
+        // Media first: an item never reaches the server before the medium it names. Uploads count as pushed, as in the
+        // Swift SDK's report (the conformance suite compares them).
+        report.pushed += await this.mediaQueue.push();
         const model = await this.serverModel();
         const fitting = { limits: await this.limits(), refreshed: false };
         // A conflict settled as "keep local" or merged goes round again with the server's new ETag; three rounds at most.

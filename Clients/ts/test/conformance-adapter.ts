@@ -146,6 +146,16 @@ async function run(command: Command): Promise<JsonValue> {
             client.setConflictHandler(text(command, "collection"), () => resolution);
             return null;
         }
+        case "upload": {
+            const bytes = Uint8Array.from(atob(text(command, "base64")), (char) => char.charCodeAt(0));
+            return { url: await client.upload(bytes, text(command, "contentType")) };
+        }
+        case "media": {
+            const bytes = await client.media(text(command, "url"));
+            return { base64: btoa(Array.from(bytes, (byte) => String.fromCharCode(byte)).join("")) };
+        }
+        case "failedUploads":
+            return (await client.failedUploads()).map((upload) => ({ url: upload.url, contentType: upload.contentType, status: upload.status, code: upload.code }));
         case "startLive":
             client.startLive();
             return null;

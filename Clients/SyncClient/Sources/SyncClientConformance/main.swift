@@ -129,6 +129,17 @@ func describe(_ error: any Error) -> JSONValue {
         }
         client.setConflictHandler(SyncCollection(try argument(request, "collection"))) { _ in resolution }
         return .null
+    case "upload":
+        guard let bytes = Data(base64Encoded: try argument(request, "base64")) else { throw SyncClientError.invalid("base64: not base64") }
+        return ["url": .string(try await client.upload(bytes, contentType: try argument(request, "contentType")))]
+    case "media":
+        let file = try await client.media(try argument(request, "url"))
+        return ["base64": .string(try Data(contentsOf: file).base64EncodedString())]
+    case "failedUploads":
+        return .array(
+            try client.failedUploads().map {
+                ["url": .string($0.url), "contentType": .string($0.contentType), "status": number($0.status), "code": .string($0.code.rawValue)]
+            })
     case "startLive":
         client.startLive()
         return .null
