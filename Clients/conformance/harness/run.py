@@ -14,7 +14,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from scenario import Failure, ScenarioRun  # noqa: E402
-from servers import Postgres, Proxy, Server  # noqa: E402
+from servers import IdentityProvider, Postgres, Proxy, Server  # noqa: E402
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -73,13 +73,15 @@ def main():
                     # A server and a database of its own for each run: a scenario may restart the server with another model.
                     started = time.monotonic()
                     database = postgres.new_database() if backend == "postgres" else f"sqlite:{folder}/{sdk}-server.sqlite"
-                    server = Server(options.server, database, os.path.join(folder, sdk), scenario.get("serverArguments", []))
-                    os.makedirs(server.folder)
+                    os.makedirs(os.path.join(folder, sdk))
+                    identity = IdentityProvider(os.path.join(folder, sdk)) if scenario.get("identity") else None
+                    flags = scenario.get("serverArguments", []) + (["--identity", identity.file] if identity else [])
+                    server = Server(options.server, database, os.path.join(folder, sdk), flags)
                     model = scenario.get("model")
                     server.start(os.path.join(HERE, "models", model) if model else None)
                     proxy = Proxy(lambda: server.port)
                     try:
-                        run = ScenarioRun(scenario, sdk, sdks, server, proxy, os.path.join(folder, sdk), os.path.join(HERE, "models"))
+                        run = ScenarioRun(scenario, sdk, sdks, server, proxy, os.path.join(folder, sdk), os.path.join(HERE, "models"), identity)
                         proxy.set_up(True)
                         try:
                             run.run()

@@ -46,14 +46,16 @@ def digest(entries):
 class ScenarioRun:
     """Runs `scenario` with the adapter `command` of `sdk`; `server` and `proxy` (the device's network) are running."""
 
-    def __init__(self, scenario, sdk, commands, server, proxy, folder, models):
-        self.scenario, self.sdk, self.commands = scenario, sdk, commands
+    def __init__(self, scenario, sdk, commands, server, proxy, folder, models, identity=None):
+        self.scenario, self.sdk, self.commands, self.identity = scenario, sdk, commands, identity
         self.server, self.proxy, self.folder, self.models = server, proxy, folder, models
         # `{pad:x<3000}` is 3000 x's (Python's format mini-language on an empty string).
         self.vars = {"run": secrets.token_hex(4), "pad": ""}
         self.actors = {}
         self.trace = []
         self.device_space = None
+        # The account the device signed in as: the harness reads the server as it (`"server"` and `ids` digests).
+        self.device_actor = "owner"
 
     # Templates: "{name}" and "{i:02d}" in any string of a step, from the run's variables.
     def fill(self, value, extra=None):
@@ -98,6 +100,15 @@ class ScenarioRun:
         for key in ("username", "password", "accountId", "familyId"):
             self.vars[f"{name}.{key}"] = actor[key]
 
+    def exchange(self, name, spec):
+        """An account of the identity provider (`POST /token`), made by a first exchange."""
+        body = {"idToken": self.identity.token(spec["sub"]), **({"space": spec["space"]} if "space" in spec else {})}
+        status, answer, _ = http(self.server.base, "POST", "/token", body)
+        if status != 200:
+            raise Failure(f"POST /token for {name}: {status} {answer}")
+        self.actors[name] = {"sub": spec["sub"], "token": answer["token"], "accountId": answer["accountId"]}
+        self.vars[f"{name}.accountId"] = answer["accountId"]
+
     def open(self, options):
         command = {"op": "open", "server": self.proxy.url, **self.fill(self.scenario.get("device", {})), **options}
         self.replica = os.path.join(self.folder, command.pop("replicaName", "replica") + ".sqlite")
@@ -110,6 +121,8 @@ class ScenarioRun:
             self.device(step)
         elif "http" in step:
             self.call(step)
+        elif "actor" in step and "idToken" in step:
+            self.exchange(step["actor"], step["idToken"])
         elif "actor" in step:
             self.signup(step["actor"])
         elif "network" in step:
@@ -143,8 +156,12 @@ class ScenarioRun:
         command = self.fill({"op": command} if isinstance(command, str) else command)
         if command["op"] == "open":
             command = self.open(command)
+        if command["op"] == "signIn":
+            self.device_actor = command.pop("as")
+            command["idToken"] = self.identity.token(self.actors[self.device_actor]["sub"], command.pop("expiresIn", 600))
         if command["op"] in ("logIn", "signUp"):
-            actor = self.actors[command.pop("as", "owner")]
+            self.device_actor = command.pop("as", "owner")
+            actor = self.actors[self.device_actor]
             command.setdefault("username", actor["username"])
             command.setdefault("password", actor["password"])
             command.setdefault("family", "Device")
@@ -223,7 +240,7 @@ class ScenarioRun:
     def expected_digest(self, collection, spec):
         if isinstance(spec, dict) and "digest" in spec:
             return {"count": spec["count"], "digest": spec["digest"]}
-        token = self.actors["owner"]["token"]
+        token = self.actors[self.device_actor]["token"]
         if spec == "server":
             # The server's own answer, for the part the replica holds of a paginated list (`<list>LastId`).
             with sqlite3.connect(f"file:{self.replica}?mode=ro", uri=True) as db:

@@ -4,6 +4,7 @@ Everything waits for events (a port that answers, a process that exits), never f
 bounded and fails with the log of what it waited for.
 """
 
+import base64
 import json
 import os
 import shutil
@@ -231,3 +232,35 @@ class Proxy:
     def close(self):
         self.listener.close()
         self.set_up(False)
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+class IdentityProvider:
+    """An OpenID Connect provider for `serve --identity` (protocol §14): an RSA key made with openssl, its key set in a
+    file, and ID tokens (RS256 JWTs) signed with it."""
+
+    ISSUER, AUDIENCE = "https://issuer.conformance.test", "conformance-app"
+
+    def __init__(self, folder):
+        self.key = os.path.join(folder, "idp-key.pem")
+        subprocess.run(["openssl", "genrsa", "-out", self.key, "2048"], check=True, capture_output=True)
+        modulus = subprocess.run(["openssl", "rsa", "-in", self.key, "-noout", "-modulus"], check=True, capture_output=True, text=True)
+        jwk = {"kty": "RSA", "kid": "k1", "use": "sig", "alg": "RS256", "n": b64url(bytes.fromhex(modulus.stdout.strip().split("=")[1])), "e": "AQAB"}
+        jwks = os.path.join(folder, "idp-jwks.json")
+        with open(jwks, "w") as handle:
+            json.dump({"keys": [jwk]}, handle)
+        self.file = os.path.join(folder, "identity.json")
+        with open(self.file, "w") as handle:
+            json.dump({"providers": [{"name": "conformance", "issuer": self.ISSUER, "audiences": [self.AUDIENCE], "jwks": f"file:{jwks}",
+                                      "algorithms": ["RS256"], "displayName": "name"}]}, handle)
+
+    def token(self, sub, expires_in=600):
+        """A signed ID token for `sub` (a negative `expires_in` makes an expired one)."""
+        now = int(time.time())
+        claims = {"iss": self.ISSUER, "aud": self.AUDIENCE, "sub": sub, "iat": min(now, now + expires_in - 60), "exp": now + expires_in, "name": sub.title()}
+        signing_input = b64url(json.dumps({"alg": "RS256", "kid": "k1", "typ": "JWT"}).encode()) + "." + b64url(json.dumps(claims).encode())
+        signature = subprocess.run(["openssl", "dgst", "-sha256", "-sign", self.key], input=signing_input.encode(), check=True, capture_output=True).stdout
+        return signing_input + "." + b64url(signature)

@@ -36,6 +36,7 @@ function describe(error: unknown): JsonValue {
     const out: JsonObject = { kind: error.kind, message: error.message };
     if (error.status !== undefined) out.status = error.status;
     if (error.code !== undefined && ["server", "unavailable", "throttled"].includes(error.kind)) out.code = error.code;
+    if (error.kind === "idTokenRefused") out.check = error.check ?? null;
     return out;
 }
 
@@ -102,6 +103,10 @@ async function run(command: Command): Promise<JsonValue> {
         case "logIn":
             await client.logIn({ username: text(command, "username"), password: text(command, "password") });
             return null;
+        case "signIn": {
+            const signedIn = await client.signIn({ idToken: text(command, "idToken"), ...(typeof command.space === "string" ? { space: command.space } : {}) });
+            return { created: signedIn.created, spaces: signedIn.spaces.map((space) => space.name).sort() };
+        }
         case "acceptInvitation": {
             const accept = (client as unknown as { acceptInvitation?: (code: string) => Promise<{ id: string; role: string }> }).acceptInvitation;
             if (!accept) throw SyncClientError.invalid("this client has no acceptInvitation");

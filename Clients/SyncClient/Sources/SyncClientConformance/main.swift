@@ -58,7 +58,7 @@ func describe(_ error: any Error) -> JSONValue {
     case .unpushedWrites: out["kind"] = "unpushedWrites"
     case .invalid: out["kind"] = "invalid"
     case .spaceRemoved: out["kind"] = "spaceRemoved"
-    case .idTokenRefused: out["kind"] = "idTokenRefused"
+    case .idTokenRefused(let check, _): (out["kind"], out["check"]) = ("idTokenRefused", check.map { .string($0.rawValue) } ?? .null)
     case .local: out["kind"] = "local"
     }
     if let status = error.status { out["status"] = number(status) }
@@ -95,6 +95,9 @@ func describe(_ error: any Error) -> JSONValue {
     case "logIn":
         try await client.logIn(username: try argument(request, "username"), password: try argument(request, "password"))
         return .null
+    case "signIn":
+        let signedIn = try await client.signIn(idToken: try argument(request, "idToken"), space: request["space"]?.stringValue)
+        return ["created": .bool(signedIn.created), "spaces": strings(signedIn.spaces.map(\.name).sorted())]
     case "acceptInvitation":
         let space = try await client.acceptInvitation(code: try argument(request, "code"))
         return ["id": .string(space.id), "role": .string(space.role)]
