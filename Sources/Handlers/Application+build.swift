@@ -207,7 +207,13 @@ public func buildRouter(
     items.add(to: authenticated)
     items.add(to: inSpace, except: memberItems.map { [$0.name] } ?? [])
     let changes = ChangesRoutes(
-        engine: engine, accounts: accounts, configuration: configuration, streams: streams, hub: hub, timers: timers)
+        feed: ChangeFeed(
+            engine: engine, accounts: accounts, streams: streams, hub: hub,
+            settings: .init(
+                poll: configuration.changesPollInterval, recheck: configuration.changesRecheckInterval, ping: configuration.changesPingInterval,
+                maxDuration: configuration.changesMaxDuration, startLimit: configuration.requestTimeLimit),
+            timers: timers),
+        timers: timers)
     let mediaRoutes = media.map {
         MediaRoutes(
             media: MediaService(

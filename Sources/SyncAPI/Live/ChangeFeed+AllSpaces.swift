@@ -1,7 +1,4 @@
-import Hummingbird
-import NIOCore
 import ServiceLifecycle
-import SyncAPI
 
 /// `GET /changes?spaces=all` (protocol §15): one stream for every space of the caller. It opens with `event: spaces`
 /// (the caller's spaces and roles) and one `event: change` per space (`{"space", "date"}`, its current date), so that
@@ -10,17 +7,14 @@ import SyncAPI
 /// `change` at once). It follows §9's conventions, without `id:` (a reconnecting app syncs its spaces, as at start).
 /// Streams wait on the hub for each of the account's spaces and its `@account` key, which every membership change of
 /// the account notifies, on every instance.
-extension ChangesRoutes {
-    func allSpaces(_ request: Request, _ context: AppRequestContext, token: String) async throws -> Response {
-        let principal = try context.requirePrincipal()
-        let query = try SyncQuery(request, allowed: ["spaces"])
-        guard query.values["spaces"] == "all" else { throw SyncError.invalidParameter("spaces", "spaces takes the value all.") }
+extension ChangeFeed {
+    public func openAllSpaces(_ principal: AccountSession, token: String) async throws -> Opened {
         let accountKey = AccountSession.accountKey(principal.accountID)
         let slot = StreamSlot(lease: try streams.open(account: principal.accountID), hub: hub, family: accountKey)
         let state = AllSpacesState(engine: engine, accounts: accounts, token: token, accountKey: accountKey)
         let start: AllSpacesState.Start
         do {
-            start = try await Deadline.run(within: configuration.requestTimeLimit, timers: timers) {
+            start = try await Deadline.run(within: settings.startLimit, timers: timers) {
                 guard let start = try await state.read(slot: slot, known: AllSpacesState.Start(), readAll: true) else { throw SyncError.unauthorized }
                 return start
             }
@@ -28,9 +22,9 @@ extension ChangesRoutes {
             slot.release()
             throw error
         }
-        let (hub, ping, maxDuration) = (hub, configuration.changesPingInterval, configuration.changesMaxDuration)
-        let recheck = hub == nil ? configuration.changesPollInterval : configuration.changesRecheckInterval
-        return eventStream(context, slot: slot) { writer, watch, stop in
+        let (hub, ping, maxDuration, timers) = (hub, settings.ping, settings.maxDuration, timers)
+        let recheck = hub == nil ? settings.poll : settings.recheck
+        return Opened(slot: slot) { write, watch, stop in
             let clock = ContinuousClock()
             let end = clock.now + maxDuration
             var lastCheck = clock.now
@@ -44,7 +38,7 @@ extension ChangesRoutes {
                     sent = current.memberships
                 }
                 for (space, date) in current.moved { events += Self.changeEvent(space: space, date: date) }
-                try await pacer.send(events, to: &writer, watch: watch)
+                try await pacer.send(events, write: write, watch: watch)
                 current.moved = []
                 let timeout = max(.milliseconds(10), min(recheck - (clock.now - lastCheck), pacer.untilPing, end - clock.now))
                 let seen = current.generations
