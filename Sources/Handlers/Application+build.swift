@@ -227,8 +227,8 @@ public func buildRouter(
     }
     let responder = ResponderBox()
     GroupRoutes(
-        store: roles.groups, engine: engine, bodyMaxBytes: configuration.bodyMaxBytes, maxRequests: configuration.groupMaxRequests,
-        answerLimit: configuration.requestTimeLimit, snapshots: engine.snapshots, responder: responder
+        engine: engine, bodyMaxBytes: configuration.bodyMaxBytes, maxRequests: configuration.groupMaxRequests,
+        answerLimit: configuration.requestTimeLimit, responder: responder
     )
     .add(to: authenticated)
     // The routes a group's sub-request may reach (protocol §6): every route of the API but the group itself and the

@@ -4,29 +4,33 @@ import NIOCore
 import SyncAPI
 import Synchronization
 
-/// `POST /group` (protocol §6): many calls in one round trip. Each sub-request goes through the same router,
-/// middleware and engine as a direct call; runs of consecutive reads are answered from one database snapshot.
-/// What a sub-request may reach is decided on its resolved route (`GroupReachMiddleware`); the whole group is
-/// answered within the request time limit like any request.
+/// `POST /group` (protocol §6): many calls in one round trip. This route parses the envelope and runs each
+/// sub-request through the same router, middleware and engine as a direct call (`RoutedGroupWriter`); the engine's
+/// `SyncEngine.group` decides the runs, their snapshots, their read-ahead and the group's time limit. What a
+/// sub-request may reach is decided on its resolved route (`GroupReachMiddleware`).
 struct GroupRoutes {
-    let store: any ItemStore
-    /// Computes the deltas a run of reads will ask for, so that the store reads them ahead in one statement.
     let engine: SyncEngine
     let bodyMaxBytes: Int
     let maxRequests: Int
     /// How long the answer may wait for its first chunk, and then for each next one (the request time limit).
     let answerLimit: Duration
-    let snapshots: SnapshotBudget
     /// The router's own responder, set once every route is registered.
     let responder: ResponderBox
 
     /// One sub-request as the client sent it.
-    struct SubRequest {
+    struct SubRequest: Sendable {
         let id: String
         let method: HTTPRequest.Method?
         let url: String?
         let body: JSONValue?
         let headers: [(String, String)]
+
+        /// What the engine needs of it: a read or a write, and its path and `date`.
+        var call: GroupCall {
+            let resolved = url.flatMap { $0.contains("#") ? nil : GroupRoutes.resolvingDotSegments($0) }
+            let uri = resolved.map { URI($0) }
+            return GroupCall(isRead: method == .get, path: uri.map { String($0.path) }, date: uri?.queryParameters["date"].map(String.init))
+        }
     }
 
     func add(to group: RouterGroup<AppRequestContext>) {
@@ -36,90 +40,13 @@ struct GroupRoutes {
                 .post: { request, context in
                     let subRequests = try Self.parse(try await HTTPBodies.json(request, limit: bodyMaxBytes), maxRequests: maxRequests)
                     let authorization = request.headers[.authorization]
-                    // The answer streams sub-answer after sub-answer as they are computed (so memory per request stays
-                    // flat), each run of reads from its snapshot; the head waits for the first chunk, so a database
-                    // that is away still answers 503 before any byte.
-                    // A run of reads holds its snapshot while its answers are written: one place in the budget of
-                    // snapshot holders for the whole group (429 before anything starts when there is none).
-                    let pinsSnapshot = zip(subRequests, subRequests.dropFirst()).contains { $0.method == .get && $1.method == .get }
-                    let lease = pinsSnapshot ? try await snapshots.lease(for: context.requireSession()) : nil
-                    let stream = AnswerStream(producerStallLimit: answerLimit, timers: engine.timers)
-                    lease?.track(stream)
-                    let sink = GroupSink(stream: stream)
-                    let subContext = context
-                    // No write starts past the group's time limit (protocol §6: no sub-request keeps a group open): one
-                    // behind a slow answer answers 503, and the client sends it again. Reads are not cut: they answer
-                    // from the group's snapshot, and a client applies a group of syncs only whole (a phone whose first
-                    // list takes longer than the limit to download would never sync).
-                    let startBy = ContinuousClock.now + answerLimit
-                    stream.produce(on: engine.producers) {
-                        defer { lease?.release() }
-                        do {
-                            stream.setDate("")
-                            try await sink.raw("{\"responses\":[")
-                            var index = 0
-                            // Once a write of the group ran, its reads go where every committed write is seen (a
-                            // run of reads: the primary's snapshot already; a single read: the primary, never a standby).
-                            var wrote = false
-                            while index < subRequests.count {
-                                // A run of reads shares one snapshot; each write runs alone, so later reads see it.
-                                var end = index + 1
-                                if subRequests[index].method == .get {
-                                    while end < subRequests.count, subRequests[end].method == .get { end += 1 }
-                                }
-                                let run = Array(subRequests[index..<end])
-                                if run.count > 1 {
-                                    try await store.withReadSnapshot { pinned in
-                                        var runContext = subContext
-                                        runContext.reads = .snapshot(try await self.prefetching(run, on: pinned, context: subContext))
-                                        for sub in run {
-                                            try await self.answer(
-                                                sub, authorization: authorization, context: runContext, startBy: startBy, into: sink)
-                                        }
-                                    }
-                                } else {
-                                    var single = subContext
-                                    if wrote, run[0].method == .get { single.reads = .primary }
-                                    try await answer(run[0], authorization: authorization, context: single, startBy: startBy, into: sink)
-                                    if run[0].method != .get { wrote = true }
-                                }
-                                index = end
-                            }
-                            try await sink.raw("]}")
-                            try await sink.flush()
-                            // Given back before the end, so that the client's next request finds the place free.
-                            lease?.release()
-                            stream.finish()
-                        } catch {
-                            lease?.release()
-                            stream.finish(throwing: error)
-                        }
+                    let stream = try await engine.group(subRequests.map(\.call), try context.requireSession(), limit: answerLimit) { stream in
+                        RoutedGroupWriter(
+                            routes: self, subRequests: subRequests, authorization: authorization, context: context, sink: GroupSink(stream: stream))
                     }
-                    _ = try await stream.date(within: answerLimit)
                     return HTTPBodies.response(json: stream)
                 }
             ])
-    }
-
-    /// The run's snapshot with the deltas its sync calls will read first already read, together (PostgreSQL: one
-    /// statement instead of one round trip per sub-request). Only an optimization: a call that asks for anything else
-    /// reads it as always, from the same snapshot.
-    func prefetching(_ run: [SubRequest], on pinned: any SnapshotReads, context: AppRequestContext) async throws -> any SnapshotReads {
-        guard pinned.prefetchesDeltas else { return pinned }
-        let calls = run.compactMap(Self.syncCall)
-        guard calls.count >= 2 else { return pinned }
-        let requests = await engine.reading(.snapshot(pinned)).deltaRequests(try context.requireSession(), calls: calls)
-        return try await pinned.prefetchingDeltas(requests)
-    }
-
-    /// The endpoint and `date` of a sub-request that may be a sync call: a GET of one path segment under `/api/v1/`.
-    static func syncCall(_ sub: SubRequest) -> (endpoint: String, date: String?)? {
-        guard sub.method == .get, let raw = sub.url, !raw.contains("#"), let url = resolvingDotSegments(raw) else { return nil }
-        let uri = URI(url)
-        guard uri.path.hasPrefix("/api/v1/") else { return nil }
-        let endpoint = uri.path.dropFirst("/api/v1/".count)
-        guard !endpoint.isEmpty, !endpoint.contains("/") else { return nil }
-        return (String(endpoint), uri.queryParameters["date"].map(String.init))
     }
 
     /// Checks the envelope: 400 `invalid_group` for the whole group when it is not a list of 1 to `maxRequests`
@@ -261,6 +188,29 @@ extension GroupRoutes {
             previous = byte
         }
         return !first
+    }
+}
+
+/// Writes a group's answer as the engine runs its calls: `{"responses":[`, each sub-request's entry as the router
+/// answers it (with the reads the engine chose for it), `]}`.
+struct RoutedGroupWriter: GroupAnswerWriter {
+    let routes: GroupRoutes
+    let subRequests: [GroupRoutes.SubRequest]
+    let authorization: String?
+    let context: AppRequestContext
+    let sink: GroupSink
+
+    func begin() async throws { try await sink.raw("{\"responses\":[") }
+
+    func answer(_ index: Int, reads: ReadSource?, startBy: ContinuousClock.Instant) async throws {
+        var subContext = context
+        if let reads { subContext.reads = reads }
+        try await routes.answer(subRequests[index], authorization: authorization, context: subContext, startBy: startBy, into: sink)
+    }
+
+    func end() async throws {
+        try await sink.raw("]}")
+        try await sink.flush()
     }
 }
 

@@ -32,6 +32,11 @@ public struct CollectionRegistry: Sendable {
 
     /// Full lists with an endpoint of their own (protocol §3).
     public var lists: [CollectionSpec] { writable.filter { $0.kind == .fullList } }
+    /// Whether `endpoint` is the sync endpoint of a full list or of a bundle: the calls whose first delta a group
+    /// reads ahead.
+    public func isSyncEndpoint(_ endpoint: String) -> Bool {
+        lists.contains { $0.syncEndpoint == endpoint } || bundles.contains { $0.endpoint == endpoint }
+    }
     /// Paginated lists (protocol §4).
     public var paginated: [CollectionSpec] { writable.filter { $0.kind == .paginated } }
 

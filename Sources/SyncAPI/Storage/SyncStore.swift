@@ -7,7 +7,8 @@ import NIOCore
 /// Every item method takes the family id first: no query can leave its tenant.
 public protocol SyncStore: SchemaStore, AccountStore, SpaceStore, ItemStore, MaintenanceStore {}
 
-/// The store's roles, as the store opener hands them to the application: one per consumer, each the part of the
+/// The store's roles, as the store opener hands them to the application: one per consumer (a group's snapshots are
+/// the engine's), each the part of the
 /// store that consumer calls, so that nothing but a backend sees the union `SyncStore` (44 requirements) and a
 /// reader of a consumer knows from its type what it may do to the database.
 public struct StoreRoles: Sendable {
@@ -19,8 +20,6 @@ public struct StoreRoles: Sendable {
     public let spaces: any SpaceStore
     /// Readiness (`/ready`, the database answering).
     public let operations: any SchemaStore
-    /// One pinned snapshot per run of a group's reads (`GroupRoutes`).
-    public let groups: any ItemStore
     /// Migrations and the model served (`ModelRecord`).
     public let evolution: any SchemaStore
     /// Items, their answers and the database's identity in dates of sync (`SyncEngine`).
@@ -31,7 +30,6 @@ public struct StoreRoles: Sendable {
         accounts = store
         spaces = store
         operations = store
-        groups = store
         evolution = store
         engine = store
     }
