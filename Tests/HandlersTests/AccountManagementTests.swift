@@ -6,7 +6,7 @@ import SyncAPI
 import TestSupport
 import Testing
 
-/// Protocol §1 accounts (issue 16, §8; security audit M2): the family's accounts listed, deleted by the owner or by
+/// Protocol §1 accounts (issue 16, item 8; security audit M2): the family's accounts listed, deleted by the owner or by
 /// themselves with their tokens revoked at once, and at most 20 accounts per family.
 @Suite("Account management over HTTP", .sharingTheMachine)
 struct AccountManagementTests {

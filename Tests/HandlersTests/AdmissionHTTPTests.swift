@@ -6,7 +6,7 @@ import SyncAPI
 import TestSupport
 import Testing
 
-/// Issue 16, §6 over HTTP: admission before the database, IPv6 counted by /64, and no lock-out by a stranger.
+/// Issue 16, item 6 over HTTP: admission before the database, IPv6 counted by /64, and no lock-out by a stranger.
 @Suite("Admission over HTTP", .sharingTheMachine)
 struct AdmissionHTTPTests {
     static func login(_ api: APIClient, _ username: String, _ password: String, from address: String) async throws -> APIClient.Answer {

@@ -7,7 +7,7 @@ import SyncAPI
 import TestSupport
 import Testing
 
-/// Per-family quotas (protocol §8, issue 16 §5; security audit H5, M1): items, stored bytes and media bytes, counted
+/// Per-family quotas (protocol §8, issue 16 item 5; security audit H5, M1): items, stored bytes and media bytes, counted
 /// by the database in every write's transaction (cascades included), 403 `quota_exceeded` past them, and a write
 /// that lowers the usage always accepted.
 @Suite("Family quotas over HTTP", .sharingTheMachine)

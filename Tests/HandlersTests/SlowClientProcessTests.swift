@@ -4,7 +4,7 @@ import SyncAPI
 import TestSupport
 import Testing
 
-/// Issue 16, §6 (security audit H4) against the real binary: a body trickled a byte at a time is cut at its
+/// Issue 16, item 6 (security audit H4) against the real binary: a body trickled a byte at a time is cut at its
 /// whole-body deadline, and one address cannot hold more than its share of connections.
 @Suite("Slow and greedy clients", .sharingTheMachine)
 struct SlowClientProcessTests {

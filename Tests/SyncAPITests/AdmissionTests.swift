@@ -6,7 +6,7 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// Issue 16, §6: work a client starts without a token is admitted per address before it costs anything; addresses
+/// Issue 16, item 6: work a client starts without a token is admitted per address before it costs anything; addresses
 /// are counted as one client per IPv4 address or IPv6 /64; the login throttle's windows slide; a stranger cannot
 /// lock a user out; signups cannot starve logins of the password hasher.
 @Suite("Admission and login throttling", .sharingTheMachine)

@@ -3,7 +3,7 @@ import SyncAPI
 import TestSupport
 import Testing
 
-/// The budget of answers that hold a snapshot while their client downloads them (issue 16 §4; security audit H6,
+/// The budget of answers that hold a snapshot while their client downloads them (issue 16 item 4; security audit H6,
 /// code review D4): per account at once, per instance after a short wait, a place given back when its answer ends
 /// however it ends (here: dropped unread), and a refused answer takes nothing.
 @Suite("Snapshot budget", .sharingTheMachine, .timeLimit(.minutes(5)))

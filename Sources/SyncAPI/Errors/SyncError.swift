@@ -82,7 +82,7 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public static let usernameTaken = SyncError(.usernameTaken, detail: "This username is already taken.", field: "username")
     public static let signupDisabled = SyncError(.signupDisabled, detail: "Signup is turned off on this server.")
     public static let preconditionFailed = SyncError(.preconditionFailed, detail: "The item does not match the request's precondition.")
-    /// A live item's filter field cannot change (protocol §4, §12). The detail reads as the golden answers of the
+    /// A live item's filter field cannot change (protocol §2, §12). The detail reads as the golden answers of the
     /// default model have it ("A wall post's type cannot change.") for any collection and field.
     public static func typeImmutable(collection: String, field: String) -> SyncError {
         SyncError(.typeImmutable, detail: "A \(collection) post's \(field) cannot change.", field: field)

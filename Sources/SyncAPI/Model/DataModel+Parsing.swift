@@ -4,7 +4,7 @@ import Foundation
 /// the collection and the field, found before anything is changed. An unknown key anywhere is an error: a typo must
 /// never drop a limit.
 extension DataModel {
-    /// Paths of the API that no collection or sync endpoint may take (§1, §6–§13).
+    /// Paths of the API that no collection or sync endpoint may take (§1, §6–§15; the list is §12).
     public static let reservedNames: Set<String> = [
         "signup", "login", "logout", "password", "accounts", "group", "changes", "media", "verify", "model", "openapi.json",
         "health", "ready", "metrics", "spaces", "invitations", "memberships", "token",
@@ -307,7 +307,7 @@ extension DataModel {
         return .requireOneOf(names)
     }
 
-    /// What one collection says of another: children and parents agree, sync endpoints are shared only as §5 allows.
+    /// What one collection says of another: children and parents agree, sync endpoints are shared only as §12 allows.
     func checkLinks() throws(ModelError) {
         var syncs: [String: [Collection]] = [:]
         for collection in collections {

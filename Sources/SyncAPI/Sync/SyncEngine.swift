@@ -4,7 +4,7 @@ import Synchronization
 public enum ReadSource: Sendable {
     /// The pinned snapshot of the group's run of reads.
     case snapshot(any SnapshotReads)
-    /// The primary, never a standby: a read after a write of the same group must see it (§13).
+    /// The primary, never a standby: a read after a write of the same group must see it (§6, §13).
     case primary
 }
 
