@@ -1326,10 +1326,11 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     /** The status's counts of writes and uploads waiting and refused, read again after each write. */
     private async refreshCounts(): Promise<void> {
         if (this.closed) return;
-        const count = async (sql: string): Promise<number> => Number((await this.db.query(sql))[0]?.n ?? 0);
-        const pending = (await count("SELECT COUNT(*) AS n FROM queue")) + (await count("SELECT COUNT(*) AS n FROM uploads WHERE status IS NULL"));
-        const failed = (await count("SELECT COUNT(*) AS n FROM failed")) + (await count("SELECT COUNT(*) AS n FROM uploads WHERE status IS NOT NULL"));
-        this.statusCenter.update({ pendingWrites: pending, failedWrites: failed });
+        const rows = await this.db.query(
+            `SELECT (SELECT COUNT(*) FROM queue) + (SELECT COUNT(*) FROM uploads WHERE status IS NULL) AS pending,
+(SELECT COUNT(*) FROM failed) + (SELECT COUNT(*) FROM uploads WHERE status IS NOT NULL) AS failed`
+        );
+        this.statusCenter.update({ pendingWrites: Number(rows[0]?.pending ?? 0), failedWrites: Number(rows[0]?.failed ?? 0) });
     }
 
     // MARK: - Spaces (src/spaces.ts)

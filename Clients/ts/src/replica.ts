@@ -452,8 +452,7 @@ ON CONFLICT (collection, parent, id) DO UPDATE SET local = NULL, localDeleted = 
 
 /** Whether anything waits to leave: a queued write, or an upload the server has not refused (media leave first). */
 export async function hasQueued(tx: SqlExecutor): Promise<boolean> {
-    if ((await tx.query("SELECT 1 AS one FROM queue LIMIT 1")).length > 0) return true;
-    return (await tx.query("SELECT 1 AS one FROM uploads WHERE status IS NULL LIMIT 1")).length > 0;
+    return (await tx.query("SELECT 1 AS one FROM queue UNION ALL SELECT 1 FROM uploads WHERE status IS NULL LIMIT 1")).length > 0;
 }
 
 /** The queue for a push, every entry marked `sent` in the same transaction. */
