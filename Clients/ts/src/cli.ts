@@ -21,6 +21,7 @@ interface NodeProcess {
     on(signal: "SIGINT" | "SIGTERM", listener: () => void): void;
 }
 
+/** The help text (`help`), the Swift tool's with this file's name. */
 export const usage = `usage: cli.js <command> --server URL --replica FILE [--json] [--page-size N] [--insecure] [--space ID]
   signup --family F --username U [--discard]   the password: SYNCAPI_PASSWORD, or one line on standard
   login --username U [--discard]               input (never an argument: ps and shell history would show it)
@@ -39,7 +40,7 @@ export const usage = `usage: cli.js <command> --server URL --replica FILE [--jso
   accept <code>               join the space of an invitation
 --space ID: the replica holds that space (one replica per space); without it, the home space.`;
 
-/** `--name value` options, `--flag` flags and positional arguments. */
+/** `--name value` options, `--flag` flags and positional arguments, split by hand as the Swift tool does (no dependency). */
 export class Arguments {
     readonly positional: string[] = [];
     readonly options = new Map<string, string>();

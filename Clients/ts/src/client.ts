@@ -493,11 +493,13 @@ export class SyncClient {
 
     /** Makes a grant the client's session: the same account keeps the replica; another erases it (refused while writes wait). */
     private async adopt(next: ClientSession, discarding: boolean): Promise<void> {
+        let erased = false;
         const unsent = await this.work.run(() =>
             this.db.transaction(async (tx) => {
                 if ((await replica.getMeta(tx, MetaKey.account)) === next.accountID) return [];
                 const waiting = await replica.pending(tx);
                 if (waiting.length > 0 && !discarding) return waiting;
+                erased = true;
                 await replica.eraseData(tx, false);
                 await tx.run("DELETE FROM uploads");
                 await replica.setMeta(tx, MetaKey.account, next.accountID);
@@ -509,6 +511,8 @@ export class SyncClient {
             await this.http.call("POST", "/logout", { token: next.token }).catch(() => undefined);
             throw this.unpushed(unsent);
         }
+        // Another account's media go with its data.
+        if (erased) await this.mediaQueue.erase();
         await this.tokenStore.save(next);
         this.session = next;
         this.statusCenter.update({ signedIn: true });

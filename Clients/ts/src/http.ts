@@ -229,6 +229,7 @@ export class HttpCore {
         const placed = this.place(path, undefined, options.prefixed ?? true).path;
         const controller = new AbortController();
         const abort = (): void => controller.abort();
+        if (options.signal.aborted) controller.abort();
         options.signal.addEventListener("abort", abort);
         const timer = setTimeout(abort, this.timeoutMs);
         try {

@@ -9,7 +9,7 @@ export interface AppStateLike {
     subscribe(listener: (foreground: boolean) => void): () => void;
 }
 
-/** The shape of React Native's `AppState` this client uses (no import of React Native). */
+/** The shape of React Native's `AppState` this client uses: typed by structure so that the package imports no React Native. */
 export interface ReactNativeAppState {
     addEventListener(type: "change", listener: (state: string) => void): { remove(): void };
 }
@@ -24,7 +24,7 @@ export function reactNativeAppState(appState: ReactNativeAppState): AppStateLike
     };
 }
 
-/** The shape of a browser's `document` this client uses. */
+/** The shape of a browser's `document` this client uses: typed by structure so that non-browser builds need no DOM. */
 export interface VisibilityDocument {
     readonly visibilityState: string;
     addEventListener(type: "visibilitychange", listener: () => void): void;
@@ -42,7 +42,7 @@ export function documentVisibility(document: VisibilityDocument): AppStateLike {
     };
 }
 
-/** What the client does at each change of the app's state. */
+/** What the client does at each change of the app's state: kept apart from the client so that the rule is tested on its own. */
 export interface LifecycleActions {
     /** Back in the foreground: push what waits, reopen live mode if the app wanted it. */
     foreground(): void;

@@ -3,10 +3,10 @@ import { SyncClientError } from "./errors.js";
 import { queryEscape, readCapped } from "./http.js";
 import { ServerEvent, ServerEventParser } from "./sse.js";
 
-/** How `followEventStream` ended. */
+/** How `followEventStream` ended: its callers act on each differently (stop, wait for a sign-in, sync to learn why it was refused). */
 export type EventStreamEnd = { kind: "cancelled" } | { kind: "signedOut" } | { kind: "refused"; error: SyncClientError };
 
-/** The timing of live mode's reconnections (options of the client). */
+/** The timing of live mode's reconnections: the client's options, gathered so that live mode and the all-spaces stream share them. */
 export interface LiveTiming {
     /** How long live mode waits after a notice before it syncs (notices in a burst make one sync). Default 200 ms. */
     debounceMs: number;
@@ -32,7 +32,7 @@ export function reconnectDelay(failures: number, serverRetryMs: number | undefin
     return Math.min(Math.max(delay, minimumReconnectMs), Math.max(maximumMs, minimumReconnectMs));
 }
 
-/** What one connection of an event stream asks for. */
+/** What one connection of an event stream asks for: asked again at each connection, since `Last-Event-ID` and the date move. */
 export interface StreamRequest {
     path: string;
     headers: Record<string, string>;

@@ -2,7 +2,7 @@ import { ClientCore } from "./core.js";
 import { SyncClientError } from "./errors.js";
 import { sha256Hex } from "./verify.js";
 
-/** One file of a `MediaStore`, for the cache's eviction. */
+/** One file of a `MediaStore`: its size and last use, which the cache's eviction (least recently used first) needs. */
 export interface MediaFile {
     name: string;
     size: number;

@@ -48,6 +48,7 @@ function text(object: JsonObject, key: string): string {
     return typeof value === "string" ? value : "";
 }
 
+/** A space of an answer, checked (`GET /spaces`, `POST /spaces`, `POST /invitations/accept`). */
 export function spaceInfo(value: JsonValue | undefined): SpaceInfo {
     if (!isObject(value)) throw SyncClientError.invalidAnswer("a space is not an object");
     const info: SpaceInfo = { id: text(value, "id"), name: text(value, "name"), role: text(value, "role") };
@@ -65,7 +66,7 @@ function list<T>(json: JsonValue | undefined, read: (value: JsonValue) => T): T[
     return json.map(read);
 }
 
-/** The calls of protocol §15 for one client: what `SyncClient`'s space methods run. */
+/** The calls of protocol §15 for one client: what `SyncClient`'s space methods run, kept out of `client.ts` so that each concept has its file. */
 export class Spaces {
     constructor(
         private readonly core: ClientCore,
@@ -184,7 +185,7 @@ export function spaceEvent(event: string, data: string): SpaceEvent | undefined 
     return undefined;
 }
 
-/** What `SpaceSet.follow` did, for the app to show or to remember. */
+/** What `SpaceSet.follow` did, for the app to show (a space joined or lost) or to remember (`heldSpaces` at the next launch). */
 export type SpaceUpdate =
     | { kind: "spaces"; spaces: SpaceRole[] }
     | { kind: "synced"; space: string; report: SyncReport }

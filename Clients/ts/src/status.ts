@@ -1,6 +1,6 @@
 import { SyncClientError } from "./errors.js";
 
-/** What the client is doing now (the Swift SDK's `SyncStatus.State`). */
+/** What the client is doing now (the Swift SDK's `SyncStatus.State`): the one word a status badge shows. */
 export type SyncState = "idle" | "syncing" | "offline" | "error";
 
 /**
@@ -26,7 +26,7 @@ export interface SyncStatus {
     liveConnected: boolean;
 }
 
-/** Keeps the current status and hands every change (and only changes) to every listener. */
+/** Keeps the current status and hands every change (and only changes) to every listener, so that a view redraws only when what it shows moved. */
 export class StatusCenter {
     private value: SyncStatus = {
         state: "idle",
