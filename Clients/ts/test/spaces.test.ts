@@ -4,6 +4,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { JsonObject, SpaceSet, SpaceUpdate, SyncClient, SyncClientError } from "../src/index.js";
+import { inSpace } from "../src/http.js";
+import { mediaSha } from "../src/media.js";
 import { NodeSqliteDriver } from "../src/node.js";
 import { OpenedClient, openClient, username } from "./support/clients.js";
 import { next, TestServer } from "./support/server.js";
@@ -16,6 +18,22 @@ before(async () => {
 
 after(async () => {
     await server?.stop();
+});
+
+test("a space's paths: under /spaces/{id} for what a space holds, unprefixed for the account's calls", () => {
+    assert.equal(inSpace("/ctcsync?date=D", "s 1"), "/spaces/s%201/ctcsync?date=D");
+    assert.equal(inSpace("/contacts/c1", "S"), "/spaces/S/contacts/c1");
+    assert.equal(inSpace("/media/abc", "S"), "/spaces/S/media/abc");
+    assert.equal(inSpace("/changes", "S"), "/spaces/S/changes");
+    for (const path of ["/group", "/spaces", "/spaces/S/members", "/invitations/accept", "/model", "/", "/login", "/token", "/accounts"]) {
+        assert.equal(inSpace(path, "S"), path);
+    }
+    assert.equal(inSpace("/contacts/c1", undefined), "/contacts/c1");
+    const sha = "a".repeat(64);
+    assert.equal(mediaSha(`/api/v1/media/${sha}`), sha);
+    assert.equal(mediaSha(`https://api.example.com/api/v1/spaces/S/media/${sha}`), sha);
+    assert.equal(mediaSha("/api/v1/media/ABC"), undefined);
+    assert.equal(mediaSha("not a url"), undefined);
 });
 
 /** A client of `space` for the signed-in account of `account`, on a replica file of its own. */
