@@ -48,3 +48,7 @@ export { ExpoSqliteDriver } from "./storage/expo-sqlite.js";
 export type { ExpoSqliteDatabase, ExpoSqliteExecutor } from "./storage/expo-sqlite.js";
 export { OpSqliteDriver } from "./storage/op-sqlite.js";
 export type { OpSqliteDatabase, OpSqliteResult, OpSqliteTransaction } from "./storage/op-sqlite.js";
+export { IndexedDbDriver } from "./storage/indexeddb.js";
+export type { IndexedDbOptions } from "./storage/indexeddb.js";
+export { MemoryDriver, StatementDriver } from "./storage/statement-driver.js";
+export type { TablePersistence } from "./storage/statement-driver.js";
