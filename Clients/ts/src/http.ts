@@ -190,6 +190,7 @@ export class HttpCore {
     private readonly log: Log;
     /** The space whose paths this core's calls address (undefined: the home space's unprefixed paths). */
     readonly space: string | undefined;
+    private readonly allowsInsecureHTTP: boolean;
 
     constructor(options: HttpCoreOptions) {
         let base = options.serverUrl;
@@ -205,6 +206,32 @@ export class HttpCore {
         this.fetcher = options.fetch ?? ((input, init) => fetch(input, init));
         this.log = options.log;
         this.space = options.space;
+        this.allowsInsecureHTTP = options.allowsInsecureHTTP ?? false;
+    }
+
+    /**
+     * A `GET` of an absolute URL of another server (media an item names on a CDN), without the session's token, read up
+     * to `maxBytes`. `https` only, or `http` to this machine or with `allowsInsecureHTTP`. A transport failure is `offline`.
+     */
+    async getExternal(url: string, maxBytes: number): Promise<HttpAnswer> {
+        const parsed = new URL(url);
+        const local = ["127.0.0.1", "[::1]", "localhost"].includes(parsed.hostname);
+        if (parsed.protocol !== "https:" && !(parsed.protocol === "http:" && (local || this.allowsInsecureHTTP))) {
+            throw SyncClientError.invalid(`media must be https (or http to this machine): ${url}`);
+        }
+        const controller = new AbortController();
+        const timer = setTimeout(() => controller.abort(), this.timeoutMs);
+        try {
+            let response: Response;
+            try {
+                response = await this.fetcher(url, { method: "GET", signal: controller.signal });
+            } catch (error) {
+                throw SyncClientError.offline(controller.signal.aborted ? `no answer within ${this.timeoutMs} ms` : describe(error), error);
+            }
+            return new HttpAnswer(response.status, response.headers, await readCapped(response, maxBytes));
+        } finally {
+            clearTimeout(timer);
+        }
     }
 
     /** `path` as this core sends it: in its space, and a group's sub-requests too (`/api/v1/...` → `/api/v1/spaces/S/...`). */

@@ -158,21 +158,33 @@ export class MediaQueue {
     }
 
     /**
-     * The bytes of a medium of this server: from the store when there (never revalidated: media URLs are immutable),
-     * else downloaded with the session's token (retried with backoff), checked against its SHA-256, then kept within
-     * `cacheBytes`. Callers asking for one medium at once share one download.
+     * The bytes of a medium: from the store when there (never revalidated: media URLs are immutable), else downloaded
+     * (retried with backoff), then kept within `cacheBytes`; callers asking for one medium at once share one download.
+     * A medium of this server is fetched with the session's token and checked against its SHA-256; one of another
+     * server (`https://cdn.example.com/cat.jpg`, as an item may name) without the token, at most `maxBytes`, kept under
+     * the SHA-256 of its URL.
      */
     async media(url: string): Promise<Uint8Array> {
         const sha = mediaSha(url);
-        if (sha === undefined) throw SyncClientError.invalid(`not a media URL of this server: ${url}`);
-        const cached = await this.store.read(sha);
+        const external = sha === undefined || (/^[a-z]+:/i.test(url) && new URL(url).origin !== new URL(this.core.http.base).origin);
+        if (external && !/^[a-z]+:\/\//i.test(url)) throw SyncClientError.invalid(`not a media URL: ${url}`);
+        const key = external ? "external-" + sha256Hex(new TextEncoder().encode(url)) : sha!;
+        const cached = await this.store.read(key);
         if (cached) return cached;
-        let download = this.downloads.get(sha);
+        let download = this.downloads.get(key);
         if (!download) {
-            download = this.core.retry.run(() => this.fetch(sha)).finally(() => this.downloads.delete(sha));
-            this.downloads.set(sha, download);
+            download = this.core.retry.run(() => (external ? this.fetchExternal(url, key) : this.fetch(key))).finally(() => this.downloads.delete(key));
+            this.downloads.set(key, download);
         }
         return download;
+    }
+
+    private async fetchExternal(url: string, key: string): Promise<Uint8Array> {
+        const answer = await this.core.http.getExternal(url, this.limits.maxBytes);
+        if (answer.status !== 200) throw SyncClientError.from(answer.status, undefined, answer.header("Retry-After"));
+        await this.store.write(key, answer.bytes);
+        await this.evict(key);
+        return answer.bytes;
     }
 
     private async fetch(sha: string): Promise<Uint8Array> {

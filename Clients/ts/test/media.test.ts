@@ -90,9 +90,11 @@ test("an upload queued offline survives a restart, leaves before the write namin
 
     // Another device downloads it once; the second read comes from its cache.
     const downloads: string[] = [];
+    const external: RequestInit[] = [];
     const phone = await openClient(server, {
         fetch: (input, init) => {
             if (input.includes("/media/")) downloads.push(input);
+            if (input.endsWith("/api/v1/?from=cdn")) external.push(init);
             return fetch(input, init);
         },
     });
@@ -105,7 +107,15 @@ test("an upload queued offline survives a restart, leaves before the write namin
         assert.deepEqual(second, photo);
         assert.deepEqual(await phone.client.media(url), photo);
         assert.equal(downloads.length, 1, "one download for two readers at once and a later read");
-        await assert.rejects(phone.client.media("https://example.com/cat.jpg"), (error: unknown) => (error as { kind?: string }).kind === "invalid");
+        await assert.rejects(phone.client.media("not a url"), (error: unknown) => (error as { kind?: string }).kind === "invalid");
+        await assert.rejects(phone.client.media("http://example.com/cat.jpg"), (error: unknown) => (error as { kind?: string }).kind === "invalid");
+        // A medium of another server (here any URL that is not a media URL of this one): fetched without the token, then cached.
+        const elsewhere = `${server.url}/api/v1/?from=cdn`;
+        const described = JSON.parse(new TextDecoder().decode(await phone.client.media(elsewhere))) as { limits?: unknown };
+        assert.ok(described.limits);
+        await phone.client.media(elsewhere);
+        assert.equal(external.length, 1, "fetched once, then read from the cache");
+        assert.equal(JSON.stringify(external[0]!.headers ?? {}).includes("Bearer"), false, "the session's token stays with its server");
     } finally {
         await phone.close();
     }
