@@ -110,7 +110,12 @@ export async function followEventStream(
                     arm();
                     const events = parser.feed(piece.value);
                     if (parser.retry !== undefined) serverRetry = parser.retry;
-                    if (events.length > 0) await options.handle(events);
+                    if (events.length > 0) {
+                        // A sync may outlast the idle timeout: the stream is not silent, the client is busy.
+                        clearTimeout(watchdog);
+                        await options.handle(events);
+                        arm();
+                    }
                 }
             } finally {
                 options.connected?.(false);
