@@ -135,3 +135,35 @@ test("live mode comes back after the server was killed and started again, resumi
         await ann.close();
     }
 });
+
+test("a stream that goes silent (a half-open connection) is dropped after the idle timeout and opened again", async () => {
+    let opened = 0;
+    const ann = await openClient(server, {
+        liveDebounceMs: 20,
+        liveIdleTimeoutMs: 300,
+        fetch: (input, init) => {
+            if (!input.includes("/changes")) return fetch(input, init);
+            opened += 1;
+            if (opened > 1) return fetch(input, init);
+            // The first connection answers its head, then never sends a byte (not even the server's pings).
+            const silent = new ReadableStream<Uint8Array>({
+                start(controller) {
+                    init.signal?.addEventListener("abort", () => controller.error(new Error("aborted")));
+                },
+            });
+            return Promise.resolve(new Response(silent, { status: 200, headers: { "Content-Type": "text/event-stream" } }));
+        },
+    });
+    try {
+        const name = username("ann");
+        await ann.client.signUp({ family: "Smith", username: name, password: "password1" });
+        await ann.client.sync();
+        ann.client.startLive();
+        const arrived = arrives(ann.client, "contacts", "c9");
+        await statusWhere(ann.client, "the real stream", (status) => status.liveConnected && opened >= 2);
+        await raw(server, await rawLogIn(server, name), "PUT", "/contacts/c9", { firstName: "After the silence" });
+        await arrived;
+    } finally {
+        await ann.close();
+    }
+});
