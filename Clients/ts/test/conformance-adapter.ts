@@ -124,12 +124,9 @@ async function run(command: Command): Promise<JsonValue> {
             const id = text(command, "id");
             const item: JsonObject = { ...((await client.item(collection, id, parentOf(command))) ?? { id }) };
             const fields = command.fields;
-            if (typeof fields === "object" && fields !== null && !Array.isArray(fields)) {
-                for (const [key, value] of Object.entries(fields)) {
-                    if (value === null) delete item[key];
-                    else item[key] = value;
-                }
-            }
+            // A cleared field is sent as null: this client's `save` keeps a member the item leaves out (the Swift SDK's
+            // typed model writes a nil field out as null). README: "What the suite found".
+            if (typeof fields === "object" && fields !== null && !Array.isArray(fields)) Object.assign(item, fields);
             await client.save(collection, item, parentOf(command));
             return null;
         }
