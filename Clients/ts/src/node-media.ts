@@ -1,5 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { SyncClient } from "./client.js";
+import { SyncClientError } from "./errors.js";
 import { MediaFile, MediaStore } from "./media.js";
 
 /**
@@ -51,4 +53,15 @@ export class FileMediaStore implements MediaStore {
                 return { name, size: stat?.size ?? 0, usedAt: stat?.mtimeMs ?? 0 };
             });
     }
+}
+
+/**
+ * Queues the upload of a file (`client.upload` of its bytes, copied into the client's media store), sized before it is
+ * read so that a file over `maxBytes` is never loaded into memory; answers its URL at once.
+ */
+export async function uploadFile(client: SyncClient, path: string, contentType: string, maxBytes = 20 * 1024 * 1024): Promise<string> {
+    const size = statSync(path, { throwIfNoEntry: false })?.size;
+    if (size === undefined) throw SyncClientError.invalid(`no file at ${path}`);
+    if (size > maxBytes) throw SyncClientError.invalid(`the medium is ${size} bytes; the most is ${maxBytes} (mediaMaxBytes)`);
+    return client.upload(readFileSync(path), contentType);
 }

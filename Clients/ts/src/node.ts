@@ -2,7 +2,7 @@
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import { ClientSession, parseSession, TokenStore } from "./session.js";
 
-export { FileMediaStore } from "./node-media.js";
+export { FileMediaStore, uploadFile } from "./node-media.js";
 export { NodeSqliteDriver } from "./storage/node-sqlite.js";
 
 /**

@@ -4,7 +4,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { mediaSha, mediaUrl, MemoryMediaStore, SyncClient } from "../src/index.js";
-import { FileMediaStore, FileTokenStore, NodeSqliteDriver } from "../src/node.js";
+import { writeFileSync } from "node:fs";
+import { FileMediaStore, FileTokenStore, NodeSqliteDriver, uploadFile } from "../src/node.js";
 import { openClient, username } from "./support/clients.js";
 import { rawLogIn, TestServer } from "./support/server.js";
 
@@ -56,8 +57,10 @@ test("an upload queued offline survives a restart, leaves before the write namin
     let url: string;
     try {
         await app.client.signUp({ family: "Smith", username: name, password: "password1" });
-        url = await app.client.upload(photo, "image/png");
+        writeFileSync(server.path("picnic.png"), photo);
+        url = await uploadFile(app.client, server.path("picnic.png"), "image/png");
         assert.equal(url, mediaUrl(photo));
+        await assert.rejects(uploadFile(app.client, server.path("picnic.png"), "image/png", 10), (error: unknown) => (error as { kind?: string }).kind === "invalid");
         assert.equal(mediaSha(url), mediaSha(`${server.url}${url}`));
         await app.client.save("wall", { id: "w1", type: "photo", mediaUrl: url, text: "Picnic" });
         assert.equal(app.client.status.pendingWrites, 2, "the upload and the write wait");
