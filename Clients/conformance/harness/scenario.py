@@ -156,16 +156,19 @@ class ScenarioRun:
         command = self.fill({"op": command} if isinstance(command, str) else command)
         if command["op"] == "open":
             command = self.open(command)
+        signing_in = None
         if command["op"] == "signIn":
-            self.device_actor = command.pop("as")
-            command["idToken"] = self.identity.token(self.actors[self.device_actor]["sub"], command.pop("expiresIn", 600))
+            signing_in = command.pop("as")
+            command["idToken"] = self.identity.token(self.actors[signing_in]["sub"], command.pop("expiresIn", 600))
         if command["op"] in ("logIn", "signUp"):
-            self.device_actor = command.pop("as", "owner")
-            actor = self.actors[self.device_actor]
+            signing_in = command.pop("as", "owner")
+            actor = self.actors[signing_in]
             command.setdefault("username", actor["username"])
             command.setdefault("password", actor["password"])
             command.setdefault("family", "Device")
         answer = self.adapter.call(command)
+        if signing_in and answer.get("ok"):
+            self.device_actor = signing_in
         if command["op"] != "open":
             self.trace.append({"op": command["op"], **self.normalized(answer)})
         expect = step.get("expect", {})

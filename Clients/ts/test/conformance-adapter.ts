@@ -98,10 +98,15 @@ async function run(command: Command): Promise<JsonValue> {
             opened = undefined;
             return null;
         case "signUp":
-            await client.signUp({ family: text(command, "family"), username: text(command, "username"), password: text(command, "password") });
+            await client.signUp({
+                family: text(command, "family"),
+                username: text(command, "username"),
+                password: text(command, "password"),
+                discardingPendingWrites: command.discard === true,
+            });
             return null;
         case "logIn":
-            await client.logIn({ username: text(command, "username"), password: text(command, "password") });
+            await client.logIn({ username: text(command, "username"), password: text(command, "password"), discardingPendingWrites: command.discard === true });
             return null;
         case "signIn": {
             const signedIn = await client.signIn({ idToken: text(command, "idToken"), ...(typeof command.space === "string" ? { space: command.space } : {}) });

@@ -90,10 +90,13 @@ func describe(_ error: any Error) -> JSONValue {
         return .null
     case "signUp":
         try await client.signUp(
-            family: try argument(request, "family"), username: try argument(request, "username"), password: try argument(request, "password"))
+            family: try argument(request, "family"), username: try argument(request, "username"), password: try argument(request, "password"),
+            discardingPendingWrites: request["discard"]?.boolValue ?? false)
         return .null
     case "logIn":
-        try await client.logIn(username: try argument(request, "username"), password: try argument(request, "password"))
+        try await client.logIn(
+            username: try argument(request, "username"), password: try argument(request, "password"),
+            discardingPendingWrites: request["discard"]?.boolValue ?? false)
         return .null
     case "signIn":
         let signedIn = try await client.signIn(idToken: try argument(request, "idToken"), space: request["space"]?.stringValue)
