@@ -129,7 +129,8 @@ class ScenarioRun:
             self.proxy.set_up(step["network"] != "down", unavailable=step["network"] == "unavailable")
         elif "server" in step:
             model = step.get("model")
-            self.server.restart(os.path.join(self.models, model) if model else None, restore_epoch=step["server"] == "restore-epoch")
+            self.server.restart(os.path.join(self.models, model) if model else None, restore_epoch=step["server"] == "restore-epoch",
+                                extra=step.get("arguments", []))
         elif "handoff" in step:
             self.handoff()
         elif "tamper" in step:

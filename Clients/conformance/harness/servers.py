@@ -93,7 +93,7 @@ class Server:
         self.process = None
         self.starts = 0
 
-    def start(self, model=None):
+    def start(self, model=None, extra=()):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.starts += 1
@@ -102,6 +102,7 @@ class Server:
                    "--login-rate", "100000", "--signup-rate", "100000", *self.arguments]
         if model:
             command += ["--model", model]
+        command += list(extra)
         with open(self.log, "w") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
 
@@ -125,13 +126,13 @@ class Server:
                 self.process.wait()
         self.process = None
 
-    def restart(self, model=None, restore_epoch=False):
+    def restart(self, model=None, restore_epoch=False, extra=()):
         """Stops and starts again on the same database; `restore_epoch` first gives it a new id (as after a restore)."""
         self.stop()
         if restore_epoch:
             with open(os.path.join(self.folder, "restore-epoch.log"), "w") as log:
                 subprocess.run([self.binary, "restore-epoch", "--database", self.database], check=True, stdout=log, stderr=subprocess.STDOUT)
-        self.start(model)
+        self.start(model, extra)
 
 
 PROBLEM = b'{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"A proxy in front.","code":"unavailable"}'
