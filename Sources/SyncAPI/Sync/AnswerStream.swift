@@ -8,28 +8,22 @@ import Synchronization
 /// `capacity` of them are unread, so memory stays flat however slow the client is; the consumer reads them in order.
 /// A consumer that goes away cancels the stream: the producer's next `send` throws and its snapshot ends.
 public final class AnswerStream: Sendable {
-    private struct State {
-        var date: String?
+    /// The hand-over's decisions (`AnswerStreamState`), and what carries them out: the continuations of the waits in
+    /// progress, the hooks of a cancellation, and the time limits of the waits (cancelled when their wait ends: an
+    /// armed timer holds the whole stream, chunks and all, until it fires).
+    private struct Effects {
+        var state: AnswerStreamState
         var dateWaiter: CheckedContinuation<String, any Error>?
-        var chunks: [ByteBuffer] = []
-        var end: Result<Void, any Error>?
-        var cancelled = false
         var consumer: CheckedContinuation<ByteBuffer?, any Error>?
         var producer: CheckedContinuation<Void, any Error>?
-        /// Counts the producer's waits, so that a stall timer fires only for the wait it was set for.
-        var waits = 0
-        /// Counts the consumer's waits, likewise.
-        var consumerWaits = 0
         /// Run once when the stream is cancelled.
         var onCancel: [@Sendable () -> Void] = []
-        /// The time limits of the waits in progress (the date's, the consumer's, the producer's), cancelled when their
-        /// wait ends: an armed timer holds the whole stream, chunks and all, until it fires.
         var dateTimer: TimerWheel.Handle?
         var consumerTimer: TimerWheel.Handle?
         var producerTimer: TimerWheel.Handle?
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<Effects>
     private let delivered = Atomic<Int>(0)
     let capacity: Int
     /// A producer that waits longer than this for the consumer gives up: the client stopped reading, or the answer
@@ -46,6 +40,7 @@ public final class AnswerStream: Sendable {
     ) {
         self.timers = timers
         self.capacity = capacity
+        self.state = Mutex(Effects(state: AnswerStreamState(capacity: capacity)))
         self.stallLimit = stallLimit
         self.producerStallLimit = producerStallLimit
         Self.live.add(1, ordering: .relaxed)
@@ -96,22 +91,27 @@ public final class AnswerStream: Sendable {
     /// the first chunk, so that a failure before any byte is ready still becomes an error answer (503), not a
     /// broken one.
     public func setDate(_ date: String) {
-        state.withLock { $0.date = date }
+        state.withLock { $0.state.setDate(date) }
     }
 
     /// Resumes the consumer waiting for the date, once a chunk is ready or the stream ended.
     private func releaseDate() {
-        let (waiter, date, timer) = state.withLock { state -> (CheckedContinuation<String, any Error>?, String?, TimerWheel.Handle?) in
-            guard let waiter = state.dateWaiter else { return (nil, nil, nil) }
-            defer {
-                state.dateWaiter = nil
-                state.dateTimer = nil
-            }
-            return (waiter, state.date, state.dateTimer)
+        let (waiter, release, timer) = state.withLock {
+            effects -> (CheckedContinuation<String, any Error>?, AnswerStreamState.DateRelease?, TimerWheel.Handle?) in
+            guard let release = effects.state.releaseDate() else { return (nil, nil, nil) }
+            defer { (effects.dateWaiter, effects.dateTimer) = (nil, nil) }
+            return (effects.dateWaiter, release, effects.dateTimer)
         }
         if let timer { timers.cancel(timer) }
-        guard let waiter else { return }
-        if let date { waiter.resume(returning: date) } else { waiter.resume(throwing: CancellationError()) }
+        Self.resume(waiter, with: release)
+    }
+
+    private static func resume(_ waiter: CheckedContinuation<String, any Error>?, with release: AnswerStreamState.DateRelease?) {
+        switch release {
+        case .date(let date)?: waiter?.resume(returning: date)
+        case .failed(let error)?: waiter?.resume(throwing: error)
+        case nil: break
+        }
     }
 
     /// Queues a chunk; waits while the consumer is `capacity` chunks behind. Throws once the consumer went away, or
@@ -125,42 +125,33 @@ public final class AnswerStream: Sendable {
     }
 
     private func queue(_ chunk: ByteBuffer) async throws {
-        enum Action {
-            case handOver(CheckedContinuation<ByteBuffer?, any Error>)
-            case queued
-            case wait
-            case cancelled
-        }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            var wait = 0
-            let action = state.withLock { state -> Action in
-                if state.cancelled { return .cancelled }
-                if let consumer = state.consumer {
-                    state.consumer = nil
-                    state.consumerTimer.map { timers.cancel($0) }
-                    state.consumerTimer = nil
-                    return .handOver(consumer)
+            let (action, consumer, consumerTimer) = state.withLock {
+                effects -> (AnswerStreamState.SendAction, CheckedContinuation<ByteBuffer?, any Error>?, TimerWheel.Handle?) in
+                let action = effects.state.send(chunk)
+                switch action {
+                case .handOver:
+                    defer { (effects.consumer, effects.consumerTimer) = (nil, nil) }
+                    return (action, effects.consumer, effects.consumerTimer)
+                case .wait:
+                    // `next` or `cancel` resumes it.
+                    effects.producer = continuation
+                    return (action, nil, nil)
+                case .queued, .cancelled:
+                    return (action, nil, nil)
                 }
-                state.chunks.append(chunk)
-                if state.chunks.count < capacity { return .queued }
-                // `next` or `cancel` resumes it.
-                state.producer = continuation
-                state.waits += 1
-                wait = state.waits
-                return .wait
             }
+            if let consumerTimer { timers.cancel(consumerTimer) }
             releaseDate()
             switch action {
-            case .handOver(let consumer):
+            case .handOver:
                 delivered.add(chunk.readableBytes, ordering: .relaxed)
-                consumer.resume(returning: chunk)
+                consumer?.resume(returning: chunk)
                 continuation.resume()
             case .queued: continuation.resume()
-            case .wait:
-                let limit = stallLimit
-                let wait = wait
-                let timer = timers.schedule(in: limit) { self.cancelIfStalled(wait: wait) }
-                arm(timer, \.producerTimer) { $0.producer != nil && $0.waits == wait }
+            case .wait(let wait):
+                let timer = timers.schedule(in: stallLimit) { self.cancelIfStalled(wait: wait) }
+                arm(timer, \.producerTimer) { $0.state.producerStalled(wait) }
             case .cancelled: continuation.resume(throwing: CancellationError())
             }
         }
@@ -168,27 +159,32 @@ public final class AnswerStream: Sendable {
 
     /// Ends the stream, with an error when the answer could not be completed.
     public func finish(throwing error: (any Error)? = nil) {
-        typealias Waiters = (CheckedContinuation<ByteBuffer?, any Error>?, CheckedContinuation<String, any Error>?)
-        let (consumer, dateWaiter) = state.withLock { state -> Waiters in
-            state.end = error.map { .failure($0) } ?? .success(())
-            let consumer = state.chunks.isEmpty ? state.consumer : nil
-            if consumer != nil {
-                state.consumer = nil
-                state.consumerTimer.map { timers.cancel($0) }
-                state.consumerTimer = nil
+        typealias Waiters = (
+            consumer: CheckedContinuation<ByteBuffer?, any Error>?, end: AnswerStreamState.EndRelease?,
+            date: CheckedContinuation<String, any Error>?, release: AnswerStreamState.DateRelease?, timers: [TimerWheel.Handle]
+        )
+        let waiters = state.withLock { effects -> Waiters in
+            let (end, release) = effects.state.finish(error)
+            var waiters: Waiters = (nil, end, nil, release, [])
+            if end != nil {
+                waiters.consumer = effects.consumer
+                waiters.timers += effects.consumerTimer.map { [$0] } ?? []
+                (effects.consumer, effects.consumerTimer) = (nil, nil)
             }
-            guard error != nil else { return (consumer, nil) }
-            defer {
-                state.dateWaiter = nil
-                state.dateTimer.map { timers.cancel($0) }
-                state.dateTimer = nil
+            if release != nil {
+                waiters.date = effects.dateWaiter
+                waiters.timers += effects.dateTimer.map { [$0] } ?? []
+                (effects.dateWaiter, effects.dateTimer) = (nil, nil)
             }
-            return (consumer, state.dateWaiter)
+            return waiters
         }
-        if let consumer {
-            if let error { consumer.resume(throwing: error) } else { consumer.resume(returning: nil) }
+        for timer in waiters.timers { timers.cancel(timer) }
+        switch waiters.end {
+        case .end?: waiters.consumer?.resume(returning: nil)
+        case .failed(let error)?: waiters.consumer?.resume(throwing: error)
+        case nil: break
         }
-        if let error { dateWaiter?.resume(throwing: error) } else { releaseDate() }
+        Self.resume(waiters.date, with: waiters.release)
     }
 
     // MARK: Consumer
@@ -197,113 +193,100 @@ public final class AnswerStream: Sendable {
     /// 503 `unavailable` (the stream cancelled) when it is not ready within `limit`.
     public func date(within limit: Duration) async throws -> String {
         try await withCheckedThrowingContinuation { continuation in
-            let ready = state.withLock { state -> Result<String, any Error>? in
-                if case .failure(let error) = state.end { return .failure(error) }
-                if let date = state.date, !state.chunks.isEmpty || state.end != nil { return .success(date) }
-                if state.end != nil { return .failure(CancellationError()) }
-                state.dateWaiter = continuation
-                return nil
+            let action = state.withLock { effects -> AnswerStreamState.DateAction in
+                let action = effects.state.requestDate()
+                if case .wait = action { effects.dateWaiter = continuation }
+                return action
             }
-            if let ready {
-                continuation.resume(with: ready)
-                return
-            }
-            let timer = timers.schedule(in: limit) {
-                let waiter = self.state.withLock { state in
-                    defer {
-                        state.dateWaiter = nil
-                        state.dateTimer = nil
+            switch action {
+            case .ready(let date): continuation.resume(returning: date)
+            case .failed(let error): continuation.resume(throwing: error)
+            case .wait:
+                let timer = timers.schedule(in: limit) {
+                    let waiter = self.state.withLock { effects -> CheckedContinuation<String, any Error>? in
+                        guard effects.state.dateTimedOut() else { return nil }
+                        defer { (effects.dateWaiter, effects.dateTimer) = (nil, nil) }
+                        return effects.dateWaiter
                     }
-                    return state.dateWaiter
+                    guard let waiter else { return }
+                    self.cancel()
+                    waiter.resume(throwing: SyncError.unavailable)
                 }
-                guard let waiter else { return }
-                self.cancel()
-                waiter.resume(throwing: SyncError.unavailable)
+                arm(timer, \.dateTimer) { $0.dateWaiter != nil }
             }
-            arm(timer, \.dateTimer) { $0.dateWaiter != nil }
         }
     }
 
     /// The next chunk, nil at the end; throws when the producer failed half-way.
     public func next() async throws -> ByteBuffer? {
         try await withCheckedThrowingContinuation { continuation in
-            var wait = 0
-            let (ready, producer) = state.withLock { state -> (Result<ByteBuffer?, any Error>?, CheckedContinuation<Void, any Error>?) in
-                if !state.chunks.isEmpty {
-                    let chunk = state.chunks.removeFirst()
-                    defer {
-                        state.producer = nil
-                        state.producerTimer.map { timers.cancel($0) }
-                        state.producerTimer = nil
-                    }
-                    return (.success(chunk), state.producer)
-                }
-                switch state.end {
-                case .success?: return (.success(nil), nil)
-                case .failure(let error)?: return (.failure(error), nil)
-                case nil:
-                    state.consumer = continuation
-                    state.consumerWaits += 1
-                    wait = state.consumerWaits
-                    return (nil, nil)
+            let (action, producer, producerTimer) = state.withLock {
+                effects -> (AnswerStreamState.NextAction, CheckedContinuation<Void, any Error>?, TimerWheel.Handle?) in
+                let action = effects.state.next()
+                switch action {
+                case .chunk(_, let resumeProducer):
+                    guard resumeProducer else { return (action, nil, nil) }
+                    defer { (effects.producer, effects.producerTimer) = (nil, nil) }
+                    return (action, effects.producer, effects.producerTimer)
+                case .wait:
+                    effects.consumer = continuation
+                    return (action, nil, nil)
+                case .end, .failed:
+                    return (action, nil, nil)
                 }
             }
+            if let producerTimer { timers.cancel(producerTimer) }
             producer?.resume()
-            if let ready {
-                if case .success(let chunk?) = ready { delivered.add(chunk.readableBytes, ordering: .relaxed) }
-                continuation.resume(with: ready)
-                return
-            }
-            // A producer that stopped producing (a database that stopped answering mid-list) ends the answer, broken,
-            // rather than hold the consumer and its connection for good.
-            let timed = wait
-            let timer = timers.schedule(in: producerStallLimit) {
-                let consumer = self.state.withLock { state -> CheckedContinuation<ByteBuffer?, any Error>? in
-                    guard state.consumerWaits == timed, let consumer = state.consumer else { return nil }
-                    state.consumer = nil
-                    state.consumerTimer = nil
-                    return consumer
+            switch action {
+            case .chunk(let chunk, _):
+                delivered.add(chunk.readableBytes, ordering: .relaxed)
+                continuation.resume(returning: chunk)
+            case .end: continuation.resume(returning: nil)
+            case .failed(let error): continuation.resume(throwing: error)
+            case .wait(let wait):
+                // A producer that stopped producing (a database that stopped answering mid-list) ends the answer,
+                // broken, rather than hold the consumer and its connection for good.
+                let timer = timers.schedule(in: producerStallLimit) {
+                    let consumer = self.state.withLock { effects -> CheckedContinuation<ByteBuffer?, any Error>? in
+                        guard effects.state.consumerStalled(wait) else { return nil }
+                        defer { (effects.consumer, effects.consumerTimer) = (nil, nil) }
+                        return effects.consumer
+                    }
+                    guard let consumer else { return }
+                    self.cancel()
+                    consumer.resume(throwing: SyncError.unavailable)
                 }
-                guard let consumer else { return }
-                self.cancel()
-                consumer.resume(throwing: SyncError.unavailable)
+                arm(timer, \.consumerTimer) { $0.state.consumerWait == wait }
             }
-            arm(timer, \.consumerTimer) { $0.consumerWaits == timed && $0.consumer != nil }
         }
     }
 
     /// Keeps `timer` in `slot` while the wait it limits goes on; cancels it at once when that wait ended before the
     /// timer could be kept (it was set outside the lock).
     private func arm(
-        _ timer: TimerWheel.Handle, _ slot: WritableKeyPath<State, TimerWheel.Handle?>,
-        whileWaiting waiting: (State) -> Bool
+        _ timer: TimerWheel.Handle, _ slot: WritableKeyPath<Effects, TimerWheel.Handle?>, whileWaiting waiting: (Effects) -> Bool
     ) {
-        let kept = state.withLock { state in
-            guard waiting(state) else { return false }
-            state[keyPath: slot] = timer
+        let kept = state.withLock { effects in
+            guard waiting(effects) else { return false }
+            effects[keyPath: slot] = timer
             return true
         }
         if !kept { timers.cancel(timer) }
     }
 
     private func cancelIfStalled(wait: Int) {
-        let stalled = state.withLock { $0.producer != nil && $0.waits == wait }
-        if stalled { cancel() }
+        if state.withLock({ $0.state.producerStalled(wait) }) { cancel() }
     }
 
     /// The consumer is gone (client disconnected, or a 304 needs no body): the producer stops at its next `send`.
     public func cancel() {
-        let (producer, hooks) = state.withLock { state in
-            state.cancelled = true
-            state.chunks = []
-            defer {
-                state.producer = nil
-                state.producerTimer.map { timers.cancel($0) }
-                state.producerTimer = nil
-                state.onCancel = []
-            }
-            return (state.producer, state.onCancel)
+        let (producer, hooks, timer) = state.withLock {
+            effects -> (CheckedContinuation<Void, any Error>?, [@Sendable () -> Void], TimerWheel.Handle?) in
+            _ = effects.state.cancel()
+            defer { (effects.producer, effects.producerTimer, effects.onCancel) = (nil, nil, []) }
+            return (effects.producer, effects.onCancel, effects.producerTimer)
         }
+        if let timer { timers.cancel(timer) }
         producer?.resume(throwing: CancellationError())
         for hook in hooks { hook() }
     }
@@ -311,9 +294,9 @@ public final class AnswerStream: Sendable {
     /// Runs `body` when the stream is cancelled (at once when it already was): what the answer held for its client
     /// is given back even while its producer is still stuck in a wait that its cancellation ends later.
     public func whenCancelled(_ body: @escaping @Sendable () -> Void) {
-        let now = state.withLock { state in
-            if state.cancelled { return true }
-            state.onCancel.append(body)
+        let now = state.withLock { effects in
+            if effects.state.cancelled { return true }
+            effects.onCancel.append(body)
             return false
         }
         if now { body() }
