@@ -1,5 +1,7 @@
 import { ClientCore } from "./core.js";
 import { SyncClientError } from "./errors.js";
+import { readCapped } from "./http.js";
+import { JsonValue } from "./json.js";
 import { sha256Hex } from "./verify.js";
 
 /** One file of a `MediaStore`: its size and last use, which the cache's eviction (least recently used first) needs. */
@@ -187,15 +189,87 @@ export class MediaQueue {
         return answer.bytes;
     }
 
+    /**
+     * Downloads a medium of this server, resuming a download cut before: what arrived is kept as `<sha256>.part` and the
+     * next attempt asks for the rest with `Range` (206 appends, 200 starts again, 416 means the part is whole). The
+     * whole is checked against its SHA-256 before it is kept under its name.
+     */
     private async fetch(sha: string): Promise<Uint8Array> {
-        const answer = await this.core.call("GET", `/media/${sha}`, undefined, undefined, this.limits.maxBytes);
-        if (answer.status !== 200) throw answer.error() ?? SyncClientError.from(answer.status, undefined, null);
-        if (sha256Hex(answer.bytes) !== sha) {
+        const session = this.core.session();
+        if (!session) throw SyncClientError.notSignedIn();
+        const part = `${sha}.part`;
+        const have = (await this.store.read(part)) ?? new Uint8Array(0);
+        const controller = new AbortController();
+        const headers: Record<string, string> = have.byteLength > 0 ? { Range: `bytes=${have.byteLength}-` } : {};
+        const response = await this.core.http.stream(`/media/${sha}`, { token: session.token, headers, signal: controller.signal });
+        let bytes: Uint8Array;
+        if (response.status === 416) {
+            await response.body?.cancel().catch(() => undefined);
+            bytes = have;
+        } else if ((response.status === 200 || response.status === 206) && response.body) {
+            bytes = await this.receive(response.body, response.status === 206 ? have : new Uint8Array(0), part, controller);
+        } else {
+            const body = await readCapped(response, 64 * 1024).catch(() => new Uint8Array(0));
+            if (response.status === 401) {
+                await this.core.sessionEnded();
+                throw SyncClientError.notSignedIn();
+            }
+            let json: JsonValue | undefined;
+            try {
+                json = JSON.parse(new TextDecoder().decode(body)) as JsonValue;
+            } catch {
+                json = undefined;
+            }
+            throw SyncClientError.from(response.status, json, response.headers.get("Retry-After"));
+        }
+        await this.store.remove(part);
+        if (sha256Hex(bytes) !== sha) {
             throw new SyncClientError("server", `the downloaded bytes are not ${sha}`, { status: 200, code: "media_corrupt", detail: "digest mismatch" });
         }
-        await this.store.write(sha, answer.bytes);
+        await this.store.write(sha, bytes);
         await this.evict(sha);
-        return answer.bytes;
+        return bytes;
+    }
+
+    /** Reads a download's body after `start`, at most `maxBytes` in all; a cut keeps what arrived in `part` (`offline`). */
+    private async receive(body: ReadableStream<Uint8Array>, start: Uint8Array, part: string, controller: AbortController): Promise<Uint8Array> {
+        const pieces: Uint8Array[] = start.byteLength > 0 ? [start] : [];
+        let total = start.byteLength;
+        const join = (): Uint8Array => {
+            const whole = new Uint8Array(total);
+            let offset = 0;
+            for (const piece of pieces) {
+                whole.set(piece, offset);
+                offset += piece.byteLength;
+            }
+            return whole;
+        };
+        const reader = body.getReader();
+        // A download that stalls (no byte for a minute) is cut like one the network dropped.
+        let watchdog = setTimeout(() => controller.abort(), 60_000);
+        try {
+            for (;;) {
+                let piece: ReadableStreamReadResult<Uint8Array>;
+                try {
+                    piece = await reader.read();
+                } catch (error) {
+                    if (total > 0) await this.store.write(part, join());
+                    throw SyncClientError.offline(`the download was cut after ${total} bytes`, error);
+                }
+                if (piece.done) return join();
+                total += piece.value.byteLength;
+                if (total > this.limits.maxBytes) {
+                    await reader.cancel().catch(() => undefined);
+                    await this.store.remove(part);
+                    throw SyncClientError.invalid(`the medium is larger than ${this.limits.maxBytes} bytes (mediaMaxBytes): not kept`);
+                }
+                pieces.push(piece.value);
+                clearTimeout(watchdog);
+                watchdog = setTimeout(() => controller.abort(), 60_000);
+            }
+        } finally {
+            clearTimeout(watchdog);
+        }
     }
 
     /** Removes the least recently used files until the store holds at most `cacheBytes`, keeping uploads waiting and `keep`. */

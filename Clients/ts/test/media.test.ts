@@ -166,3 +166,48 @@ test("the media cache keeps to its size, least recently used out first, never an
         await ann.close();
     }
 });
+
+test("a download cut by the network resumes with Range from the bytes that arrived, and is checked whole", async () => {
+    const name = username("ann");
+    const ann = await openClient(server, { mediaStore: new MemoryMediaStore() });
+    const photo = png("a long video, cut half-way", 4096);
+    let url: string;
+    try {
+        await ann.client.signUp({ family: "Smith", username: name, password: "password1" });
+        url = await ann.client.upload(photo, "image/png");
+        await ann.client.push();
+    } finally {
+        await ann.close();
+    }
+    const ranges: (string | undefined)[] = [];
+    let cut = false;
+    const store = new MemoryMediaStore();
+    const phone = await openClient(server, {
+        mediaStore: store,
+        fetch: async (input, init) => {
+            const response = await fetch(input, init);
+            if (!input.includes("/media/")) return response;
+            ranges.push((init.headers as Record<string, string>).Range);
+            if (cut) return response;
+            cut = true;
+            // The connection drops after the first 1000 bytes.
+            const whole = new Uint8Array(await response.arrayBuffer());
+            let pulls = 0;
+            const body = new ReadableStream<Uint8Array>({
+                pull(controller) {
+                    if (pulls++ === 0) controller.enqueue(whole.subarray(0, 1000));
+                    else controller.error(new TypeError("connection reset"));
+                },
+            });
+            return new Response(body, { status: response.status, headers: response.headers });
+        },
+    });
+    try {
+        await phone.client.logIn({ username: name, password: "password1" });
+        assert.deepEqual(await phone.client.media(url), photo);
+        assert.deepEqual(ranges, [undefined, "bytes=1000-"]);
+        assert.deepEqual((await store.list()).map((file) => file.name), [mediaSha(url)], "the part is gone, the medium kept");
+    } finally {
+        await phone.close();
+    }
+});
