@@ -1,3 +1,4 @@
+#!/usr/bin/env -S node --experimental-sqlite --disable-warning=ExperimentalWarning
 // The client from a terminal: `node dist/src/cli.js <command> --server URL --replica FILE`, the TypeScript twin of
 // `syncapi client` (Clients/SyncClient/Sources/SyncClientCommands): the same commands, options, output and replica
 // file, so a deployment can be tried by hand or from a script with either. Node 22 (`--experimental-sqlite` on 22.12).
