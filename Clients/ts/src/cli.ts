@@ -2,7 +2,8 @@
 // The client from a terminal: `node dist/src/cli.js <command> --server URL --replica FILE`, the TypeScript twin of
 // `syncapi client` (Clients/SyncClient/Sources/SyncClientCommands): the same commands, options, output and replica
 // file, so a deployment can be tried by hand or from a script with either. Node 22 (`--experimental-sqlite` on 22.12).
-import { readFileSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { SyncClient } from "./client.js";
 import { SyncClientError } from "./errors.js";
 import { isObject, JsonObject } from "./json.js";
@@ -320,7 +321,18 @@ async function watch(client: SyncClient, proc: NodeProcess, print: (line: string
 }
 
 const proc = (globalThis as unknown as { process: NodeProcess }).process;
-if (import.meta.url.endsWith("/cli.js") && proc.argv[1] !== undefined && import.meta.url === new URL(`file://${proc.argv[1]}`).href) {
+/** Run as a program (`node cli.js`, or the package's binary: a symlink to this file), not imported. */
+function isMain(): boolean {
+    const script = proc.argv[1];
+    if (script === undefined) return false;
+    try {
+        return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+    } catch {
+        return false;
+    }
+}
+
+if (isMain()) {
     void run(proc.argv.slice(2), proc).then((code) => {
         proc.exitCode = code;
     });

@@ -2,6 +2,7 @@
 // node-shim.d.ts's declarations of the same modules (kept apart so that the two files change independently).
 
 declare module "node:fs" {
+    export function realpathSync(path: string): string;
     export function mkdirSync(path: string, options?: { recursive?: boolean; mode?: number }): void;
     export function utimesSync(path: string, accessed: Date, modified: Date): void;
     export function readFileSync(path: string): Uint8Array;
