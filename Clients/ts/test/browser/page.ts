@@ -1,8 +1,8 @@
 // What the browser test runs inside the page: a client over IndexedDB, its session in localStorage, and small steps
 // the test calls one by one through WebDriver (each answers JSON). The page's origin is the test's static server,
 // which also forwards /api/ to the SyncAPI server (same origin: the server has no CORS) and can play the network down.
-import { IndexedDbDriver, JsonObject, SyncClient } from "../../src/index.js";
-import { ClientSession, parseSession, TokenStore } from "../../src/session.js";
+import { IndexedDbDriver, JsonObject, SqlExecutor, StorageDriver, SyncClient } from "../../src/index.js";
+import { ClientSession, MemoryTokenStore, parseSession, TokenStore } from "../../src/session.js";
 
 /** The session in the page's localStorage, so that a reload stays signed in. */
 class LocalStorageTokenStore implements TokenStore {
@@ -92,6 +92,64 @@ export const harness = {
             await new Promise((resolve) => setTimeout(resolve, 50));
         }
         return { ids: await ids(collection), syncs: notices.length };
+    },
+
+    /** bench/ts: the raw download of the list in this page (fetch with gzip, read whole, parsed). */
+    async benchRaw(token: string): Promise<{ seconds: number; rows: number }> {
+        const started = performance.now();
+        const answer = await fetch("/api/v1/ctcsync", { headers: { Authorization: `Bearer ${token}` } });
+        const body = JSON.parse(await answer.text()) as { updated: unknown[] };
+        return { seconds: (performance.now() - started) / 1000, rows: body.updated.length };
+    },
+
+    /** bench/ts: the first sync into a new IndexedDB replica, then `changes` remote changes each synced (apply timed alone). */
+    async benchSync(session: ClientSession, name: string, changes: number): Promise<Record<string, number>> {
+        await IndexedDbDriver.delete(name);
+        const spans: number[] = [];
+        const driver = await IndexedDbDriver.open(name);
+        const timed: StorageDriver = {
+            exec: (sql) => driver.exec(sql),
+            query: (sql, params) => driver.query(sql, params),
+            run: (sql, params) => driver.run(sql, params),
+            close: () => driver.close(),
+            async transaction<T>(body: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+                const started = performance.now();
+                try {
+                    return await driver.transaction(body);
+                } finally {
+                    spans.push(performance.now() - started);
+                }
+            },
+        };
+        const tokenStore = new MemoryTokenStore();
+        await tokenStore.save(session);
+        const bench = await SyncClient.open({ serverUrl: location.origin, storage: timed, tokenStore, pushDelayMs: null, onlineEvents: null });
+        let started = performance.now();
+        await bench.sync();
+        const seconds = (performance.now() - started) / 1000;
+        const firstApplyMs = Math.max(...spans);
+        const memory = (performance as unknown as { memory?: { usedJSHeapSize: number } }).memory;
+        const heapMiB = (memory?.usedJSHeapSize ?? 0) / 1048576;
+        const change: number[] = [];
+        const apply: number[] = [];
+        for (let i = 0; i < changes; i++) {
+            await fetch(`/api/v1/contacts/c${String(i).padStart(6, "0")}`, {
+                method: "PUT",
+                headers: { Authorization: `Bearer ${session.token}`, "Content-Type": "application/json" },
+                body: JSON.stringify({ firstName: `Changed ${i}` }),
+            });
+            spans.length = 0;
+            started = performance.now();
+            await bench.sync();
+            change.push(performance.now() - started);
+            apply.push(Math.max(...spans));
+        }
+        const rows = await bench.heldCount("contacts");
+        await bench.close();
+        await driver.close();
+        await IndexedDbDriver.delete(name);
+        const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+        return { seconds, firstApplyMs, heapMiB, rows, changeMedianMs: median(change), changeApplyMedianMs: median(apply) };
     },
 
     async close(): Promise<{ closed: true }> {
