@@ -202,6 +202,8 @@ export type SpaceUpdate =
 export class SpaceSet {
     private readonly held = new Map<string, SyncClient>();
     private readonly inbox = new Map<string, { date: string; running: boolean }>();
+    /** The catch-ups that run (waited for by `stop`, so that the app may close the clients after it). */
+    private readonly tasks = new Set<Promise<void>>();
 
     /** `open` makes the client of a space (`account.forSpace(space, { storage })`, its own replica file). */
     constructor(
@@ -228,7 +230,7 @@ export class SpaceSet {
         return [...this.held.keys()].sort();
     }
 
-    /** Follows the account's spaces until `stop` (one sync per space at a time, to the newest date told). */
+    /** Follows the account's spaces until `stop`, which also waits for the syncs it started (one per space at a time, to the newest date told). */
     follow(onUpdate: (update: SpaceUpdate) => void): { stop(): Promise<void>; ended: Promise<EventStreamEnd> } {
         const tell = (update: SpaceUpdate): void => {
             try {
@@ -238,10 +240,18 @@ export class SpaceSet {
             }
         };
         let chain = Promise.resolve();
-        return this.account.spaceEvents((event) => {
+        const events = this.account.spaceEvents((event) => {
             // In order: a listing's removals and openings before the dates that follow it.
             chain = chain.then(() => this.take(event, tell)).catch(() => undefined);
         });
+        return {
+            ended: events.ended,
+            stop: async () => {
+                await events.stop();
+                await chain;
+                while (this.tasks.size > 0) await Promise.all([...this.tasks]);
+            },
+        };
     }
 
     private async take(event: SpaceEvent, tell: (update: SpaceUpdate) => void): Promise<void> {
@@ -277,7 +287,7 @@ export class SpaceSet {
         this.inbox.set(space, slot);
         if (slot.running) return;
         slot.running = true;
-        void (async () => {
+        const task = (async () => {
             try {
                 for (;;) {
                     const target = slot.date;
@@ -301,6 +311,8 @@ export class SpaceSet {
                 slot.running = false;
             }
         })();
+        this.tasks.add(task);
+        void task.finally(() => this.tasks.delete(task));
     }
 
     private existing(space: string): SyncClient | undefined {
