@@ -216,6 +216,11 @@ export class LiveMode {
                 handle: async (events) => {
                     const last = [...events].reverse().find((event) => event.event === "change");
                     if (!last) return;
+                    // A notice of the date the replica is at already (read while the last sync ran) needs no sync.
+                    if (last.id !== undefined && last.id === (await core.syncDate())) {
+                        lastEventId = last.id;
+                        return;
+                    }
                     // Notices in a burst make one sync; a sync already running is joined.
                     await sleep(this.timing.debounceMs, signal);
                     if (signal.aborted) return;
