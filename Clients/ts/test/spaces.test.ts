@@ -164,3 +164,31 @@ test("a SpaceSet follows every space with one stream (?spaces=all): syncs the sp
         await bob.close();
     }
 });
+
+test("live mode of a space's client: the space's notices make it sync; removed from the space, its stream is refused and the replica erased", async () => {
+    const { ann, bob, annClub, clubId, bobId } = await club("3");
+    const bobClub = await spaceClient(bob, clubId, "bob-club-live");
+    try {
+        await bobClub.client.sync();
+        const connected = next<boolean>((listener) => bobClub.client.onStatus((status) => listener(status.liveConnected)), "live", (value) => value);
+        bobClub.client.startLive();
+        await connected;
+        const arrived = next<JsonObject[]>((listener) => bobClub.client.observeItems("contacts", listener), "the club's contact", (items) => items.length === 1);
+        await annClub.client.save("contacts", { id: "c1", firstName: "Live in the club" });
+        await annClub.client.push();
+        assert.equal((await arrived)[0]!.firstName, "Live in the club");
+
+        const erased = next<JsonObject[]>((listener) => bobClub.client.observeItems("contacts", listener), "the replica erased", (items) => items.length === 0);
+        const ended = next<boolean>((listener) => bobClub.client.onStatus((status) => listener(status.live)), "live mode ended", (value) => !value);
+        await annClub.client.removeMember(bobId);
+        await erased;
+        await ended;
+        assert.equal(await bobClub.client.syncDate(), undefined);
+        assert.equal(bobClub.client.status.lastError?.kind, "spaceRemoved");
+    } finally {
+        await bobClub.close();
+        await annClub.close();
+        await ann.close();
+        await bob.close();
+    }
+});
