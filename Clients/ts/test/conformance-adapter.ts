@@ -43,7 +43,7 @@ function describe(error: unknown): JsonValue {
 async function open(command: Command): Promise<JsonValue> {
     const replicaPath = text(command, "replica");
     const storage = NodeSqliteDriver.open(replicaPath);
-    const options: SyncClientOptions & Record<string, unknown> = {
+    const options: SyncClientOptions = {
         serverUrl: text(command, "server"),
         storage,
         tokenStore: new FileTokenStore(replicaPath + ".token"),
@@ -113,9 +113,7 @@ async function run(command: Command): Promise<JsonValue> {
             return { created: signedIn.created, spaces: signedIn.spaces.map((space) => space.name).sort() };
         }
         case "acceptInvitation": {
-            const accept = (client as unknown as { acceptInvitation?: (code: string) => Promise<{ id: string; role: string }> }).acceptInvitation;
-            if (!accept) throw SyncClientError.invalid("this client has no acceptInvitation");
-            const space = await accept.call(client, text(command, "code"));
+            const space = await client.acceptInvitation(text(command, "code"));
             return { id: space.id, role: space.role };
         }
         case "put": {
