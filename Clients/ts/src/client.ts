@@ -1142,11 +1142,12 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         return running;
     }
 
-    private async runSync(): Promise<SyncReport> {
+    /** One sync with its status, log and events, retried as the policy says (`options`: verify's, see `syncOnce`). */
+    private async runSync(options: { fresh?: ReadonlySet<string>; verify?: VerifyCall } = {}): Promise<SyncReport> {
         const started = Date.now();
         this.statusCenter.update({ state: "syncing" });
         try {
-            const report = await this.retry.run(() => this.syncOnce());
+            const report = await this.retry.run(() => this.syncOnce(options));
             this.statusCenter.update({ state: "idle", lastSuccessfulSync: new Date(), lastError: undefined });
             this.log.write("info", "sync", "sync finished", {
                 date: report.date ?? "",
@@ -1173,13 +1174,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
      */
     async verify(): Promise<VerifyReport> {
         const endpoints = (await this.serverModel()).endpoints;
-        return this.work.run(() =>
-            verifyAndRepair(this.db, endpoints, async (options) => {
-                const report = await this.retry.run(() => this.syncOnce(options));
-                this.emit("synced", report);
-                return report;
-            })
-        );
+        // Each of its syncs as `sync()` runs one (status, log, a removed space), as the Swift SDK's `runSync(verifying:)`.
+        return this.work.run(() => verifyAndRepair(this.db, endpoints, (options) => this.runSync(options)));
     }
 
     /** One sync: `fresh` collections asked without a date (downloaded again whole); `verify` added to the group. */
