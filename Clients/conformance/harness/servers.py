@@ -84,6 +84,10 @@ class Postgres:
         subprocess.run(self.prefix + ["pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+class PortTaken(RuntimeError):
+    """The server could not bind its port."""
+
+
 class Server:
     """One `syncapi serve` on its own database; `restart` keeps the database (a new model, say)."""
 
@@ -94,6 +98,16 @@ class Server:
         self.starts = 0
 
     def start(self, model=None, extra=()):
+        """Starts `serve` on a free port; a port taken between the probe and the bind (another process's) is tried
+        again on another, twice at most."""
+        for attempt in range(3):
+            try:
+                return self._start(model, extra)
+            except PortTaken:
+                if attempt == 2:
+                    raise
+
+    def _start(self, model, extra):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.starts += 1
@@ -108,7 +122,8 @@ class Server:
 
         def ready():
             if self.process.poll() is not None:
-                raise RuntimeError(f"serve exited ({self.process.returncode}): {open(self.log).read()[-2000:]}")
+                output = open(self.log).read()[-2000:]
+                raise (PortTaken if "in use" in output.lower() else RuntimeError)(f"serve exited ({self.process.returncode}): {output}")
             try:
                 return http(self.base, "GET", "/", timeout=2)[0] == 200
             except OSError:
