@@ -7,7 +7,7 @@ import SyncModelTools
 struct ModelCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "model", abstract: "Check or print a data model file (protocol §12); no database needed.",
-        subcommands: [Check.self, Normalize.self, OpenAPI.self, Swift.self, ErrorCodes.self])
+        subcommands: [Check.self, Normalize.self, OpenAPI.self, Swift.self, TypeScript.self, ErrorCodes.self])
 
     /// `syncapi model check FILE`: exits 1 with one line naming the collection and the field when the server could
     /// not serve the model.
@@ -86,6 +86,26 @@ struct ModelCommand: ParsableCommand {
             }
             let target: DataModel.SwiftTarget = inSDK ? .inSDK : sdk ? .sdk : .plain
             print(try ModelCommand.load(file).swiftSource(typeNames: names, protocols: protocols, target: target), terminator: "")
+        }
+    }
+
+    /// `syncapi model typescript FILE`: TypeScript types of a model's collections, for an app with the TypeScript
+    /// client (commit the output).
+    struct TypeScript: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "typescript", abstract: "Print TypeScript types for a model's collections, for the TypeScript client.")
+        @Argument(help: "The model file (JSON); without it, the default model.") var file: String?
+        @Option(help: "A collection's type name, as collection=Type (repeatable); default: its name, capitalized, without a final s.")
+        var type: [String] = []
+
+        func run() throws {
+            var names: [String: String] = [:]
+            for pair in type {
+                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2 else { throw ValidationError("--type takes collection=Type, not \(pair)") }
+                names[parts[0]] = parts[1]
+            }
+            print(try ModelCommand.load(file).typeScriptSource(typeNames: names), terminator: "")
         }
     }
 
