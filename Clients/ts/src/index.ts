@@ -52,3 +52,5 @@ export { IndexedDbDriver } from "./storage/indexeddb.js";
 export type { IndexedDbOptions } from "./storage/indexeddb.js";
 export { MemoryDriver, StatementDriver } from "./storage/statement-driver.js";
 export type { TablePersistence } from "./storage/statement-driver.js";
+export { compare, Query, typed, TypedClient } from "./query.js";
+export type { Comparison, FilterValue, ModelItem } from "./query.js";
