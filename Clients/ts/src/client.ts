@@ -3,7 +3,7 @@ import { FetchFunction, HttpAnswer, HttpCore, queryEscape, RetryPolicy, RetryPol
 import { canonicalText, isObject, JsonObject, JsonValue, parseObject } from "./json.js";
 import { Log, Logger } from "./logger.js";
 import { alreadyThere, changedFields, fieldMerge, localVersion } from "./merge.js";
-import { itemPath, ModelCollection, serverSetFields, ServerModel, sortField, SyncEndpoint } from "./model.js";
+import { ModelCollection, serverSetFields, ServerModel, sortField } from "./model.js";
 import * as replica from "./replica.js";
 import { FailedOperation, MetaKey, PendingOperation } from "./replica.js";
 import { migrate } from "./schema.js";
@@ -14,10 +14,27 @@ import { AppStateLike, followAppState } from "./lifecycle.js";
 import { EventStreamEnd, LiveMode, LiveTiming } from "./live.js";
 import { FailedUpload, MediaQueue, MediaStore, MemoryMediaStore } from "./media.js";
 import { ChangeWatchingDriver, Observers } from "./observe.js";
-import { SpaceEvent, SpaceInfo, SpaceInvitation, SpaceMember, Spaces } from "./spaces.js";
+import { SpaceEvent, SpaceInfo, spaceInfo, SpaceInvitation, SpaceMember, Spaces } from "./spaces.js";
 import { StatusCenter, SyncStatus } from "./status.js";
 import { verifyAndRepair, VerifyCall, VerifyReport } from "./verify.js";
-import { SqlExecutor, StorageDriver } from "./storage/driver.js";
+import {
+    applyEndpoint,
+    batches,
+    firstBatchCount,
+    halves,
+    header,
+    operationKey,
+    operationPath,
+    parseGroup,
+    recordSynced,
+    SubRequest,
+    SubResponse,
+    subError,
+    syncRequests,
+} from "./group.js";
+
+export { firstBatchCount } from "./group.js";
+import { StorageDriver } from "./storage/driver.js";
 
 /** The server's bounds on one call (`GET /api/v1/` `limits`, protocol §8). */
 export interface ServerLimits {
@@ -164,30 +181,6 @@ export interface SyncClientOptions {
     mediaMaxBytes?: number;
     /** Most bytes of downloaded media kept (least recently used out first); uploads waiting are kept whatever their size. Default 200 MiB. */
     mediaCacheBytes?: number;
-}
-
-interface SubRequest {
-    id: string;
-    method: string;
-    url: string;
-    body?: JsonValue;
-    headers?: Record<string, string>;
-}
-
-interface SubResponse {
-    id: string;
-    status: number;
-    headers: Record<string, string>;
-    body: JsonValue | undefined;
-}
-
-function header(response: SubResponse, name: string): string | undefined {
-    const key = Object.keys(response.headers).find((candidate) => candidate.toLowerCase() === name.toLowerCase());
-    return key === undefined ? undefined : response.headers[key];
-}
-
-function subError(response: SubResponse): SyncClientError {
-    return SyncClientError.from(response.status, response.body, header(response, "Retry-After"));
 }
 
 function emptyReport(): SyncReport {
@@ -1440,16 +1433,6 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     }
 }
 
-function spaceInfo(object: JsonObject): { id: string; name: string; role: string; home?: boolean } {
-    const info: { id: string; name: string; role: string; home?: boolean } = {
-        id: String(object.id ?? ""),
-        name: String(object.name ?? ""),
-        role: String(object.role ?? ""),
-    };
-    if (typeof object.home === "boolean") info.home = object.home;
-    return info;
-}
-
 function readLimits(object: JsonObject): ServerLimits | undefined {
     const { groupMaxRequests, nbMax, maxChildren, bodyMaxBytes } = object;
     if (typeof groupMaxRequests !== "number" || typeof nbMax !== "number" || typeof maxChildren !== "number" || typeof bodyMaxBytes !== "number") {
@@ -1465,135 +1448,4 @@ function outcomeOf(resolution: ConflictResolution): ConflictOutcome {
 function defaultOnlineEvents(): OnlineEvents | undefined {
     const global = globalThis as unknown as Partial<OnlineEvents>;
     return typeof global.addEventListener === "function" && typeof global.removeEventListener === "function" ? (global as OnlineEvents) : undefined;
-}
-
-function operationKey(op: PendingOperation): string {
-    return `${op.collection}\u0000${op.parent ?? ""}\u0000${op.id}`;
-}
-
-function operationPath(op: PendingOperation, layout: ModelCollection): string {
-    return itemPath(layout, op.id, op.parent) ?? `/${op.collection}`;
-}
-
-/** How many of `operations` the next group takes (one at least): at most `groupMaxRequests`, and about `bodyMaxBytes` of JSON. */
-export function firstBatchCount(operations: readonly PendingOperation[], limits: ServerLimits): number {
-    let count = 0;
-    let size = 0;
-    const budget = Math.max(1024, limits.bodyMaxBytes - 1024);
-    for (const op of operations) {
-        const cost = (op.body ? new TextEncoder().encode(canonicalText(op.body)).byteLength : 0) + 200;
-        if (count > 0 && (count >= Math.max(1, limits.groupMaxRequests) || size + cost > budget)) break;
-        count += 1;
-        size += cost;
-    }
-    return count;
-}
-
-function batches(operations: PendingOperation[], limits: ServerLimits): PendingOperation[][] {
-    const parts: PendingOperation[][] = [];
-    let rest = operations;
-    while (rest.length > 0) {
-        const count = firstBatchCount(rest, limits);
-        parts.push(rest.slice(0, count));
-        rest = rest.slice(count);
-    }
-    return parts;
-}
-
-function halves(operations: PendingOperation[]): PendingOperation[][] {
-    const middle = Math.ceil(operations.length / 2);
-    return [operations.slice(0, middle), operations.slice(middle)];
-}
-
-/** A group's answer (`{"responses": [{"id", "status", "headers", "body"}]}`), by id. */
-function parseGroup(json: JsonValue | undefined): Map<string, SubResponse> {
-    if (!isObject(json) || !Array.isArray(json.responses)) throw SyncClientError.invalidAnswer('the group answer is not {"responses": […]}');
-    const responses = new Map<string, SubResponse>();
-    for (const entry of json.responses) {
-        if (!isObject(entry) || typeof entry.id !== "string" || typeof entry.status !== "number") {
-            throw SyncClientError.invalidAnswer("a group response without id or status");
-        }
-        const headers: Record<string, string> = {};
-        if (isObject(entry.headers)) {
-            for (const [name, value] of Object.entries(entry.headers)) if (typeof value === "string") headers[name] = value;
-        }
-        responses.set(entry.id, { id: entry.id, status: entry.status, headers, body: entry.body === null ? undefined : entry.body });
-    }
-    return responses;
-}
-
-/**
- * The sync calls of one group, one per sync endpoint (its name is the call's id), from the replica's state: the
- * stored date (one date is valid for all), no date for a `fresh` collection nor one the stored date does not cover (one the server
- * added since), nor for a paginated list the replica holds no item of (§4), whose `lastId` is otherwise its last held item.
- */
-async function syncRequests(
-    db: SqlExecutor,
-    endpoints: SyncEndpoint[],
-    pageSize: number,
-    maxChildren: number,
-    fresh: ReadonlySet<string> = new Set()
-): Promise<SubRequest[]> {
-    const date = await replica.getMeta(db, MetaKey.date);
-    const synced = new Set((await replica.getMeta(db, MetaKey.synced) ?? "").split(",").filter((name) => name !== ""));
-    const requests: SubRequest[] = [];
-    for (const endpoint of endpoints) {
-        const covered = endpoint.members.every(
-            (member) => !fresh.has(member.name) && synced.has(member.name) && (member.children === undefined || synced.has(member.children))
-        );
-        const since = covered ? date : undefined;
-        if (endpoint.shape === "paginated") {
-            const list = endpoint.members[0]!;
-            let query = `nb=${pageSize}`;
-            if (list.children) query += `&max${list.children}=${maxChildren}`;
-            const last = since === undefined ? undefined : await replica.lastServerId(db, list.name);
-            if (since !== undefined && last !== undefined) query += `&date=${queryEscape(since)}&lastId=${queryEscape(last)}`;
-            requests.push({ id: endpoint.name, method: "GET", url: `/api/v1/${endpoint.name}?${query}` });
-        } else {
-            requests.push({ id: endpoint.name, method: "GET", url: `/api/v1/${endpoint.name}` + (since === undefined ? "" : `?date=${queryEscape(since)}`) });
-        }
-    }
-    return requests;
-}
-
-/** Applies one endpoint's answer; its date and the collections it replaced. */
-async function applyEndpoint(
-    tx: SqlExecutor,
-    model: ServerModel,
-    endpoint: SyncEndpoint,
-    body: JsonValue | undefined
-): Promise<{ date: string; lists: string[] }> {
-    const first = endpoint.members[0]!;
-    switch (endpoint.shape) {
-        case "list": {
-            const answer = replica.parseListAnswer(body, endpoint.name);
-            await replica.applyList(tx, model, first, answer);
-            return { date: answer.date, lists: answer.sync ? [] : [first.name] };
-        }
-        case "paginated": {
-            const answer = replica.parsePagedAnswer(body, endpoint.name);
-            await replica.applyPaged(tx, model, first, answer);
-            return { date: answer.date, lists: answer.sync && !answer.crop ? [] : [first.name] };
-        }
-        case "bundle": {
-            const { date, sync } = await replica.applyBundle(tx, model, endpoint.members, body, endpoint.name);
-            return { date, lists: sync ? [] : endpoint.members.map((member) => member.name) };
-        }
-    }
-}
-
-/** The date moves with the data, in the same transaction; with it, the collections it covers, and the held counts recounted. */
-async function recordSynced(tx: SqlExecutor, endpoints: SyncEndpoint[], date: string): Promise<void> {
-    const members = endpoints.flatMap((endpoint) => endpoint.members);
-    await replica.recountHeld(
-        tx,
-        members.map((member) => member.name)
-    );
-    const names = new Set<string>();
-    for (const member of members) {
-        names.add(member.name);
-        if (member.children) names.add(member.children);
-    }
-    await replica.setMeta(tx, MetaKey.date, date);
-    await replica.setMeta(tx, MetaKey.synced, [...names].sort().join(","));
 }
