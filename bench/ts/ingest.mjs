@@ -4,7 +4,7 @@
 //   node ingest.mjs seed URL COUNT SEED.json        one family of COUNT contacts through the API (groups of 20 PUTs)
 //   node ingest.mjs raw URL SEED.json               GET /api/v1/ctcsync with fetch (gzip), read whole and JSON.parse'd
 //   node ingest.mjs client URL SEED.json DIST DRIVER REPLICA [CHANGES]
-//        DRIVER node-sqlite | memory: the first sync() into a fresh replica (its peak RSS), then CHANGES times one
+//        DRIVER node-sqlite | node-sqlite-full (synchronous = FULL) | memory: the first sync() into a fresh replica (its peak RSS), then CHANGES times one
 //        contact PUT by another device and the next sync() timed (and its apply transaction alone), then CHANGES idle syncs.
 import { readFileSync, writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
@@ -94,7 +94,9 @@ const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.l
 
 async function client(seeded, dist, driverName, replica, changes) {
     const api = await import(pathToFileURL(`${dist}/src/index.js`).href);
-    const driver = driverName === "memory" ? new api.MemoryDriver() : (await import(pathToFileURL(`${dist}/src/node.js`).href)).NodeSqliteDriver.open(replica);
+    const { NodeSqliteDriver } = await import(pathToFileURL(`${dist}/src/node.js`).href);
+    const driver =
+        driverName === "memory" ? new api.MemoryDriver() : NodeSqliteDriver.open(replica, { synchronous: driverName === "node-sqlite-full" ? "full" : "normal" });
     const spans = [];
     const storage = timed(driver, spans);
     const tokenStore = new api.MemoryTokenStore();

@@ -103,10 +103,10 @@ export const harness = {
     },
 
     /** bench/ts: the first sync into a new IndexedDB replica, then `changes` remote changes each synced (apply timed alone). */
-    async benchSync(session: ClientSession, name: string, changes: number): Promise<Record<string, number>> {
+    async benchSync(session: ClientSession, name: string, changes: number, durability: "strict" | "relaxed"): Promise<Record<string, number>> {
         await IndexedDbDriver.delete(name);
         const spans: number[] = [];
-        const driver = await IndexedDbDriver.open(name);
+        const driver = await IndexedDbDriver.open(name, { durability });
         const timed: StorageDriver = {
             exec: (sql) => driver.exec(sql),
             query: (sql, params) => driver.query(sql, params),
