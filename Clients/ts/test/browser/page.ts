@@ -147,9 +147,14 @@ export const harness = {
         const rows = await bench.heldCount("contacts");
         await bench.close();
         await driver.close();
+        // A reload's cost: the replica read back from IndexedDB into memory.
+        started = performance.now();
+        const again = await IndexedDbDriver.open(name);
+        const reopenMs = performance.now() - started;
+        await again.close();
         await IndexedDbDriver.delete(name);
         const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
-        return { seconds, firstApplyMs, heapMiB, rows, changeMedianMs: median(change), changeApplyMedianMs: median(apply) };
+        return { seconds, firstApplyMs, heapMiB, rows, changeMedianMs: median(change), changeApplyMedianMs: median(apply), reopenMs };
     },
 
     async close(): Promise<{ closed: true }> {
