@@ -24,6 +24,7 @@ const layoutVersion = 1;
  * Items are stored in this many buckets (one IndexedDB record each, by a hash of the item's key), not one record per
  * item: a browser writes a few thousand records of some kilobytes far faster than 100,000 small ones (each `put` is a
  * structured clone and a message to the storage process), and a change rewrites one bucket of a few kilobytes.
+ * A bucket's rows are one JSON text: one string clones far faster than a few dozen small objects, both ways.
  */
 const itemBuckets = 4096;
 
@@ -109,7 +110,7 @@ class IndexedDbPersistence implements TablePersistence {
                 if (name === "items") {
                     for (const [bucket, items] of rebuilt) {
                         if (items.size === 0) store.delete(bucket);
-                        else store.put({ bucket, rows: [...items.values()] });
+                        else store.put({ bucket, rows: JSON.stringify([...items.values()]) });
                     }
                     continue;
                 }
@@ -162,9 +163,9 @@ async function load(db: IDBDatabase, tables: ReplicaTables): Promise<Buckets> {
                 for (const row of records) store.load(row as TableRow);
                 return;
             }
-            for (const record of records as { bucket: number; rows: TableRow[] }[]) {
+            for (const record of records as { bucket: number; rows: string }[]) {
                 const rows = new Map<string, TableRow>();
-                for (const row of record.rows) {
+                for (const row of JSON.parse(record.rows) as TableRow[]) {
                     store.load(row);
                     rows.set(store.keyOf(row), row);
                 }
