@@ -163,9 +163,10 @@ async function load(db: IDBDatabase, tables: ReplicaTables): Promise<Buckets> {
                 for (const row of records) store.load(row as TableRow);
                 return;
             }
-            for (const record of records as { bucket: number; rows: string }[]) {
+            for (const record of records as { bucket: number; rows: string | TableRow[] }[]) {
                 const rows = new Map<string, TableRow>();
-                for (const row of JSON.parse(record.rows) as TableRow[]) {
+                // Buckets written before their rows were one text (commit f8d6b63 to cddc2ad) are arrays.
+                for (const row of typeof record.rows === "string" ? (JSON.parse(record.rows) as TableRow[]) : record.rows) {
                     store.load(row);
                     rows.set(store.keyOf(row), row);
                 }
