@@ -165,7 +165,7 @@ async function load(db: IDBDatabase, tables: ReplicaTables): Promise<Buckets> {
             }
             for (const record of records as { bucket: number; rows: string | TableRow[] }[]) {
                 const rows = new Map<string, TableRow>();
-                // Buckets written before their rows were one text (commit f8d6b63 to cddc2ad) are arrays.
+                // Buckets written before their rows were one text (commits 31f3f55 to cddc2ad) are arrays.
                 for (const row of typeof record.rows === "string" ? (JSON.parse(record.rows) as TableRow[]) : record.rows) {
                     store.load(row);
                     rows.set(store.keyOf(row), row);
