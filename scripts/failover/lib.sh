@@ -143,11 +143,14 @@ measure_event() {
     T_EVENT="$(now)"
     "$@"
     say "waiting for a write committed on a new leader through HAProxy's primary port"
+    # A write on a new leader: on another node, or on the same one after a failed INSERT (primary_start_timeout > 0
+    # restarts a crashed primary in place).
+    local back='$1 >= t && $3 == "err" { e = 1 } $1 >= t && $3 == "ok" && ($4 != p || e) { print $2; exit }'
     wait_for 120 "an INSERT committed on a new leader through port $HAPROXY_PRIMARY_PORT (log: $psql_log)" \
-        sh -c "awk -v t='$T_EVENT' -v p='$old_port' '\$1 >= t && \$3 == \"ok\" && \$4 != p { found = 1 } END { exit !found }' '$psql_log'"
+        sh -c "awk -v t='$T_EVENT' -v p='$old_port' '$back' '$psql_log' | grep -q ."
     NEW_LEADER="$(cluster_leader || echo '?')"
     local t_new
-    t_new="$(awk -v t="$T_EVENT" -v p="$old_port" '$1 >= t && $3 == "ok" && $4 != p { print $2; exit }' "$psql_log")"
+    t_new="$(awk -v t="$T_EVENT" -v p="$old_port" "$back" "$psql_log")"
     wait_for 120 "both servers writing again (log: $FAILOVER_DIR/probe-$label.jsonl)" \
         python3 "$HERE/probe.py" recovered "$FAILOVER_DIR" "$label" "$t_new"
     touch "$stop"

@@ -11,7 +11,8 @@ Used by scripts/failover/kill-leader and switchover; standard library only.
   probe.py verify DIR LABEL   every write answered 200 is in the family's list (read once the cluster is back)
   probe.py recovered DIR LABEL T      exit 0 once each server has answered 200 to a write started after T
   probe.py psql-report LOG T OLDPORT  the psql INSERT loop's log (lines "start end ok PORT" or "start end err MSG"):
-                              the time from T to the first INSERT committed on another node than OLDPORT, the
+                              the time from T to the first INSERT committed on another node than OLDPORT (or on
+                              it after a failed one: a primary restarted in place), the
                               longest gap between two committed INSERTs, and the errors seen in between
 
 The account is made once per topology (DIR/probe-account.json), by signup on server 1.
@@ -222,7 +223,9 @@ def psql_report(log, event, old_port):
             if len(parts) >= 3:
                 rows.append((float(parts[0]), float(parts[1]), parts[2], parts[3] if len(parts) > 3 else ""))
     oks = [r for r in rows if r[2] == "ok"]
-    first_new = next((r for r in oks if r[0] >= event and r[3].strip() != old_port), None)
+    first_err = next((r[0] for r in rows if r[2] == "err" and r[0] >= event), None)
+    first_new = next((r for r in oks if r[0] >= event and (r[3].strip() != old_port
+                                                         or (first_err is not None and r[0] > first_err))), None)
     if not first_new:
         print("psql: FINDING: no INSERT committed on a new leader through HAProxy's primary port")
         return 1
@@ -232,7 +235,8 @@ def psql_report(log, event, old_port):
         if b[1] - a[1] > gap:
             gap, gap_end = b[1] - a[1], b
     errors = collections.Counter(r[3][:120] for r in rows if r[2] == "err" and event <= r[0] <= first_new[1])
-    print(f"psql: first INSERT committed through HAProxy's primary port on the new leader (port {first_new[3].strip()})"
+    where = "the new leader" if first_new[3].strip() != old_port else "the same node, restarted"
+    print(f"psql: first INSERT committed through HAProxy's primary port on {where} (port {first_new[3].strip()})"
           f" {first_new[1] - event:.2f} s after the event; last one before the event {event - last_before:.2f} s"
           f" before it; longest gap between two committed INSERTs {gap:.2f} s")
     print(f"psql: {len(oks)} INSERTs committed, {sum(1 for r in rows if r[2] == 'err')} failed; errors: " +
