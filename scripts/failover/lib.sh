@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers shared by scripts/failover/*: sourced, not run. They keep every wait bounded and every failure explicit,
 # so that a topology that does not come up says what it was waiting for and where its logs are.
 
@@ -129,8 +130,11 @@ measure_event() {
     local old_port; old_port="$(node_port "$OLD_LEADER")"
     local stop="$FAILOVER_DIR/probe-$label.stop" psql_log="$FAILOVER_DIR/psql-$label.log" rc=0
     rm -f "$stop"
-    local lines1 lines2
-    lines1=$(wc -l < "$FAILOVER_DIR/syncapi1.log"); lines2=$(wc -l < "$FAILOVER_DIR/syncapi2.log")
+    local lines1 lines2   # read through ${!lines} below
+    # shellcheck disable=SC2034
+    lines1=$(wc -l < "$FAILOVER_DIR/syncapi1.log")
+    # shellcheck disable=SC2034
+    lines2=$(wc -l < "$FAILOVER_DIR/syncapi2.log")
     psql_prober "$psql_log" "$stop" &
     local psql_pid=$!
     python3 "$HERE/probe.py" run "$FAILOVER_DIR" "$label" &
@@ -145,6 +149,7 @@ measure_event() {
     say "waiting for a write committed on a new leader through HAProxy's primary port"
     # A write on a new leader: on another node, or on the same one after a failed INSERT (primary_start_timeout > 0
     # restarts a crashed primary in place).
+    # shellcheck disable=SC2016  # an awk program
     local back='$1 >= t && $3 == "err" { e = 1 } $1 >= t && $3 == "ok" && ($4 != p || e) { print $2; exit }'
     wait_for 120 "an INSERT committed on a new leader through port $HAPROXY_PRIMARY_PORT (log: $psql_log)" \
         sh -c "awk -v t='$T_EVENT' -v p='$old_port' '$back' '$psql_log' | grep -q ."
