@@ -78,12 +78,7 @@ struct ModelCommand: ParsableCommand {
         var inSDK = false
 
         func run() throws {
-            var names: [String: String] = [:]
-            for pair in type {
-                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-                guard parts.count == 2 else { throw ValidationError("--type takes collection=Type, not \(pair)") }
-                names[parts[0]] = parts[1]
-            }
+            let names = try ModelCommand.typeNames(type)
             let target: DataModel.SwiftTarget = inSDK ? .inSDK : sdk ? .sdk : .plain
             print(try ModelCommand.load(file).swiftSource(typeNames: names, protocols: protocols, target: target), terminator: "")
         }
@@ -99,12 +94,7 @@ struct ModelCommand: ParsableCommand {
         var type: [String] = []
 
         func run() throws {
-            var names: [String: String] = [:]
-            for pair in type {
-                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-                guard parts.count == 2 else { throw ValidationError("--type takes collection=Type, not \(pair)") }
-                names[parts[0]] = parts[1]
-            }
+            let names = try ModelCommand.typeNames(type)
             print(try ModelCommand.load(file).typeScriptSource(typeNames: names), terminator: "")
         }
     }
@@ -117,6 +107,17 @@ struct ModelCommand: ParsableCommand {
         func run() throws {
             print(ServerErrorCodeSource.render(), terminator: "")
         }
+    }
+
+    /// The `--type collection=Type` options of the code generators, as a map.
+    static func typeNames(_ pairs: [String]) throws -> [String: String] {
+        var names: [String: String] = [:]
+        for pair in pairs {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { throw ValidationError("--type takes collection=Type, not \(pair)") }
+            names[parts[0]] = parts[1]
+        }
+        return names
     }
 
     static func load(_ file: String?) throws -> DataModel {

@@ -52,18 +52,22 @@ extension DataModel {
         s += "        collections: [\n"
         for collection in collections {
             var arguments = ["name: \"\(collection.name)\"", "kind: .\(collection.kind.rawValue)"]
-            for (label, value) in [
-                ("sync", collection.sync), ("parent", collection.parent), ("children", collection.children), ("order", collection.order),
-                ("orderField", collection.orderField), ("scope", collection.scope),
-            ] {
-                if let value { arguments.append("\(label): \"\(value)\"") }
-            }
+            for (label, value) in Self.declaredAttributes(collection) { arguments.append("\(label): \"\(value)\"") }
             if collection.authored { arguments.append("authored: true") }
             s += "            .init(\(arguments.joined(separator: ", "))),\n"
         }
         s += "        ])\n"
         s += "}\n"
         return s
+    }
+
+    /// The attributes a collection declares beside its name and kind, in the model file's order: what the generated
+    /// model constants (Swift and TypeScript) carry.
+    static func declaredAttributes(_ collection: Collection) -> [(label: String, value: String)] {
+        [
+            ("sync", collection.sync), ("parent", collection.parent), ("children", collection.children), ("order", collection.order),
+            ("orderField", collection.orderField), ("scope", collection.scope),
+        ].compactMap { label, value in value.map { (label, $0) } }
     }
 
     /// A name as a Swift identifier (a keyword in backticks).

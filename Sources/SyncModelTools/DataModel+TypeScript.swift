@@ -29,12 +29,7 @@ extension DataModel {
         out += "    collections: {\n"
         for collection in collections {
             var members = ["kind: \(Self.typeScriptString(collection.kind.rawValue))"]
-            for (label, value) in [
-                ("sync", collection.sync), ("parent", collection.parent), ("children", collection.children), ("order", collection.order),
-                ("orderField", collection.orderField), ("scope", collection.scope),
-            ] {
-                if let value { members.append("\(label): \(Self.typeScriptString(value))") }
-            }
+            for (label, value) in Self.declaredAttributes(collection) { members.append("\(label): \(Self.typeScriptString(value))") }
             if collection.authored { members.append("authored: true") }
             out += "        \(Self.typeScriptKey(collection.name)): { \(members.joined(separator: ", ")) },\n"
         }
