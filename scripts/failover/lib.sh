@@ -167,12 +167,12 @@ measure_event() {
     local n
     for n in 1 2; do
         local lines="lines$n" new
-        new="$(tail -n +"$(( ${!lines} + 1 ))" "$FAILOVER_DIR/syncapi$n.log" | grep -Ev '^[^ ]+ (trace|debug|info|notice) ' || true)"
+        new="$(tail -n +"$(( ${!lines} + 1 ))" "$FAILOVER_DIR/syncapi$n.log" | grep -E '^[0-9-]+T[^ ]+ (warning|error|critical) ' || true)"
         if [ -n "$new" ]; then
-            echo "server $n: $(echo "$new" | wc -l) log lines above notice meanwhile; the first ones:"
+            echo "server $n: $(echo "$new" | wc -l) warnings or errors logged meanwhile; the first ones:"
             echo "$new" | head -8 | cut -c1-300 | sed 's/^/    /'
         else
-            echo "server $n: no log line above notice meanwhile"
+            echo "server $n: no warning or error logged meanwhile"
         fi
         kill -0 "$(v=SYNCAPI${n}_PID; echo "${!v}")" 2>/dev/null || { echo "server $n: FINDING: the process is gone"; rc=1; }
     done
