@@ -12,13 +12,17 @@ now() { date +%s.%3N; }
 elapsed() { awk -v a="$1" -v b="${2:-$(now)}" 'BEGIN { printf "%.3f", b - a }'; }
 
 # wait_for SECONDS DESCRIPTION COMMAND...: run COMMAND every 0.2 s until it succeeds; after SECONDS fail, naming
-# DESCRIPTION and the last output of COMMAND. This is the only way the scripts wait for an event.
+# DESCRIPTION and the last output of COMMAND. This is the only way the scripts wait for an event. With WAIT_PID set,
+# fail at once if that process has exited (a server that refused its flags is not worth waiting 90 s for).
 wait_for() {
     local limit="$1" what="$2"; shift 2
     local deadline; deadline=$(( $(date +%s) + limit ))
     local out
     while true; do
         if out="$("$@" 2>&1)"; then return 0; fi
+        if [ -n "${WAIT_PID:-}" ] && ! kill -0 "$WAIT_PID" 2>/dev/null; then
+            fail "process $WAIT_PID exited while waiting for: $what"
+        fi
         if [ "$(date +%s)" -ge "$deadline" ]; then
             fail "timed out after ${limit}s waiting for: $what (last output: ${out:0:400})"
         fi
