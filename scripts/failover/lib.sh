@@ -50,6 +50,14 @@ as_pg_prefix() {
     fi
 }
 
+# start_patroni NAME: start node NAME's Patroni (which starts its PostgreSQL) in the background; prints its PID.
+start_patroni() {
+    local dir="$FAILOVER_DIR/$1"
+    local prefix; read -r -a prefix <<< "$(as_pg_prefix)"
+    setsid "${prefix[@]}" patroni "$dir/patroni.yml" >>"$dir/patroni.log" 2>&1 < /dev/null &
+    echo $!
+}
+
 # load_topology DIR: source DIR/env, written by `up`.
 load_topology() {
     local dir="${1:-}"
@@ -180,6 +188,8 @@ measure_event() {
         fi
         kill -0 "$(v=SYNCAPI${n}_PID; echo "${!v}")" 2>/dev/null || { echo "server $n: FINDING: the process is gone"; rc=1; }
     done
+    # A node whose host was "lost" comes back now (kill-leader --host).
+    if [ -n "${AFTER_RECOVERY:-}" ]; then "$AFTER_RECOVERY"; fi
     say "waiting for $OLD_LEADER to rejoin as a streaming replica"
     wait_for 240 "the cluster healthy again, $OLD_LEADER streaming (log: $FAILOVER_DIR/$OLD_LEADER/patroni.log)" cluster_healthy
     echo "cluster: healthy again $(elapsed "$T_EVENT") s after the event (leader $(cluster_leader), synchronous standby $(cluster_sync_standby))"
