@@ -1,5 +1,6 @@
 import { ErrorCode, SyncClientError } from "./errors.js";
-import { FetchFunction, HttpAnswer, HttpCore, queryEscape, RetryPolicy, RetryPolicyOptions } from "./http.js";
+import { FetchFunction, HttpAnswer, HttpCore, queryEscape, RetryPolicy, RetryPolicyOptions, StreamedAnswer } from "./http.js";
+import { JsonStreamReader } from "./stream-json.js";
 import { canonicalText, isObject, JsonObject, JsonValue, parseObject } from "./json.js";
 import { Log, Logger } from "./logger.js";
 import { alreadyThere, changedFields, fieldMerge, localVersion } from "./merge.js";
@@ -25,7 +26,9 @@ import {
     header,
     operationKey,
     operationPath,
+    notAGroup,
     parseGroup,
+    readGroupStream,
     recordSynced,
     SubRequest,
     SubResponse,
@@ -157,6 +160,12 @@ export interface SyncClientOptions {
     answerMaxBytes?: number;
     /** Longest a call may take (default 60 s). */
     requestTimeoutMs?: number;
+    /**
+     * A sync answer longer than this many bytes (default 1 MiB) is applied as it is read, one item held at a time, in
+     * the sync's transaction (a first sync of a big list stays within a few tens of MiB); a shorter one is read whole
+     * and parsed at once (faster for small answers). Either way the answer applies whole or not at all.
+     */
+    streamAnswersOverBytes?: number;
     /** Allow `http://` to a host other than this machine. */
     allowsInsecureHTTP?: boolean;
     /** How often a sync reads the server's model again (default 1 h); also at sign-in and at the first sync of a launch. */
@@ -535,6 +544,19 @@ export class SyncClient {
         if (!session) throw SyncClientError.notSignedIn();
         const answer = await this.http.call(method, path, { body, headers, token: session.token, maxBytes });
         if (answer.status === 401) {
+            await this.sessionEnded();
+            throw SyncClientError.notSignedIn();
+        }
+        return answer;
+    }
+
+    /** `call`, a 200 answer longer than `streamAnswersOverBytes` left to read as a stream. */
+    private async callStreamed(method: string, path: string, body: JsonValue): Promise<HttpAnswer | StreamedAnswer> {
+        const session = this.session;
+        if (!session) throw SyncClientError.notSignedIn();
+        const answer = await this.http.callStreamed(method, path, this.options.streamAnswersOverBytes ?? 1024 * 1024, { body, token: session.token });
+        if (answer.status === 401) {
+            if (!(answer instanceof HttpAnswer)) await answer.body.cancel();
             await this.sessionEnded();
             throw SyncClientError.notSignedIn();
         }
@@ -1179,7 +1201,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         const endpoints = model.endpoints;
         let limits = await this.limits();
         let refreshed = false;
-        let answer: HttpAnswer;
+        let answer: HttpAnswer | StreamedAnswer;
         for (;;) {
             const pageSize = Math.max(1, Math.min(this.options.pageSize ?? 50, limits.nbMax));
             const children = Math.max(0, Math.min(this.options.maxChildren ?? 10, limits.maxChildren));
@@ -1193,7 +1215,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
             if (requests.length > limits.groupMaxRequests) {
                 throw SyncClientError.invalid(`the server takes ${limits.groupMaxRequests} calls per group; a sync needs ${requests.length}`);
             }
-            answer = await this.call("POST", "/group", { requests: requests as unknown as JsonValue });
+            answer = await this.callStreamed("POST", "/group", { requests: requests as unknown as JsonValue });
+            if (!(answer instanceof HttpAnswer)) break;
             const error = answer.error();
             if (error?.refusesGroupSize && !refreshed) {
                 refreshed = true;
@@ -1204,6 +1227,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
             if (answer.status !== 200) throw SyncClientError.from(answer.status, answer.json(), null);
             break;
         }
+        if (!(answer instanceof HttpAnswer)) return this.applyStreamed(answer, model, report, options);
         const responses = parseGroup(answer.json());
         // Every answer is checked before anything is applied: a failed call applies nothing.
         for (const endpoint of endpoints) {
@@ -1234,6 +1258,63 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         report.date = applied.date;
         report.replaced = applied.replaced;
         const verified = responses.get("verify");
+        if (options.verify && verified) Object.assign(options.verify, { status: verified.status, body: verified.body });
+        return report;
+    }
+
+    /**
+     * A big sync answer applied as it is read (`streamAnswersOverBytes`), in one transaction with its date: each list
+     * answer's items stored as they come, the other answers read whole and applied once every answer is read and
+     * checked (as `syncOnce` does for an answer read whole). A failed call, a malformed or cut answer, or a date that
+     * differs throws inside the transaction, which undoes everything: the replica stays as it was.
+     */
+    private async applyStreamed(
+        answer: StreamedAnswer,
+        model: ServerModel,
+        report: SyncReport,
+        options: { verify?: VerifyCall }
+    ): Promise<SyncReport> {
+        const endpoints = model.endpoints;
+        const head = [...answer.head];
+        const reader = new JsonStreamReader(async () => head.shift() ?? answer.body.next(), notAGroup);
+        const sessionGone = new Error("session ended");
+        let result: { date: string; replaced: string[]; responses: Map<string, SubResponse> };
+        try {
+            result = await this.db.transaction(async (tx) => {
+                await replica.beginBulkStamps(tx);
+                const { responses, applied } = await readGroupStream(tx, model, endpoints, reader);
+                for (const endpoint of endpoints) {
+                    const response = responses.get(endpoint.name);
+                    if (!response) throw SyncClientError.invalidAnswer(`the group carried no answer ${endpoint.name}`);
+                    if (response.status === 401) throw sessionGone;
+                    if (applied.has(endpoint.name)) continue;
+                    if (response.status !== 200 || response.body === undefined || response.body === null) throw subError(response);
+                }
+                const dates: string[] = [];
+                const replaced: string[] = [];
+                for (const endpoint of endpoints) {
+                    const { date, lists } = applied.get(endpoint.name) ?? (await applyEndpoint(tx, model, endpoint, responses.get(endpoint.name)!.body));
+                    dates.push(date);
+                    replaced.push(...lists);
+                }
+                const date = dates[0];
+                if (date === undefined || dates.some((other) => other !== date)) throw SyncClientError.invalidAnswer("the group's answers carry different dates");
+                await recordSynced(tx, endpoints, date);
+                await replica.endBulkStamps(tx);
+                return { date, replaced, responses };
+            });
+        } catch (error) {
+            if (error === sessionGone) {
+                await this.sessionEnded();
+                throw SyncClientError.notSignedIn();
+            }
+            throw error;
+        } finally {
+            await answer.body.cancel();
+        }
+        report.date = result.date;
+        report.replaced = result.replaced;
+        const verified = result.responses.get("verify");
         if (options.verify && verified) Object.assign(options.verify, { status: verified.status, body: verified.body });
         return report;
     }

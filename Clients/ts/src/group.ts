@@ -1,11 +1,12 @@
 import { SyncClientError } from "./errors.js";
 import { queryEscape } from "./http.js";
-import { canonicalText, isObject, JsonValue } from "./json.js";
+import { canonicalText, isObject, JsonValue, parseObject } from "./json.js";
 import { itemPath, ModelCollection, ServerModel, SyncEndpoint } from "./model.js";
 import * as replica from "./replica.js";
 import { MetaKey, PendingOperation } from "./replica.js";
 import { SqlExecutor } from "./storage/driver.js";
 import type { ServerLimits } from "./client.js";
+import { JsonStreamReader } from "./stream-json.js";
 
 // The sync group on the wire, out of client.ts: the calls of one group from the replica's state, its answer read and
 // applied, and the pushes' writes cut into groups that fit the server's limits.
@@ -171,4 +172,166 @@ export async function recordSynced(tx: SqlExecutor, endpoints: SyncEndpoint[], d
     }
     await replica.setMeta(tx, MetaKey.date, date);
     await replica.setMeta(tx, MetaKey.synced, [...names].sort().join(","));
+}
+
+// MARK: - A group's answer read as a stream
+
+const openBrace = 0x7b;
+const openBracket = 0x5b;
+
+/** The error of a group answer that is not `{"responses": […]}` (malformed, cut short, another shape). */
+export function notAGroup(): SyncClientError {
+    return SyncClientError.invalidAnswer('the group answer is not {"responses": […]}');
+}
+
+/** What `readGroupStream` read: every sub-response by id, and the outcome of each list answer it applied as it came. */
+export interface StreamedGroup {
+    /** As `parseGroup` answers them; the body of an answer applied as it came is `undefined` (its rows are in the replica). */
+    responses: Map<string, SubResponse>;
+    /** The answers applied as they came (a list endpoint's 200 answer), by endpoint name. */
+    applied: Map<string, { date: string; lists: string[] }>;
+}
+
+/**
+ * Reads a sync group's answer from `reader` inside the sync's transaction `tx`, applying the items of each list
+ * endpoint's 200 answer as they come (one item held at a time), every other sub-response (a paginated list or a
+ * bundle, bounded by the server's byte budget; an error; `verify`) read whole. The caller checks every answer and
+ * applies the rest once the whole group is read: a failed call or a malformed answer throws, and the transaction
+ * undoes what was applied, so a group applies whole or not at all, as when it was read whole first.
+ */
+export async function readGroupStream(tx: SqlExecutor, model: ServerModel, endpoints: SyncEndpoint[], reader: JsonStreamReader): Promise<StreamedGroup> {
+    const lists = new Map(endpoints.filter((endpoint) => endpoint.shape === "list").map((endpoint) => [endpoint.name, endpoint]));
+    const responses = new Map<string, SubResponse>();
+    const applied = new Map<string, { date: string; lists: string[] }>();
+    if ((await reader.peek()) !== openBrace) throw notAGroup();
+    await reader.beginObject();
+    let read = false;
+    for (let key = await reader.nextKey(); key !== undefined; key = await reader.nextKey()) {
+        if (key !== "responses") {
+            await reader.value();
+            continue;
+        }
+        if (read || (await reader.peek()) !== openBracket) throw notAGroup();
+        read = true;
+        await reader.beginArray();
+        while (await reader.nextElement()) {
+            if ((await reader.peek()) !== openBrace) throw SyncClientError.invalidAnswer("a group response without id or status");
+            await reader.beginObject();
+            let id: JsonValue | undefined;
+            let status: JsonValue | undefined;
+            let headerValues: JsonValue | undefined;
+            let body: JsonValue | undefined;
+            let streamedAs: string | undefined;
+            for (let name = await reader.nextKey(); name !== undefined; name = await reader.nextKey()) {
+                if (name === "body") {
+                    const endpoint = typeof id === "string" ? lists.get(id) : undefined;
+                    if (streamedAs !== undefined) throw SyncClientError.invalidAnswer(`the group's answer ${streamedAs} has two bodies`);
+                    if (endpoint && status === 200 && !applied.has(endpoint.name) && (await reader.peek()) === openBrace) {
+                        streamedAs = endpoint.name;
+                        applied.set(endpoint.name, await streamList(tx, model, endpoint, reader));
+                        body = undefined;
+                    } else {
+                        body = await reader.value();
+                    }
+                } else if (name === "id") {
+                    id = await reader.value();
+                } else if (name === "status") {
+                    status = await reader.value();
+                } else if (name === "headers") {
+                    headerValues = await reader.value();
+                } else {
+                    await reader.value();
+                }
+            }
+            if (typeof id !== "string" || typeof status !== "number") throw SyncClientError.invalidAnswer("a group response without id or status");
+            if (streamedAs !== undefined && (id !== streamedAs || status !== 200)) {
+                throw SyncClientError.invalidAnswer(`the group's answer ${streamedAs} changed its id or status after its body`);
+            }
+            if (streamedAs === undefined && applied.has(id)) throw SyncClientError.invalidAnswer(`the group carried two answers ${id}`);
+            const headers: Record<string, string> = {};
+            if (isObject(headerValues)) {
+                for (const [name, value] of Object.entries(headerValues)) if (typeof value === "string") headers[name] = value;
+            }
+            responses.set(id, { id, status, headers, body: body === null ? undefined : body });
+        }
+    }
+    await reader.end();
+    if (!read) throw notAGroup();
+    return { responses, applied };
+}
+
+/**
+ * A list answer (§3) applied as it is read: the same statements as `applyList`, in an order that gives the same rows.
+ * `sync: false` clears the list before its first row; deletes then upserts when `deleted` comes first; when
+ * `updated` comes first (as the server sends it), upserts then deletes, and an id in both (which §3 rules out) is
+ * deleted then stored again, as deletes-then-upserts would leave it. A member that comes before `sync` is known is
+ * read whole and applied at the end, in the rule's order.
+ */
+async function streamList(tx: SqlExecutor, model: ServerModel, endpoint: SyncEndpoint, reader: JsonStreamReader): Promise<{ date: string; lists: string[] }> {
+    const collection = endpoint.members[0]!;
+    const name = endpoint.name;
+    await reader.beginObject();
+    const whole = new Map<string, JsonValue>();
+    let cleared = false;
+    let updatedStreamed = false;
+    let deletedStreamed = false;
+    /** The ids stored by this answer before its deletes, in a delta (after a clear the replica's server rows tell). */
+    let stored: Set<string> | undefined;
+    const clear = async (): Promise<void> => {
+        if (cleared) return;
+        cleared = true;
+        if (whole.get("sync") === false) await replica.clearServer(tx, model, collection);
+    };
+    const remove = async (id: string): Promise<void> => {
+        if (!updatedStreamed || (stored !== undefined && !stored.has(id))) {
+            await replica.removeServer(tx, model, collection, "", id);
+            return;
+        }
+        const rows = await tx.query("SELECT server, etag FROM items WHERE collection = ? AND parent = ? AND id = ?", [collection.name, "", id]);
+        const text = rows[0]?.server;
+        await replica.removeServer(tx, model, collection, "", id);
+        const item = typeof text === "string" ? parseObject(text) : null;
+        if (item) await replica.storeServer(tx, collection, "", item);
+    };
+    for (let key = await reader.nextKey(); key !== undefined; key = await reader.nextKey()) {
+        if (whole.has(key) || (key === "updated" && updatedStreamed) || (key === "deleted" && deletedStreamed)) {
+            throw SyncClientError.invalidAnswer(`answer ${name} has ${key} twice`);
+        }
+        const streamable = (key === "updated" || key === "deleted") && typeof whole.get("sync") === "boolean" && (await reader.peek()) === openBracket;
+        if (!streamable) {
+            whole.set(key, await reader.value());
+            continue;
+        }
+        await clear();
+        await reader.beginArray();
+        if (key === "updated") {
+            updatedStreamed = true;
+            if (!deletedStreamed && whole.get("sync") === true) stored = new Set();
+            while (await reader.nextElement()) {
+                const item = await reader.value();
+                if (!isObject(item)) throw SyncClientError.invalidAnswer(`${name}.updated is not a list of objects`);
+                await replica.storeServer(tx, collection, "", item);
+                if (stored && typeof item.id === "string") stored.add(item.id);
+            }
+        } else {
+            deletedStreamed = true;
+            while (await reader.nextElement()) {
+                const id = await reader.value();
+                if (typeof id !== "string") throw SyncClientError.invalidAnswer(`${name}.deleted is not a list of ids`);
+                await remove(id);
+            }
+        }
+    }
+    const date = whole.get("date");
+    const sync = whole.get("sync");
+    if (typeof date !== "string" || typeof sync !== "boolean") throw SyncClientError.invalidAnswer(`answer ${name} needs date, sync, updated and deleted`);
+    if (!updatedStreamed && !deletedStreamed) {
+        await replica.applyList(tx, model, collection, replica.parseListAnswer(Object.fromEntries(whole), name));
+    } else {
+        const updated = updatedStreamed ? [] : replica.objects(whole.get("updated"), `${name}.updated`);
+        const deleted = deletedStreamed ? [] : replica.strings(whole.get("deleted"), `${name}.deleted`);
+        for (const id of deleted) await remove(id);
+        for (const item of updated) await replica.storeServer(tx, collection, "", item);
+    }
+    return { date, lists: sync ? [] : [collection.name] };
 }

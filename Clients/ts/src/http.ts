@@ -78,6 +78,91 @@ export async function readCapped(response: Response, limit: number): Promise<Uin
     return whole;
 }
 
+/**
+ * A body read chunk by chunk under the same rules as `readCapped`: at most `limit` bytes (past it the stream is
+ * cancelled and `answer_too_large` thrown), a stream cut by the network is `offline`, and the reads together wait at
+ * most `budgetMs` (the call's time limit, less what its head took): past it, `offline`. The time the caller spends
+ * between reads (applying what it read) does not count.
+ */
+export class CappedBody {
+    private total = 0;
+    private finished = false;
+
+    constructor(
+        private readonly reader: ReadableStreamDefaultReader<Uint8Array>,
+        private readonly status: number,
+        private readonly limit: number,
+        private readonly controller: AbortController,
+        private budgetMs: number,
+        private readonly timeoutMs: number,
+        private readonly onEnd: (outcome: { bytes: number; tooLarge: boolean }) => void = () => undefined
+    ) {}
+
+    /** The bytes read so far. */
+    get bytes(): number {
+        return this.total;
+    }
+
+    /** The next chunk; undefined at the end of the body. */
+    async next(): Promise<Uint8Array | undefined> {
+        if (this.finished) return undefined;
+        if (this.budgetMs <= 0) this.controller.abort();
+        const started = Date.now();
+        const timer = setTimeout(() => this.controller.abort(), Math.max(0, this.budgetMs));
+        let piece: ReadableStreamReadResult<Uint8Array>;
+        try {
+            piece = await this.reader.read();
+        } catch (error) {
+            this.finished = true;
+            if (this.controller.signal.aborted) throw SyncClientError.offline(`no answer within ${this.timeoutMs} ms`, error);
+            throw SyncClientError.offline(`the answer was cut off: ${describe(error)}`, error);
+        } finally {
+            clearTimeout(timer);
+            this.budgetMs -= Date.now() - started;
+        }
+        if (piece.done) {
+            this.finished = true;
+            this.onEnd({ bytes: this.total, tooLarge: false });
+            return undefined;
+        }
+        this.total += piece.value.byteLength;
+        if (this.total > this.limit) {
+            this.finished = true;
+            await this.reader.cancel().catch(() => undefined);
+            this.onEnd({ bytes: this.total, tooLarge: true });
+            throw SyncClientError.answerTooLarge(this.status, this.limit);
+        }
+        return piece.value;
+    }
+
+    /** Stops reading (the connection is dropped) if the body was not read to its end. */
+    async cancel(): Promise<void> {
+        if (this.finished) return;
+        this.finished = true;
+        await this.reader.cancel().catch(() => undefined);
+    }
+}
+
+/** A 200 answer whose body is more than a threshold: its first chunks read, the rest to read from `body`. */
+export interface StreamedAnswer {
+    status: number;
+    headers: Headers;
+    /** The chunks read while deciding the answer was big, in order, before `body`'s. */
+    head: Uint8Array[];
+    body: CappedBody;
+}
+
+function concat(chunks: Uint8Array[], total: number): Uint8Array {
+    if (chunks.length === 1) return chunks[0]!;
+    const whole = new Uint8Array(total);
+    let offset = 0;
+    for (const chunk of chunks) {
+        whole.set(chunk, offset);
+        offset += chunk.byteLength;
+    }
+    return whole;
+}
+
 function describe(error: unknown): string {
     if (error instanceof Error) {
         const cause = (error as { cause?: unknown }).cause;
@@ -273,10 +358,9 @@ export class HttpCore {
         }
     }
 
-    /** One call to `path` (under `/api/v1`), its answer read whole up to `answerMaxBytes`. A transport failure is `offline`. */
-    async call(method: string, pathInSpace: string, options: CallOptions = {}): Promise<HttpAnswer> {
+    /** The path, headers and body `call` sends. */
+    private request(pathInSpace: string, options: CallOptions): { path: string; headers: Record<string, string>; body: string | Uint8Array | undefined } {
         const placed = this.place(pathInSpace, options.body, options.prefixed ?? true);
-        const path = placed.path;
         const headers: Record<string, string> = { Accept: "application/json", ...(options.headers ?? {}) };
         if (options.token !== undefined) headers["Authorization"] = `Bearer ${options.token}`;
         let body: string | Uint8Array | undefined;
@@ -286,6 +370,62 @@ export class HttpCore {
             body = JSON.stringify(placed.body);
             headers["Content-Type"] = headers["Content-Type"] ?? "application/json";
         }
+        return { path: placed.path, headers, body };
+    }
+
+    /**
+     * `call`, but a 200 answer whose body goes past `threshold` bytes is not read whole: its first chunks and the
+     * rest of its body (capped, timed, as `call` reads it) go to the caller, who must read it to its end or cancel it.
+     * Any other answer (another status, a body within the threshold) is read whole, as `call` reads it.
+     */
+    async callStreamed(method: string, pathInSpace: string, threshold: number, options: CallOptions = {}): Promise<HttpAnswer | StreamedAnswer> {
+        const { path, headers, body } = this.request(pathInSpace, options);
+        const limit = options.maxBytes ?? this.answerMaxBytes;
+        const controller = new AbortController();
+        const timer = setTimeout(() => controller.abort(), this.timeoutMs);
+        const started = Date.now();
+        let response: Response;
+        try {
+            const init: RequestInit = { method, headers, signal: controller.signal };
+            if (body !== undefined) init.body = body;
+            response = await this.fetcher(this.base + path, init);
+        } catch (error) {
+            clearTimeout(timer);
+            const why = controller.signal.aborted ? `no answer within ${this.timeoutMs} ms` : describe(error);
+            this.log.write("notice", "http", "no answer", { method, path: pathOnly(path), error: why });
+            throw SyncClientError.offline(why, error);
+        }
+        clearTimeout(timer);
+        const tooLarge = (): void =>
+            this.log.write("warning", "http", "answer too large: not read further", { method, path: pathOnly(path), limit: this.answerMaxBytes });
+        const declared = response.headers.get("Content-Length");
+        const encoded = response.headers.get("Content-Encoding");
+        if (declared !== null && (encoded === null || encoded === "identity") && Number(declared) > limit) {
+            await response.body?.cancel().catch(() => undefined);
+            tooLarge();
+            throw SyncClientError.answerTooLarge(response.status, limit);
+        }
+        const logged = (bytes: number): void =>
+            this.log.write("debug", "http", "answer", { method, path: pathOnly(path), status: response.status, bytes, ms: Date.now() - started });
+        if (response.body === null) {
+            logged(0);
+            return new HttpAnswer(response.status, response.headers, new Uint8Array(0));
+        }
+        const reader = new CappedBody(response.body.getReader(), response.status, limit, controller, this.timeoutMs - (Date.now() - started), this.timeoutMs, (outcome) =>
+            outcome.tooLarge ? tooLarge() : logged(outcome.bytes)
+        );
+        const head: Uint8Array[] = [];
+        for (;;) {
+            const chunk = await reader.next();
+            if (chunk === undefined) return new HttpAnswer(response.status, response.headers, concat(head, reader.bytes));
+            head.push(chunk);
+            if (response.status === 200 && reader.bytes > threshold) return { status: response.status, headers: response.headers, head, body: reader };
+        }
+    }
+
+    /** One call to `path` (under `/api/v1`), its answer read whole up to `answerMaxBytes`. A transport failure is `offline`. */
+    async call(method: string, pathInSpace: string, options: CallOptions = {}): Promise<HttpAnswer> {
+        const { path, headers, body } = this.request(pathInSpace, options);
         const controller = new AbortController();
         const timer = setTimeout(() => controller.abort(), this.timeoutMs);
         const started = Date.now();

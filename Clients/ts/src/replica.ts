@@ -68,12 +68,12 @@ export interface PageAnswer {
     nomore: boolean;
 }
 
-function objects(value: JsonValue | undefined, what: string): JsonObject[] {
+export function objects(value: JsonValue | undefined, what: string): JsonObject[] {
     if (!Array.isArray(value) || !value.every(isObject)) throw SyncClientError.invalidAnswer(`${what} is not a list of objects`);
     return value as JsonObject[];
 }
 
-function strings(value: JsonValue | undefined, what: string): string[] {
+export function strings(value: JsonValue | undefined, what: string): string[] {
     if (!Array.isArray(value) || !value.every((id) => typeof id === "string")) {
         throw SyncClientError.invalidAnswer(`${what} is not a list of ids`);
     }

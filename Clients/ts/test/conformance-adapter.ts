@@ -55,6 +55,8 @@ async function open(command: Command): Promise<JsonValue> {
     if (typeof command.maxChildren === "number") options.maxChildren = command.maxChildren;
     if (typeof command.answerMaxBytes === "number") options.answerMaxBytes = command.answerMaxBytes;
     if (typeof command.space === "string") options.space = command.space;
+    // SYNCAPI_TS_STREAM_OVER=0: every sync answer applied as it is read (the streamed path), to run the suite over it.
+    if (process.env.SYNCAPI_TS_STREAM_OVER) options.streamAnswersOverBytes = Number(process.env.SYNCAPI_TS_STREAM_OVER);
     opened = { client: await SyncClient.open(options), storage };
     return { sdk: "ts" };
 }

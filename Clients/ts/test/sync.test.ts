@@ -281,3 +281,128 @@ test("a sync applies all of its answers and the date in one transaction: a faile
         await ann.close();
     }
 });
+
+test("a big answer is applied as it is read (streamAnswersOverBytes): the same rows as read whole, in any chunks and key order; cut half-way it applies nothing", async () => {
+    type Group = { responses: { id: string; status: number; body: Record<string, unknown> | null }[] };
+    // How the group's answer reaches the client: rewritten (`tamper`), re-serialized (`serialize`), in chunks of
+    // `chunk` bytes, and cut after `cut` bytes (the network drops the connection).
+    const wire: { tamper?: (answer: Group) => void; serialize?: (answer: Group) => string; chunk: number; cut?: (text: string) => number } = { chunk: 7 };
+    const fetcher = async (input: string, init: RequestInit): Promise<Response> => {
+        const answer = await fetch(input, init);
+        if (!input.endsWith("/api/v1/group") || answer.status !== 200) return answer;
+        const json = (await answer.json()) as Group;
+        wire.tamper?.(json);
+        const text = (wire.serialize ?? JSON.stringify)(json);
+        const bytes = new TextEncoder().encode(text);
+        const cut = wire.cut?.(text);
+        let offset = 0;
+        const body = new ReadableStream<Uint8Array>({
+            pull(controller) {
+                if (cut !== undefined && offset >= cut) return controller.error(new Error("connection reset"));
+                if (offset >= bytes.length) return controller.close();
+                const end = cut !== undefined && offset < cut ? Math.min(cut, offset + wire.chunk) : offset + wire.chunk;
+                controller.enqueue(bytes.slice(offset, end));
+                offset = end;
+            },
+        });
+        return new Response(body, { status: 200, headers: { "Content-Type": "application/json" } });
+    };
+    const streamed = await openClient(server, { fetch: fetcher, streamAnswersOverBytes: 0 });
+    const whole = await openClient(server, { fetch: fetcher, streamAnswersOverBytes: 1 << 30 });
+    const rows = "SELECT collection, parent, id, server, etag, local, localDeleted, sortKey FROM items ORDER BY collection, parent, id";
+    const same = async (why: string): Promise<void> => {
+        assert.deepEqual(await streamed.storage.query(rows), await whole.storage.query(rows), why);
+        assert.equal(await streamed.client.syncDate(), await whole.client.syncDate(), why);
+    };
+    try {
+        const name = username("ann");
+        await streamed.client.signUp({ family: "Smith", username: name, password: "password1" });
+        await whole.client.logIn({ username: name, password: "password1" });
+        const other = await rawLogIn(server, name);
+        for (const id of ["c1", "c2", "c3", "c4"]) await raw(server, other, "PUT", `/contacts/${id}`, { firstName: id, notes: "é 😀 \"q\" \\ ]}" });
+        await raw(server, other, "PUT", "/events/e1", { title: "A", start: "2026-05-01T19:00:00Z" });
+        await streamed.client.sync();
+        await whole.client.sync();
+        await same("the first sync, in chunks of 7 bytes");
+        assert.deepEqual(await streamed.client.items("contacts"), await serverList(other, "ctcsync", "contacts"));
+
+        await raw(server, other, "PUT", "/contacts/c1", { firstName: "c1", lastName: "Changed" });
+        await raw(server, other, "DELETE", "/contacts/c2");
+        await raw(server, other, "PUT", "/contacts/c5", { firstName: "c5" });
+        const before = await streamed.storage.query(rows);
+        const date = await streamed.client.syncDate();
+        // Cut after the contacts' first row is read (and stored in the transaction), inside the second: nothing stays.
+        wire.cut = (text) => {
+            assert.ok(text.indexOf('"lastName":"Changed"') < text.indexOf('"id":"c5"'), "c1 comes first");
+            return text.indexOf('"id":"c5"');
+        };
+        wire.chunk = 11;
+        await assert.rejects(streamed.client.sync(), (error: unknown) => error instanceof SyncClientError && error.kind === "offline");
+        assert.deepEqual(await streamed.storage.query(rows), before, "an answer cut half-way applies nothing");
+        assert.equal(await streamed.client.syncDate(), date);
+        // A malformed end (the root object never closed) is refused as invalid, and applies nothing either.
+        wire.cut = undefined;
+        wire.serialize = (answer) => JSON.stringify(answer).slice(0, -1);
+        await assert.rejects(streamed.client.sync(), (error: unknown) => error instanceof SyncClientError && error.code === "invalid_answer");
+        assert.deepEqual(await streamed.storage.query(rows), before);
+        assert.equal(await streamed.client.syncDate(), date);
+
+        // `deleted` before `updated`, keys around them, white space: the same rows.
+        wire.serialize = (answer) =>
+            JSON.stringify(
+                {
+                    extra: [1, { a: "]" }],
+                    responses: answer.responses.map((response) => {
+                        const body = response.body;
+                        if (!body || !("updated" in body) || !("deleted" in body)) return response;
+                        const { date: at, sync, deleted, updated, ...rest } = body;
+                        return { status: response.status, id: response.id, body: { sync, date: at, deleted, note: { x: [] }, updated, ...rest } };
+                    }),
+                },
+                null,
+                1
+            );
+        await streamed.client.sync();
+        await whole.client.sync();
+        await same("a delta with deleted before updated");
+        assert.deepEqual(await streamed.client.items("contacts"), await serverList(other, "ctcsync", "contacts"));
+
+        // An id both stored and deleted in one answer (which §3 rules out): as deletes then upserts leave it, both
+        // when `updated` comes first (a delta) and after a full answer's clear; and `sync` after `updated`.
+        await raw(server, other, "PUT", "/contacts/c3", { firstName: "c3", lastName: "Again" });
+        wire.serialize = undefined;
+        wire.tamper = (answer) => {
+            const contacts = answer.responses.find((response) => response.id === "ctcsync")!.body!;
+            (contacts.deleted as string[]).push("c3", "c4");
+        };
+        await streamed.client.sync();
+        await whole.client.sync();
+        await same("a delta that stores and deletes c3");
+        await raw(server, other, "PUT", "/contacts/c6", { firstName: "c6" });
+        wire.tamper = (answer) => {
+            const contacts = answer.responses.find((response) => response.id === "ctcsync")!.body!;
+            contacts.sync = false;
+            (contacts.deleted as string[]).push("c1", "c6");
+        };
+        await streamed.client.sync();
+        await whole.client.sync();
+        await same("a full answer that stores and deletes c1 and c6");
+        wire.tamper = undefined;
+        wire.serialize = (answer) =>
+            JSON.stringify({
+                responses: answer.responses.map((response) => {
+                    const body = response.body;
+                    if (!body || !("updated" in body)) return response;
+                    const { updated, deleted, ...rest } = body;
+                    return { ...response, body: { updated, deleted, ...rest } };
+                }),
+            });
+        await raw(server, other, "DELETE", "/contacts/c5");
+        await streamed.client.sync();
+        await whole.client.sync();
+        await same("sync after updated and deleted");
+    } finally {
+        await streamed.close();
+        await whole.close();
+    }
+});

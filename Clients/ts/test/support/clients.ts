@@ -24,6 +24,8 @@ export async function openClient(server: TestServer, options: Partial<SyncClient
         pushDelayMs: null,
         onlineEvents: null,
         retryPolicy: { attempts: 2, baseDelayMs: 50 },
+        // SYNCAPI_TS_STREAM_OVER=0 runs every test's syncs through the streamed apply (answers read as they come).
+        ...(process.env.SYNCAPI_TS_STREAM_OVER ? { streamAnswersOverBytes: Number(process.env.SYNCAPI_TS_STREAM_OVER) } : {}),
         ...options,
     });
     return {
