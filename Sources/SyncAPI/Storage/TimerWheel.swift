@@ -137,8 +137,8 @@ public final class TimerWheel: Sendable {
                 if now - state.done <= Int64(state.slots.count) {
                     for slot in (state.done + 1)...now { if let fired = state.slots.removeValue(forKey: slot) { due += fired.values } }
                 } else {
-                    // Long idle: fewer slots pending than slots passed.
-                    for slot in state.slots.keys.filter({ $0 <= now }) {
+                    // Long idle: fewer slots pending than slots passed (in order all the same: limits fire in order).
+                    for slot in state.slots.keys.filter({ $0 <= now }).sorted() {
                         if let fired = state.slots.removeValue(forKey: slot) { due += fired.values }
                     }
                 }
