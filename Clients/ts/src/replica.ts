@@ -1,7 +1,7 @@
 import { SyncClientError } from "./errors.js";
 import { canonicalText, isObject, JsonObject, JsonValue, parseObject } from "./json.js";
 import { childCollection, ModelCollection, ServerModel, sortField } from "./model.js";
-import { SqlExecutor } from "./storage/driver.js";
+import { SqlExecutor, SqlRow } from "./storage/driver.js";
 
 // The rules of protocol §3–§5 applied to the replica, and its queue of writes: the Swift SDK's `Replica` extensions
 // (`Replica+Apply.swift`, `Replica+Store.swift`, `Replica+Read.swift`, `Replica+Meta.swift`, `Queue/Replica+Queue.swift`),
@@ -465,21 +465,26 @@ function kindOf(value: unknown): OperationKind | undefined {
     return value === "put" || value === "patch" || value === "delete" ? value : undefined;
 }
 
+/** The members a queued and a failed operation share, from their row; undefined for an unknown kind. */
+function operationOf(row: SqlRow): Omit<PendingOperation, "revision"> | undefined {
+    const kind = kindOf(row.op);
+    if (!kind) return undefined;
+    const parent = String(row.parent);
+    return {
+        collection: String(row.collection),
+        parent: parent === "" ? undefined : parent,
+        id: String(row.id),
+        kind,
+        body: parseObject(row.body as string | null) ?? undefined,
+    };
+}
+
 export async function pending(tx: SqlExecutor): Promise<PendingOperation[]> {
     const rows = await tx.query("SELECT collection, parent, id, op, body, rev FROM queue ORDER BY seq");
     const operations: PendingOperation[] = [];
     for (const row of rows) {
-        const kind = kindOf(row.op);
-        if (!kind) continue;
-        const parent = String(row.parent);
-        operations.push({
-            collection: String(row.collection),
-            parent: parent === "" ? undefined : parent,
-            id: String(row.id),
-            kind,
-            body: parseObject(row.body as string | null) ?? undefined,
-            revision: Number(row.rev),
-        });
+        const operation = operationOf(row);
+        if (operation) operations.push({ ...operation, revision: Number(row.rev) });
     }
     return operations;
 }
@@ -488,15 +493,10 @@ export async function failed(tx: SqlExecutor): Promise<FailedOperation[]> {
     const rows = await tx.query("SELECT collection, parent, id, op, body, status, code, detail FROM failed ORDER BY seq");
     const operations: FailedOperation[] = [];
     for (const row of rows) {
-        const kind = kindOf(row.op);
-        if (!kind) continue;
-        const parent = String(row.parent);
+        const operation = operationOf(row);
+        if (!operation) continue;
         operations.push({
-            collection: String(row.collection),
-            parent: parent === "" ? undefined : parent,
-            id: String(row.id),
-            kind,
-            body: parseObject(row.body as string | null) ?? undefined,
+            ...operation,
             status: Number(row.status),
             code: String(row.code),
             detail: String(row.detail),

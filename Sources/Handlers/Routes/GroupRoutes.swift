@@ -21,15 +21,17 @@ struct GroupRoutes {
     struct SubRequest: Sendable {
         let id: String
         let method: HTTPRequest.Method?
+        /// Its URL with dot segments resolved (nil: none, a fragment, or `..` above the root), resolved once for the
+        /// engine's read-ahead and the router.
         let url: String?
         let body: JSONValue?
         let headers: [(String, String)]
 
-        /// What the engine needs of it: a read or a write, and its path and `date`.
+        /// What the engine needs of it: a read or a write, and for a read its path and `date`.
         var call: GroupCall {
-            let resolved = url.flatMap { $0.contains("#") ? nil : GroupRoutes.resolvingDotSegments($0) }
-            let uri = resolved.map { URI($0) }
-            return GroupCall(isRead: method == .get, path: uri.map { String($0.path) }, date: uri?.queryParameters["date"].map(String.init))
+            guard method == .get, let url else { return GroupCall(isRead: method == .get, path: nil, date: nil) }
+            let uri = URI(url)
+            return GroupCall(isRead: true, path: String(uri.path), date: uri.queryParameters["date"].map(String.init))
         }
     }
 
@@ -69,7 +71,8 @@ struct GroupRoutes {
             }
             return SubRequest(
                 id: id, method: request["method"]?.stringValue.map { HTTPRequest.Method(rawValue: $0.uppercased()) } ?? nil,
-                url: request["url"]?.stringValue, body: request["body"], headers: headers)
+                url: request["url"]?.stringValue.flatMap { $0.contains("#") ? nil : Self.resolvingDotSegments($0) }, body: request["body"],
+                headers: headers)
         }
     }
 
@@ -127,10 +130,10 @@ struct GroupRoutes {
         guard let method = sub.method, [.get, .put, .patch, .delete].contains(method) else {
             throw invalid("A sub-request's method is GET, PUT, PATCH or DELETE.")
         }
-        // Dot segments are resolved first (RFC 3986 §5.2.4), so `/api/v1/../health` is `/health`, outside the API,
+        // Dot segments were resolved when the group was parsed (RFC 3986 §5.2.4), so `/api/v1/../health` is `/health`, outside the API,
         // and `/api/v1/./group` is the group route; what the path may reach is then decided by
         // `GroupReachMiddleware` on the route it resolves to, never on its spelling.
-        guard let raw = sub.url, !raw.contains("#"), let url = Self.resolvingDotSegments(raw), url.hasPrefix("/api/v1/") else {
+        guard let url = sub.url, url.hasPrefix("/api/v1/") else {
             throw invalid("A sub-request's url is a path under /api/v1/.")
         }
         var fields: HTTPFields = [:]
