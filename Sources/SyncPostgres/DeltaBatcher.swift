@@ -181,11 +181,11 @@ final class DeltaBatcher: Service, Sendable {
         }
         var counters = [FamilyCounter?](repeating: nil, count: calls.count)
         var items = calls.map { _ in DeltaRows() }
-        for try await (call, fv, fh, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in try await conn.run(
+        for try await (call, fv, fh, lineage, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in try await conn.run(
             statement, prepared: prepared, logger: logger)
         {
             let index = Int(call)
-            counters[index] = FamilyCounter(version: fv, horizon: fh)
+            counters[index] = FamilyCounter(version: fv, horizon: fh, lineage: SpaceLineage(column: lineage) ?? .original)
             if let collection, let id, let iv, let deleted {
                 items[index].append(
                     StoredItem(id: id, version: iv, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag),
@@ -193,7 +193,7 @@ final class DeltaBatcher: Service, Sendable {
             }
         }
         return calls.indices.map { index in
-            counters[index].map { items[index].delta(version: $0.version, horizon: $0.horizon) }
+            counters[index].map { items[index].delta(version: $0.version, horizon: $0.horizon, lineage: $0.lineage) }
         }
     }
 }

@@ -211,20 +211,24 @@ public struct PostgresChangeListener: Service {
         let keys = hub.followedKeys
         guard !keys.isEmpty else { return }
         do {
-            let counters = try await Deadline.run(within: deafAfter, timers: timers) { [pings, logger] in
+            let (counters, histories) = try await Deadline.run(within: deafAfter, timers: timers) { [pings, logger] in
                 var counters: [String: Int64] = [:]
-                let rows = try await pings.query("SELECT id, version FROM families WHERE id = ANY(\(keys))", logger: logger)
-                for try await (id, version) in rows.decode((String, Int64).self) { counters[id] = version }
-                return counters
+                var histories: [String: String] = [:]
+                let rows = try await pings.query("SELECT id, version, history FROM families WHERE id = ANY(\(keys))", logger: logger)
+                for try await (id, version, history) in rows.decode((String, Int64, String).self) {
+                    counters[id] = version
+                    if !history.isEmpty { histories[id] = history }
+                }
+                return (counters, histories)
             }
-            let woken = hub.catchUp(counters, wakeUnread: wakeUnread)
+            let woken = hub.catchUp(counters, histories: histories, wakeUnread: wakeUnread)
             if woken > 0 { logger.debug("change listener caught up", metadata: ["woken": "\(woken)", "followed": "\(keys.count)"]) }
         } catch {
             logger.debug("change listener could not catch up", metadata: ["error": "\(String(reflecting: error))"])
         }
     }
 
-    /// One notice: a ping of this instance, a revocation, or a write (`<family id>:<version>`).
+    /// One notice: a ping of this instance, a revocation, or a write (`<family id>:<version>[:<history>]`).
     func handle(_ payload: String, heard: HeardPings) {
         if payload.hasPrefix(Self.pingPrefix) {
             let parts = payload.dropFirst(Self.pingPrefix.count).split(separator: ":")
@@ -232,9 +236,11 @@ public struct PostgresChangeListener: Service {
         } else if payload.hasPrefix(Self.revocationPrefix) {
             hub.revokeTokens(family: String(payload.dropFirst(Self.revocationPrefix.count)))
         } else {
-            // `<family id>:<version>`: the counter value the write committed.
-            let parts = payload.split(separator: ":", maxSplits: 1)
-            hub.notify(family: String(parts[0]), version: parts.count > 1 ? Int64(parts[1]) : nil)
+            // `<family id>:<version>[:<history>]`: the counter value the write committed, and the history it is on
+            // when not the first (`SpaceLineage`).
+            let parts = payload.split(separator: ":", maxSplits: 2)
+            hub.notify(
+                family: String(parts[0]), version: parts.count > 1 ? Int64(parts[1]) : nil, history: parts.count > 2 ? String(parts[2]) : "")
         }
     }
 }

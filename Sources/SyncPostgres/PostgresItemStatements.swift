@@ -28,15 +28,20 @@ package struct PostgresItemStatements: ItemStatements {
     package func family(_ spaceID: String, lock: Bool) async throws -> FamilyCounter? {
         if lock {
             // Prepared: every write starts here.
-            for try await (version, horizon, items, bytes) in try await conn.run(
+            for try await (version, horizon, items, bytes, lineage) in try await conn.run(
                 PreparedStatements.LockFamily(spaceID: spaceID), prepared: prepared, logger: logger)
             {
-                return FamilyCounter(version: version, horizon: horizon, usage: FamilyUsage(items: items, bytes: bytes))
+                return FamilyCounter(
+                    version: version, horizon: horizon, usage: FamilyUsage(items: items, bytes: bytes),
+                    lineage: SpaceLineage(column: lineage) ?? .original)
             }
             return nil
         }
-        let rows = try await conn.query("SELECT version, horizon FROM families WHERE id = \(spaceID)", logger: logger)
-        for try await (version, horizon) in rows.decode((Int64, Int64).self) { return FamilyCounter(version: version, horizon: horizon) }
+        let rows = try await conn.query(
+            "SELECT version, horizon, \(unescaped: SpaceLineage.column("families")) FROM families WHERE id = \(spaceID)", logger: logger)
+        for try await (version, horizon, lineage) in rows.decode((Int64, Int64, String?).self) {
+            return FamilyCounter(version: version, horizon: horizon, lineage: SpaceLineage(column: lineage) ?? .original)
+        }
         return nil
     }
 
@@ -47,12 +52,22 @@ package struct PostgresItemStatements: ItemStatements {
         return nil
     }
 
+    /// A bump of the family's counter on the history the write happens on (`h`, `syncapi_history()`): the first move
+    /// on a new history records the one it came from and the value it had then (`SpaceLineage`).
+    static let bumpSet = """
+        version = version + 1, fork_from = CASE WHEN history = h.id THEN fork_from ELSE history END, \
+        fork_version = CASE WHEN history = h.id THEN fork_version ELSE version END, history = h.id
+        """
+
+    /// A write's notice: `<family id>:<version>`, then `:<history>` off the first history.
+    static let notice = "families.id || ':' || families.version || CASE WHEN families.history = '' THEN '' ELSE ':' || families.history END"
+
     package func bump(spaceID: String) async throws -> Int64 {
         let rows = try await conn.query(
             """
-            WITH bumped AS (
-              UPDATE families SET version = version + 1 WHERE id = \(spaceID)
-              RETURNING version, pg_notify(\(PostgresChangeListener.channel), id || ':' || version)
+            WITH h AS (SELECT syncapi_history() AS id), bumped AS (
+              UPDATE families SET \(unescaped: Self.bumpSet) FROM h WHERE families.id = \(spaceID)
+              RETURNING families.version, pg_notify(\(PostgresChangeListener.channel), \(unescaped: Self.notice))
             )
             SELECT version FROM bumped
             """, logger: logger)
@@ -74,9 +89,9 @@ package struct PostgresItemStatements: ItemStatements {
         let deleted = row.body == nil
         let rows = try await conn.query(
             """
-            WITH bumped AS (
-              UPDATE families SET version = version + 1 WHERE id = \(spaceID) AND \(version == nil)
-              RETURNING version, pg_notify(\(PostgresChangeListener.channel), id || ':' || version)
+            WITH h AS (SELECT syncapi_history() AS id), bumped AS (
+              UPDATE families SET \(unescaped: Self.bumpSet) FROM h WHERE families.id = \(spaceID) AND \(version == nil)
+              RETURNING families.version, pg_notify(\(PostgresChangeListener.channel), \(unescaped: Self.notice))
             ), v AS (
               SELECT version FROM bumped UNION ALL SELECT \(version ?? 0)::BIGINT WHERE \(version != nil)
             )
@@ -132,8 +147,8 @@ package struct PostgresItemStatements: ItemStatements {
             }
         var counter: FamilyCounter?
         var items = DeltaRows()
-        for try await (fv, fh, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in rows {
-            counter = FamilyCounter(version: fv, horizon: fh)
+        for try await (fv, fh, lineage, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in rows {
+            counter = FamilyCounter(version: fv, horizon: fh, lineage: SpaceLineage(column: lineage) ?? .original)
             if let collection, let id, let iv, let deleted {
                 items.append(
                     StoredItem(id: id, version: iv, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag),
@@ -141,7 +156,7 @@ package struct PostgresItemStatements: ItemStatements {
             }
         }
         guard let counter else { return nil }
-        return items.delta(version: counter.version, horizon: counter.horizon)
+        return items.delta(version: counter.version, horizon: counter.horizon, lineage: counter.lineage)
     }
 
     /// `id` is `COLLATE "C"`: its order is the byte order. Only `modified` leaves the database, not the body.

@@ -10,7 +10,7 @@ import SyncAPI
 extension PostgresItemStatements {
     /// What a row of the answer is.
     enum Part: Int32 {
-        /// The family's counter (`version`) and purge horizon (`sort_ms`).
+        /// The family's counter (`version`), purge horizon (`sort_ms`) and line (`body`, `SpaceLineage`).
         case family = 0
         case anchor, changed, top, below, bottom
         /// An id to drop (`id`), in version order.
@@ -41,7 +41,7 @@ extension PostgresItemStatements {
         for try await row in rows {
             switch Part(rawValue: row.0) {
             case .family:
-                family = FamilyCounter(version: row.4 ?? 0, horizon: row.7 ?? 0)
+                family = FamilyCounter(version: row.4 ?? 0, horizon: row.7 ?? 0, lineage: SpaceLineage(column: row.6) ?? .original)
                 firstPage = row.5 ?? false
             case .anchor: anchor = Self.item(row)
             case .changed: changed.append(Self.item(row))
@@ -62,7 +62,7 @@ extension PostgresItemStatements {
         }
         return PageSyncRows(
             version: family.version, horizon: family.horizon, anchor: anchor, changed: changed, top: top, belowAnchor: belowAnchor,
-            bottom: bottom, deleted: gone, children: kids, firstPage: firstPage)
+            bottom: bottom, deleted: gone, children: kids, firstPage: firstPage, lineage: family.lineage)
     }
 
     /// The live items below the anchor with their children, in one statement; nil when the anchor never existed.

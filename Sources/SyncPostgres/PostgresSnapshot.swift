@@ -15,9 +15,9 @@ struct PostgresSnapshot: PinnedStoreSnapshot {
         self.connection = connection
     }
 
-    func version(spaceID: String) async throws -> Int64 {
+    func counter(spaceID: String) async throws -> SpaceCounter {
         let (store, connection) = (self.store, self.connection)
-        return try await store.guarded { try await store.version(on: connection, spaceID: spaceID) }
+        return try await store.guarded { try await store.counter(on: connection, spaceID: spaceID) }
     }
 
     func forEachLivePage(spaceID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws {

@@ -29,7 +29,9 @@ extension PostgresStore: ItemExecutor {
         try await readItem(spaceID: spaceID, key: key)
     }
 
-    public func forEachVerifyRow(spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
+    public func forEachVerifyRow(
+        spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void
+    ) async throws -> SpaceCounter {
         try await readVerifyRows(spaceID: spaceID, collections: collections, each)
     }
 

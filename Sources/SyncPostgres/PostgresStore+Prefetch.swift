@@ -34,14 +34,14 @@ extension PostgresStore {
                 spaceID: spaceID, calls: calls, collections: collections, after: after, includeDeleted: includeDeleted,
                 limit: Int64(limit) + 1),
             prepared: prepared, logger: logger)
-        var counter: (version: Int64, horizon: Int64)?
+        var counter: FamilyCounter?
         var items = requests.map { _ in DeltaRows() }
         var count = 0
         // Read to the end (one row past the limit at most), so the pinned connection is left with nothing pending.
-        for try await (call, version, horizon, collection, id, itemVersion, deleted, body, sortMs, sortVersion, tag) in rows {
+        for try await (call, version, horizon, lineage, collection, id, itemVersion, deleted, body, sortMs, sortVersion, tag) in rows {
             count += 1
             guard count <= limit else { continue }
-            counter = (version, horizon)
+            counter = FamilyCounter(version: version, horizon: horizon, lineage: SpaceLineage(column: lineage) ?? .original)
             guard let collection, let id, let itemVersion, let deleted else { continue }
             items[Int(call)].append(
                 StoredItem(id: id, version: itemVersion, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag),
@@ -51,7 +51,7 @@ extension PostgresStore {
         guard let counter else { return [:] }
         var deltas: [DeltaRequest: Delta] = [:]
         for (index, request) in requests.enumerated() {
-            deltas[request] = items[index].delta(version: counter.version, horizon: counter.horizon)
+            deltas[request] = items[index].delta(version: counter.version, horizon: counter.horizon, lineage: counter.lineage)
         }
         return deltas
     }

@@ -6,7 +6,7 @@ import SyncAPI
 extension PostgresStore {
 
     public func streamLiveRows(
-        spaceID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
+        spaceID: String, collection: String, start: @escaping @Sendable (SpaceCounter) async throws -> Void,
         page: @escaping @Sendable (LiveBodies) async throws -> Void
     ) async throws {
         // Under a deadline of its own, as a run of reads (`withReadSnapshot`): a producer that is cancelled (its answer
@@ -20,7 +20,7 @@ extension PostgresStore {
     }
 
     private func readLiveRows(
-        spaceID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
+        spaceID: String, collection: String, start: @escaping @Sendable (SpaceCounter) async throws -> Void,
         page: @escaping @Sendable (LiveBodies) async throws -> Void
     ) async throws {
         // One statement: the counter rides on every row (a join to the family's row), so it comes from the same
@@ -36,10 +36,10 @@ extension PostgresStore {
                 var bytes = 0
                 var batch = LiveBodies()
                 batch.reserveCapacity(StreamPaging.pageSize)
-                for try await (version, body) in rows {
+                for try await (version, lineage, body) in rows {
                     if !started {
                         started = true
-                        try await start(version)
+                        try await start(SpaceCounter(version: version, lineage: SpaceLineage(column: lineage) ?? .original))
                     }
                     guard let body else { continue }
                     batch.append(body)
@@ -58,12 +58,12 @@ extension PostgresStore {
         }
     }
 
-    /// The family's counter, read on `conn`.
-    func version(on conn: PostgresConnection, spaceID: String) async throws -> Int64 {
-        for try await version in try await conn.query("SELECT version FROM families WHERE id = \(spaceID)", logger: logger)
-            .decode(Int64.self)
-        {
-            return version
+    /// The family's counter and line, read on `conn`.
+    func counter(on conn: PostgresConnection, spaceID: String) async throws -> SpaceCounter {
+        for try await (version, lineage) in try await conn.query(
+            "SELECT version, \(unescaped: SpaceLineage.column("families")) FROM families WHERE id = \(spaceID)", logger: logger
+        ).decode((Int64, String?).self) {
+            return SpaceCounter(version: version, lineage: SpaceLineage(column: lineage) ?? .original)
         }
         throw SyncError.unauthorized
     }

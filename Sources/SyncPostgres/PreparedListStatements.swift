@@ -10,13 +10,13 @@ extension PreparedStatements {
     struct LiveRows: PostgresPreparedStatement {
         static let name = "syncapi_live_rows"
         static let sql = """
-            SELECT f.version, i.body
+            SELECT f.version, \(PreparedStatements.lineage), i.body
             FROM families f
             LEFT JOIN items i ON i.family_id = f.id AND i.collection = (SELECT $2::text) AND i.parent_id = '' AND NOT i.deleted
             WHERE f.id = (SELECT $1::text)
             ORDER BY i.version, i.id
             """
-        typealias Row = (Int64, ByteBuffer?)
+        typealias Row = (Int64, String?, ByteBuffer?)
         let spaceID: String
         let collection: String
 
@@ -29,7 +29,7 @@ extension PreparedStatements {
 
         func decodeRow(_ row: PostgresRow) throws -> Row {
             var columns = ColumnReader(row)
-            return (try columns.next(), try columns.next())
+            return (try columns.next(), try columns.next(), try columns.next())
         }
     }
 

@@ -67,8 +67,10 @@ enum PreparedPageStatements {
             sql += ", below AS (\(list) AND (sort_ms, id) < \(anchorBound) ORDER BY sort_ms DESC, id DESC LIMIT 1)"
         }
         sql += ", bottom AS (\(list) ORDER BY sort_ms ASC, id ASC LIMIT 1)"
+        let family = named(
+            version: "version", sortMs: "horizon", firstPage: "(SELECT needed FROM first_page)", lineage: SpaceLineage.column("families"))
         sql += """
-             SELECT \(named(version: "version", sortMs: "horizon", firstPage: "(SELECT needed FROM first_page)")) \
+             SELECT \(family) \
             FROM families WHERE id = \(Parameter.family)
             """
         if anchored { sql += part(.anchor, from: "anchor") }
@@ -158,10 +160,10 @@ enum PreparedPageStatements {
 
     /// The first row, which names the columns of all (and makes the text ones collate as `items` does: "C"); a
     /// sync's says in `deleted` whether the answer is a fresh first page.
-    private static func named(version: String, sortMs: String, firstPage: String) -> String {
+    private static func named(version: String, sortMs: String, firstPage: String, lineage: String = "NULL::text") -> String {
         """
         \(Part.family.rawValue) AS part, NULL::text COLLATE "C" AS pid, 0::int8 AS ord, NULL::text COLLATE "C" AS id, \
-        \(version) AS version, \(firstPage) AS deleted, NULL::text AS body, \(sortMs) AS sort_ms, NULL::int8 AS sort_version, \
+        \(version) AS version, \(firstPage) AS deleted, \(lineage) AS body, \(sortMs) AS sort_ms, NULL::int8 AS sort_version, \
         NULL::text AS tag
         """
     }

@@ -13,12 +13,15 @@ import SyncAPI
 /// columns (`PostgresPlanTests`; migration 007 puts the parent in it, so no other index looks cheaper to a plan that
 /// cannot see how common the parent is). Planning a delta costs PostgreSQL more than running it.
 enum PreparedStatements {
+    /// The space's line (`SpaceLineage`) as one column of a statement over `families f`: NULL until a failover.
+    static let lineage = SpaceLineage.column("f")
+
     /// A delta of one collection (a list's sync): the family's counter and horizon, and the rows changed after a
     /// position, in version order. Each value through a sub-select, so the generic plan is kept (see above).
     struct CollectionDelta: PostgresPreparedStatement {
         static let name = "syncapi_collection_delta"
         static let sql = """
-            SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+            SELECT f.version, f.horizon, \(PreparedStatements.lineage), i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
             FROM families f
             LEFT JOIN items i ON i.family_id = f.id AND i.collection = (SELECT $2::text) AND i.parent_id = ''
               AND i.version > (SELECT $3::int8) AND ((SELECT $4::bool) OR NOT i.deleted)
@@ -50,14 +53,14 @@ enum PreparedStatements {
         /// A fixed name: the default, `String(reflecting:)` of the type, is computed on every run.
         static let name = "syncapi_delta"
         static let sql = """
-            SELECT f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+            SELECT f.version, f.horizon, \(PreparedStatements.lineage), i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
             FROM families f
             LEFT JOIN items i ON i.family_id = f.id AND i.collection = ANY((SELECT $2::text[])::text[]) AND i.parent_id = ''
               AND i.version > (SELECT $3::int8) AND ((SELECT $4::bool) OR NOT i.deleted)
             WHERE f.id = (SELECT $1::text)
             ORDER BY i.version
             """
-        typealias Row = (Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, Int64?, String?)
+        typealias Row = (Int64, Int64, String?, String?, String?, Int64?, Bool?, String?, Int64?, Int64?, String?)
         let spaceID: String
         let collections: [String]
         let after: Int64
@@ -78,7 +81,7 @@ enum PreparedStatements {
             var r = ColumnReader(row)
             return (
                 try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(),
-                try r.next(), try r.next()
+                try r.next(), try r.next(), try r.next()
             )
         }
     }
@@ -92,10 +95,10 @@ enum PreparedStatements {
     struct BatchedDeltas: PostgresPreparedStatement {
         static let name = "syncapi_batched_deltas"
         static let sql = """
-            SELECT r.call, f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+            SELECT r.call, f.version, f.horizon, \(PreparedStatements.lineage), i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
             FROM unnest((SELECT $1::int8[]), (SELECT $2::text[]), (SELECT $3::text[]), (SELECT $4::int8[]), (SELECT $5::bool[]))
               AS r(call, family_id, collection, after, include_deleted)
-            CROSS JOIN LATERAL (SELECT f.id, f.version, f.horizon FROM families f WHERE f.id = r.family_id OFFSET 0) f
+            CROSS JOIN LATERAL (SELECT f.id, f.version, f.horizon, f.history, f.fork_from, f.fork_version FROM families f WHERE f.id = r.family_id OFFSET 0) f
             LEFT JOIN LATERAL (
               SELECT i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag FROM items i
               WHERE i.family_id = f.id AND i.collection = r.collection AND i.parent_id = ''
@@ -132,7 +135,7 @@ enum PreparedStatements {
     struct Deltas: PostgresPreparedStatement {
         static let name = "syncapi_deltas"
         static let sql = """
-            SELECT r.call, f.version, f.horizon, i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
+            SELECT r.call, f.version, f.horizon, \(PreparedStatements.lineage), i.collection, i.id, i.version, i.deleted, i.body, i.sort_ms, i.sort_version, i.tag
             FROM families f
             CROSS JOIN unnest((SELECT $2::int8[]), (SELECT $3::text[]), (SELECT $4::int8[]), (SELECT $5::bool[]))
               AS r(call, collection, after, include_deleted)
@@ -147,7 +150,7 @@ enum PreparedStatements {
             ORDER BY r.call, i.version
             LIMIT (SELECT $6::int8)
             """
-        typealias Row = (Int64, Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, Int64?, String?)
+        typealias Row = (Int64, Int64, Int64, String?, String?, String?, Int64?, Bool?, String?, Int64?, Int64?, String?)
         let spaceID: String
         let calls: [Int64]
         let collections: [String]
@@ -172,7 +175,7 @@ enum PreparedStatements {
             var r = ColumnReader(row)
             return (
                 try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(), try r.next(),
-                try r.next(), try r.next(), try r.next()
+                try r.next(), try r.next(), try r.next(), try r.next()
             )
         }
     }
@@ -203,8 +206,9 @@ enum PreparedStatements {
     /// Locks the family row: every write of the family is ordered by it.
     struct LockFamily: PostgresPreparedStatement {
         static let name = "syncapi_lockFamily"
-        static let sql = "SELECT version, horizon, live_items, stored_bytes FROM families WHERE id = $1 FOR UPDATE"
-        typealias Row = (Int64, Int64, Int64, Int64)
+        static let sql =
+            "SELECT version, horizon, live_items, stored_bytes, \(SpaceLineage.column("families")) FROM families WHERE id = $1 FOR UPDATE"
+        typealias Row = (Int64, Int64, Int64, Int64, String?)
         let spaceID: String
 
         func makeBindings() throws -> PostgresBindings {

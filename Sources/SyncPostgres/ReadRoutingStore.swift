@@ -97,7 +97,9 @@ public struct ReadRoutingStore: ItemReads {
     /// A read that names no state to check a standby against: the primary's.
     public func item(spaceID: String, key: ItemKey) async throws -> StoredItem? { try await primary.item(spaceID: spaceID, key: key) }
     public func page(spaceID: String, query: PageQuery) async throws -> PageRows? { try await primary.page(spaceID: spaceID, query: query) }
-    public func forEachVerifyRow(spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
+    public func forEachVerifyRow(
+        spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void
+    ) async throws -> SpaceCounter {
         try await primary.forEachVerifyRow(spaceID: spaceID, collections: collections, each)
     }
 }

@@ -15,7 +15,9 @@ struct SQLiteSnapshot: PinnedStoreSnapshot {
         self.connection = connection
     }
 
-    func version(spaceID: String) async throws -> Int64 { try await SQLiteStore.version(connection, spaceID: spaceID) }
+    func counter(spaceID: String) async throws -> SpaceCounter {
+        SpaceCounter(version: try await SQLiteStore.version(connection, spaceID: spaceID))
+    }
 
     func forEachLivePage(spaceID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws {
         try await SQLiteStore.forEachLivePage(connection, spaceID: spaceID, collection: collection, page)

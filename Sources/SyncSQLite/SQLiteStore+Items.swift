@@ -28,7 +28,9 @@ extension SQLiteStore: ItemExecutor {
         try await read { db in try SQLiteItemStatements(db: db).item(spaceID: spaceID, key: key) }
     }
 
-    public func forEachVerifyRow(spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
+    public func forEachVerifyRow(
+        spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void
+    ) async throws -> SpaceCounter {
         try await readVerifyRows(spaceID: spaceID, collections: collections, each)
     }
 

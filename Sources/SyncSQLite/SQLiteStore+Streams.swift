@@ -5,17 +5,17 @@ import SyncAPI
 /// Full lists read page by page from one WAL snapshot, so that an answer of 100,000 items never sits whole in memory.
 extension SQLiteStore {
     public func streamLiveRows(
-        spaceID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
+        spaceID: String, collection: String, start: @escaping @Sendable (SpaceCounter) async throws -> Void,
         page: @escaping @Sendable (LiveBodies) async throws -> Void
     ) async throws {
         // A snapshot of its own: every page comes from the same state of the database as the counter.
         let snapshot = try Self.mapped { try snapshots.begin() }
         defer { snapshots.end(snapshot) }
-        try await start(try await Self.version(snapshot, spaceID: spaceID))
+        try await start(SpaceCounter(version: try await Self.version(snapshot, spaceID: spaceID)))
         try await Self.forEachLivePage(snapshot, spaceID: spaceID, collection: collection, page)
     }
 
-    /// The family's counter in `snapshot`.
+    /// The family's counter in `snapshot` (on SQLite, always on the database's first history: `SpaceLineage.original`).
     static func version(_ snapshot: DatabaseQueue, spaceID: String) async throws -> Int64 {
         let version = try await read(snapshot) { db in
             try Int64.fetchOne(cached: db, sql: "SELECT version FROM families WHERE id = ?", arguments: [spaceID])

@@ -63,7 +63,7 @@ struct EngineUnitTests {
         let db = "0123456789abcdef"
         let family = "00000000-0000-4000-8000-000000000001"
         let token = SyncToken(databaseID: db, spaceID: family, version: 42).string
-        #expect(try SyncToken.parse(token, databaseID: db, spaceID: family) == .position(42, generation: 0))
+        #expect(try SyncToken.parse(token, databaseID: db, spaceID: family) == .position(42, generation: 0, history: ""))
         #expect(try SyncToken.parse(nil, databaseID: db, spaceID: family) == .absent)
         #expect(try SyncToken.parse(token, databaseID: "fedcba9876543210", spaceID: family) == .unanswerable)
         #expect(try SyncToken.parse(token, databaseID: db, spaceID: "00000000-0000-4000-8000-000000000002") == .unanswerable)
@@ -73,6 +73,36 @@ struct EngineUnitTests {
             #expect(throws: SyncError.self) { try SyncToken.parse(bad, databaseID: db, spaceID: family) }
         }
         #expect(token.count <= 128)
+        // Off the first history (after a failover): the history rides at the end, after the generation.
+        let history = "0123456789abcdef"
+        let moved = SyncToken(databaseID: db, spaceID: family, version: 7, generation: 3, history: history).string
+        #expect(moved == "\(db).\(family).7.3~\(history)")
+        #expect(try SyncToken.parse(moved, databaseID: db, spaceID: family) == .position(7, generation: 3, history: history))
+        #expect(try SyncToken.parse("\(db).\(family).7~\(history)", databaseID: db, spaceID: family) == .position(7, generation: 0, history: history))
+        for foreign in [
+            "\(db).\(family).7~", "\(db).\(family).7~ABCDEF0123456789", "\(db).\(family).7~0123", "\(db).\(family).7~\(history)~\(history)",
+        ] {
+            #expect(try SyncToken.parse(foreign, databaseID: db, spaceID: family) == .unanswerable, "\(foreign)")
+        }
+        #expect(moved.count <= 128)
+    }
+
+    /// A space crossed from the first history ("") to `b` at counter 8: which dates its line holds.
+    @Test(
+        "a date is held by the space's line only on its history, or on the one it came from up to the fork",
+        arguments: [
+            // (date's history, date's version, held)
+            ("b", 9, true), ("b", 3, true), ("", 8, true), ("", 3, true), ("", 9, false), ("", 12, false), ("a", 5, false),
+            ("a", 9, false),
+        ] as [(String, Int64, Bool)])
+    func lineage(history: String, version: Int64, held: Bool) {
+        let crossed = SpaceLineage(history: "b", forkFrom: "", forkVersion: 8)
+        #expect(DatePosition(version: version, history: history).isHeld(by: crossed) == held)
+        // Never crossed: the first history's dates only.
+        #expect(DatePosition(version: version, history: history).isHeld(by: .original) == history.isEmpty)
+        // The column a statement reads.
+        #expect(SpaceLineage(column: "b//8") == crossed)
+        #expect(SpaceLineage(column: nil) == nil)
     }
 
     @Test("schemas fill defaults in declaration order and name the bad field")

@@ -87,6 +87,35 @@ public actor TestStandby {
             prefix + ["pg_ctl", "-D", folder + "/standby", "-l", folder + "/standby.log", "-o", standbyOptions, "-w", "-t", "120", "start"])
     }
 
+    /// Stops the primary: as in a crash (`immediate`: what the standby has not received is lost with it), or cleanly
+    /// (`fast`: the standby receives every commit first, as in a planned switchover).
+    public func stopPrimary(crash: Bool) async throws {
+        try await TestPostgres.run(prefix + ["pg_ctl", "-D", folder + "/primary", "-m", crash ? "immediate" : "fast", "-w", "stop"])
+    }
+
+    /// Promotes the standby (`pg_ctl promote`): it ends recovery on a new timeline and takes writes on its port.
+    public func promoteStandby() async throws {
+        try await TestPostgres.run(prefix + ["pg_ctl", "-D", folder + "/standby", "-w", "-t", "120", "promote"])
+    }
+
+    /// Returns once the standby has replayed every commit the primary has made so far (a bounded poll: PostgreSQL
+    /// tells no one when replay passes a position).
+    public func waitReplayed(within limit: Duration = .seconds(60)) async throws {
+        let target = try await psql(primaryPort, "SELECT pg_current_wal_lsn()")
+        let end = ContinuousClock.now + limit
+        while try await psql(standbyPort, "SELECT pg_last_wal_replay_lsn() >= '\(target)'::pg_lsn") != "t" {
+            guard ContinuousClock.now < end else { throw TestPostgresError(message: "the standby did not replay \(target) within \(limit)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// One value of a query run with psql on the server at `port`.
+    private func psql(_ port: Int, _ sql: String) async throws -> String {
+        try await TestPostgres.run([
+            "psql", "-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-Atq", "-c", sql,
+        ]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// Stops both servers and removes their folder.
     public func tearDown() async {
         for server in ["standby", "primary"] {

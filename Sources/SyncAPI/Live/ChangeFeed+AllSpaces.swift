@@ -98,7 +98,7 @@ struct AllSpacesState: Sendable {
     /// stream waits past, and the spaces whose date moved since the last events (to send).
     struct Start: Sendable {
         var memberships: [SpaceMembership] = []
-        var versions: [String: Int64] = [:]
+        var versions: [String: DatePosition] = [:]
         var generations: [String: UInt64] = [:]
         var moved: [(space: String, date: String)] = []
     }
@@ -120,17 +120,25 @@ struct AllSpacesState: Sendable {
                 next.versions[space] = previous
                 continue
             }
-            let position: (date: String, version: Int64)
-            if let previous, let version = slot.hub?.latestVersion(family: space), version > previous, !readAll {
+            let position: (date: String, at: DatePosition)
+            if let previous, let heard = slot.hub?.latest(family: space), heard.version > previous.version || heard.history != previous.history,
+                !readAll
+            {
                 // The notice named the counter value its write committed: no database read.
-                position = (try await engine.date(atVersion: version, session), version)
+                position = (
+                    try await engine.date(atVersion: heard.version, history: heard.history, session),
+                    DatePosition(version: heard.version, history: heard.history)
+                )
             } else {
                 let read = try await engine.currentPosition(session)
-                position = (read.date, read.version)
-                slot.hub?.observe(family: space, version: read.version)
+                position = (read.date, DatePosition(version: read.version, history: read.history))
+                slot.hub?.observe(family: space, version: read.version, history: read.history)
             }
-            next.versions[space] = position.version
-            if previous.map({ position.version > $0 }) ?? true { next.moved.append((space, position.date)) }
+            next.versions[space] = position.at
+            // Past what was announced, or on another history (a failover: the new line may count below it).
+            if previous.map({ position.at.version > $0.version || position.at.history != $0.history }) ?? true {
+                next.moved.append((space, position.date))
+            }
         }
         return next
     }

@@ -69,7 +69,7 @@ public struct ChangeFeed: Sendable {
         // Subscribed before the token is checked again and the start is read: a write or a revocation from then on
         // always wakes the stream (one in between would wait for the recheck).
         let generation = slot.generation
-        let start: (since: Int64?, now: (date: String, version: Int64))
+        let start: (since: DatePosition?, now: LivePosition)
         do {
             // Checked before answering, so that an unreachable database is a 503, not a dead stream; bounded like any
             // request (the stream itself is exempt from the request time limit, its start is not).
@@ -88,7 +88,7 @@ public struct ChangeFeed: Sendable {
             try await Self.stream(
                 write: write, from: start, wakeup: wakeup, ping: ping, for: maxDuration, watch: watch, stop: stop,
                 position: { try await engine.currentPosition(session) },
-                date: { version in try await engine.date(atVersion: version, session) },
+                date: { version, history in try await engine.date(atVersion: version, history: history, session) },
                 stillValid: {
                     guard !slot.isReleased else { return false }
                     return try await Self.stillMember(accounts, token: token, session)
@@ -114,25 +114,26 @@ public struct ChangeFeed: Sendable {
     /// stops working, the server shuts down gracefully (SIGTERM), or the task is cancelled. With a hub, an idle
     /// stream reads no change from the database at all; every `recheck` it checks its token (from the session cache).
     static func stream(
-        write: (String) async throws -> Void, from start: (since: Int64?, now: (date: String, version: Int64)), wakeup: Wakeup,
+        write: (String) async throws -> Void, from start: (since: DatePosition?, now: LivePosition), wakeup: Wakeup,
         ping: Duration, for maxDuration: Duration, watch: @Sendable () -> @Sendable () -> Void = { {} }, stop: WaitStop? = nil,
-        position: () async throws -> (date: String, version: Int64, horizon: Int64),
-        date: (Int64) async throws -> String, stillValid: () async throws -> Bool
+        position: () async throws -> LivePosition,
+        date: (Int64, String) async throws -> String, stillValid: () async throws -> Bool
     ) async throws {
         let clock = ContinuousClock()
         let end = clock.now + maxDuration
         var pacer = StreamPacer(ping: ping)
         var lastCheck = clock.now
         var since = start.since
-        var current = start.now
+        var current = (date: start.now.date, version: start.now.version, history: start.now.history)
         var generation = wakeup.generation
         // What the stream has seen: a listener's catch-up wakes the family only once its counter passes it.
-        wakeup.hub?.observe(family: wakeup.family, version: current.version)
+        wakeup.hub?.observe(family: wakeup.family, version: current.version, history: current.history)
         while true {
             var events = ""
-            if since.map({ current.version > $0 }) ?? true {
+            // Past what the client was told, or on another history (a failover: the new line may count below it).
+            if since.map({ current.version > $0.version || current.history != $0.history }) ?? true {
                 events = "id: \(current.date)\nevent: change\ndata: {\"date\":\"\(current.date)\"}\n\n"
-                since = current.version
+                since = DatePosition(version: current.version, history: current.history)
             }
             try await pacer.send(events, write: write, watch: watch)
             let interval = wakeup.hub == nil ? wakeup.poll : wakeup.recheck - (clock.now - lastCheck)
@@ -160,15 +161,15 @@ public struct ChangeFeed: Sendable {
                 lastCheck = clock.now
                 continue
             }
-            if let version = wakeup.hub?.latestVersion(family: wakeup.family), version > current.version {
+            if let heard = wakeup.hub?.latest(family: wakeup.family), heard.version > current.version || heard.history != current.history {
                 // The notice named the counter value its write committed: no database read.
-                current = (try await date(version), version)
+                current = (try await date(heard.version, heard.history), heard.version, heard.history)
                 continue
             }
             lastCheck = clock.now
             let read = try await position()
-            current = (read.date, read.version)
-            wakeup.hub?.observe(family: wakeup.family, version: read.version)
+            current = (read.date, read.version, read.history)
+            wakeup.hub?.observe(family: wakeup.family, version: read.version, history: read.history)
         }
     }
 }

@@ -11,6 +11,19 @@ public final class ChangeHub: Sendable {
         var generation: UInt64 = 0
         /// The highest counter value a notice named while streams followed the family.
         var version: Int64?
+        /// The history that value is on (`SpaceLineage`): a value on another history replaces it, whatever its size.
+        var history = ""
+
+        /// Takes a counter value heard or read: the higher on the same history, the newer on another (a failover:
+        /// the new line's counter may be below what the lost one reached).
+        mutating func take(_ heard: Int64, history heardHistory: String) {
+            if let version, history == heardHistory {
+                self.version = max(version, heard)
+            } else {
+                version = heard
+                history = heardHistory
+            }
+        }
         var subscribers = 0
         var waiters: [Int: Waiter] = [:]
     }
@@ -75,12 +88,13 @@ public final class ChangeHub: Sendable {
     }
 
     /// The family's data (or one of its tokens) changed: wake its streams. `version`, when the notice carries it, is
-    /// the counter value the write committed: a woken stream then needs no database read to name the new date.
-    public func notify(family: String, version: Int64? = nil) {
+    /// the counter value the write committed, on `history`: a woken stream then needs no database read to name the
+    /// new date.
+    public func notify(family: String, version: Int64? = nil, history: String = "") {
         let woken: ([Int: Waiter], UInt64) = state.withLock { state in
             guard state.families[family] != nil else { return ([:], 0) }
             state.families[family]!.generation &+= 1
-            if let version { state.families[family]!.version = max(state.families[family]!.version ?? version, version) }
+            if let version { state.families[family]!.take(version, history: history) }
             let waiters = state.families[family]!.waiters
             state.families[family]!.waiters = [:]
             return (waiters, state.families[family]!.generation)
@@ -93,12 +107,17 @@ public final class ChangeHub: Sendable {
         state.withLock { $0.families[family]?.version }
     }
 
+    /// `latestVersion` and the history it is on.
+    public func latest(family: String) -> (version: Int64, history: String)? {
+        state.withLock { state in state.families[family].flatMap { family in family.version.map { ($0, family.history) } } }
+    }
+
     /// A stream read the family's counter at `version` from the database: the hub's version is at least that, so that a
     /// catch-up (`catchUp`) wakes the family only when its counter moves past what its streams have seen.
-    public func observe(family: String, version: Int64) {
+    public func observe(family: String, version: Int64, history: String = "") {
         state.withLock { state in
             guard state.families[family] != nil else { return }
-            state.families[family]!.version = max(state.families[family]!.version ?? version, version)
+            state.families[family]!.take(version, history: history)
         }
     }
 
@@ -111,14 +130,15 @@ public final class ChangeHub: Sendable {
     /// with `wakeUnread`, the followed keys `counters` has no row for too (account keys: a missed membership notice).
     /// Returns how many keys it woke.
     @discardableResult
-    public func catchUp(_ counters: [String: Int64], wakeUnread: Bool) -> Int {
+    public func catchUp(_ counters: [String: Int64], histories: [String: String] = [:], wakeUnread: Bool) -> Int {
         let moved: [(String, Int64?)] = state.withLock { state in
             state.families.compactMap { key, family in
                 guard let counter = counters[key] else { return wakeUnread ? (key, nil) : nil }
-                return counter > (family.version ?? .min) ? (key, counter) : nil
+                let moved = counter > (family.version ?? .min) || family.history != histories[key, default: ""]
+                return moved ? (key, counter) : nil
             }
         }
-        for (key, counter) in moved { notify(family: key, version: counter) }
+        for (key, counter) in moved { notify(family: key, version: counter, history: histories[key, default: ""]) }
         return moved.count
     }
 

@@ -49,11 +49,13 @@ extension ItemExecutor {
     }
 
     /// The family's counter and its lists' rows as `/verify` digests them, in one snapshot.
-    package func readVerifyRows(spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
+    package func readVerifyRows(
+        spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void
+    ) async throws -> SpaceCounter {
         try await inSnapshot { statements in
             guard let family = try await statements.family(spaceID, lock: false) else { throw SyncError.unauthorized }
             for collection in collections { try await statements.verifyRows(spaceID: spaceID, collection: collection, each) }
-            return family.version
+            return SpaceCounter(version: family.version, lineage: family.lineage)
         }
     }
 
@@ -100,7 +102,8 @@ extension ItemExecutor {
             return PageSyncRows(
                 version: family.version, horizon: family.horizon, anchor: anchor, changed: changed, top: top,
                 belowAnchor: belowAnchor, bottom: bottom, deleted: deleted,
-                children: try await Self.children(query, spaceID: spaceID, of: parents, statements), firstPage: firstPage)
+                children: try await Self.children(query, spaceID: spaceID, of: parents, statements), firstPage: firstPage,
+                lineage: family.lineage)
         }
     }
 

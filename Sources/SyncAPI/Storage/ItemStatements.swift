@@ -44,11 +44,14 @@ package struct FamilyCounter: Sendable {
     package let horizon: Int64
     /// Read only with the family's lock (a write's quotas); zero otherwise.
     package var usage = FamilyUsage()
+    /// The history the counter is on (`SpaceLineage`).
+    package var lineage = SpaceLineage.original
 
-    package init(version: Int64, horizon: Int64, usage: FamilyUsage = FamilyUsage()) {
+    package init(version: Int64, horizon: Int64, usage: FamilyUsage = FamilyUsage(), lineage: SpaceLineage = .original) {
         self.version = version
         self.horizon = horizon
         self.usage = usage
+        self.lineage = lineage
     }
 }
 

@@ -88,6 +88,8 @@ public struct PageSyncRows: Sendable {
     public let children: [String: [StoredItem]]
     /// Whether the answer is a fresh first page (`needsFirstPage`): `top` was read.
     public let firstPage: Bool
+    /// The history the counter is on (`SpaceLineage`): a date on another line is answered as a first page.
+    public let lineage: SpaceLineage
 
     /// Whether a sync from `since` can bring the client's list up to date (protocol §4): from a position this server
     /// can answer (not past the family's counter, not before its purge horizon), and, with a `lastId`, only when that
@@ -115,8 +117,9 @@ public struct PageSyncRows: Sendable {
 
     package init(
         version: Int64, horizon: Int64, anchor: StoredItem?, changed: [StoredItem], top: [StoredItem], belowAnchor: Bool, bottom: StoredItem?,
-        deleted: [String], children: [String: [StoredItem]], firstPage: Bool
+        deleted: [String], children: [String: [StoredItem]], firstPage: Bool, lineage: SpaceLineage = .original
     ) {
+        self.lineage = lineage
         self.version = version
         self.horizon = horizon
         self.anchor = anchor

@@ -138,15 +138,24 @@ public struct Delta: Sendable {
     /// The changed rows (every live row, without a date) held more than `Delta.byteBudget`: none were kept, and the
     /// caller answers the whole list, streamed (a delta is built whole, so its memory must be bounded whatever the date).
     public let overflowed: Bool
+    /// The history the counter is on, read with it: whether the client's date is on the space's line.
+    public let lineage: SpaceLineage
 
     /// The most bytes of changed rows a delta holds: past it, a full list streamed from a cursor is cheaper to hold.
     public static let byteBudget = 4 << 20
 
-    public init(version: Int64, horizon: Int64, rows: [String: [StoredItem]], overflowed: Bool = false) {
+    public init(version: Int64, horizon: Int64, rows: [String: [StoredItem]], overflowed: Bool = false, lineage: SpaceLineage = .original) {
         self.version = version
         self.horizon = horizon
         self.rows = overflowed ? [:] : rows
         self.overflowed = overflowed
+        self.lineage = lineage
+    }
+
+    /// Whether `since` can be answered exactly by this delta: not past the counter, not before the purge horizon, on
+    /// the space's line (`SpaceLineage`).
+    public func answers(_ since: DatePosition) -> Bool {
+        since.version <= version && since.version >= horizon && since.isHeld(by: lineage)
     }
 }
 
@@ -171,8 +180,8 @@ package struct DeltaRows {
         rows[collection, default: []].append(item)
     }
 
-    package func delta(version: Int64, horizon: Int64) -> Delta {
-        Delta(version: version, horizon: horizon, rows: rows, overflowed: overflowed)
+    package func delta(version: Int64, horizon: Int64, lineage: SpaceLineage = .original) -> Delta {
+        Delta(version: version, horizon: horizon, rows: rows, overflowed: overflowed, lineage: lineage)
     }
 }
 

@@ -171,7 +171,7 @@ public protocol ItemReads: Sendable {
     /// What `/verify` digests (protocol §11) of every live top-level item of `collections`, each collection's sorted by
     /// id (byte order), handed to `each` one at a time so that no list is held whole; returns the family's counter,
     /// from the same snapshot.
-    func forEachVerifyRow(spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64
+    func forEachVerifyRow(spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> SpaceCounter
     /// Top-level rows of `collections` changed after `since` (tombstones included), or every live row when `since`
     /// is nil, read in one snapshot with the family's counter; none, `overflowed`, past `Delta.byteBudget`.
     func delta(spaceID: String, collections: [String], since: Int64?) async throws -> Delta
@@ -196,7 +196,7 @@ public protocol ItemStore: ItemReads {
     /// (then by id): `start` gets the family's counter before any page, and the next page is read only once `page`
     /// returned.
     func streamLiveRows(
-        spaceID: String, collection: String, start: @escaping @Sendable (Int64) async throws -> Void,
+        spaceID: String, collection: String, start: @escaping @Sendable (SpaceCounter) async throws -> Void,
         page: @escaping @Sendable (LiveBodies) async throws -> Void
     ) async throws
 }
@@ -219,7 +219,7 @@ public protocol MaintenanceStore: Sendable {
 /// without one.
 public protocol SnapshotReads: ItemReads {
     /// The family's counter in the snapshot.
-    func version(spaceID: String) async throws -> Int64
+    func counter(spaceID: String) async throws -> SpaceCounter
     /// The body of every live row of a full list in the snapshot, page by page, oldest change first, read in the
     /// calling task (a group's answer streams sub-answer after sub-answer from its snapshot).
     func forEachLivePage(spaceID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws
@@ -241,7 +241,9 @@ package protocol PinnedStoreSnapshot: SnapshotReads {
 
 extension PinnedStoreSnapshot {
     package func item(spaceID: String, key: ItemKey) async throws -> StoredItem? { try await store.item(spaceID: spaceID, key: key) }
-    package func forEachVerifyRow(spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void) async throws -> Int64 {
+    package func forEachVerifyRow(
+        spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void
+    ) async throws -> SpaceCounter {
         try await store.forEachVerifyRow(spaceID: spaceID, collections: collections, each)
     }
     package func delta(spaceID: String, collections: [String], since: Int64?) async throws -> Delta {

@@ -37,14 +37,15 @@ extension SyncEngine {
             if let spec = collections.named(String(CollectionSpec.publicName(name))) { try Self.requireRead(session, spec) }
         }
         var since = try await position(date, session, for: layout.names)
-        var delta = try await reads.delta(spaceID: session.spaceID, collections: layout.names, since: since)
-        if let position = since, position > delta.version || position < delta.horizon, !delta.overflowed {
-            // A date that cannot be answered exactly (never reached, or older than purged tombstones): every live row.
+        var delta = try await reads.delta(spaceID: session.spaceID, collections: layout.names, since: since?.version)
+        if let position = since, !delta.answers(position), !delta.overflowed {
+            // A date that cannot be answered exactly (never reached, older than purged tombstones, or off the space's
+            // line): every live row.
             delta = try await reads.delta(spaceID: session.spaceID, collections: layout.names, since: nil)
             since = nil
         }
         if delta.overflowed { return try await streamedBundle(session, layout, ifNoneMatch: ifNoneMatch) }
-        let date = try await token(delta.version, session)
+        let date = try await token(delta.version, delta.lineage, session)
         if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
         var writer = JSONWriter(capacity: 1024)
         writer.raw("{\"date\":")
@@ -77,7 +78,8 @@ extension SyncEngine {
     /// written, else from a snapshot of its own read by a producer, as a full list is (`streamedFullList`).
     func streamedBundle(_ session: Session, _ layout: BundleLayout, ifNoneMatch: String?) async throws -> SyncAnswer {
         if let snapshot {
-            let date = try await token(try await snapshot.version(spaceID: session.spaceID), session)
+            let counter = try await snapshot.counter(spaceID: session.spaceID)
+            let date = try await token(counter.version, counter.lineage, session)
             if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
             return SyncAnswer(date: date, .cursor { emit in try await Self.writeBundle(layout, session, date: date, from: snapshot, emit) })
         }
@@ -85,7 +87,8 @@ extension SyncEngine {
         let spaceID = session.spaceID
         return try await streamedAnswer(session, ifNoneMatch: ifNoneMatch) { stream, identity in
             try await store.withReadSnapshot { snapshot in
-                let date = identity.token(spaceID: spaceID, version: try await snapshot.version(spaceID: spaceID))
+                let counter = try await snapshot.counter(spaceID: spaceID)
+                let date = identity.token(spaceID: spaceID, version: counter.version, history: counter.lineage.history)
                 stream.setDate(date)
                 try await Self.writeBundle(layout, session, date: date, from: snapshot) { try await stream.send($0) }
             }

@@ -15,7 +15,7 @@ extension SyncEngine {
                 continue
             }
             let since: Int64?
-            do { since = try await position(date, session, for: names) } catch { continue }
+            do { since = try await position(date, session, for: names)?.version } catch { continue }
             // As `fullListSync`: no delta for a list without a date, or at position 0 (the whole list answers those).
             if isList, (since ?? 0) <= 0 { continue }
             requests.append(DeltaRequest(spaceID: session.spaceID, collections: names, since: since))
@@ -32,10 +32,10 @@ extension SyncEngine {
         try Self.requireRead(session, collection)
         // A date at position 0 names the state before the family's first write: the whole list answers it exactly,
         // streamed, where a delta would hold every change and tombstone ever made.
-        if let since = try await position(date, session, for: [collection.name]), since > 0 {
+        if let since = try await position(date, session, for: [collection.name]), since.version > 0 {
             let delta = try await reads.delta(
-                spaceID: session.spaceID, collections: [collection.storageName(for: session.accountID)], since: since)
-            if since <= delta.version, since >= delta.horizon, !delta.overflowed {
+                spaceID: session.spaceID, collections: [collection.storageName(for: session.accountID)], since: since.version)
+            if delta.answers(since), !delta.overflowed {
                 return try await deltaAnswer(session, collection, delta, ifNoneMatch: ifNoneMatch)
             }
         }
@@ -49,7 +49,7 @@ extension SyncEngine {
     /// The changes of a full list after an answerable date.
     func deltaAnswer(_ session: Session, _ collection: CollectionSpec, _ delta: Delta, ifNoneMatch: String?) async throws -> SyncAnswer {
         let rows = delta.rows[collection.storageName(for: session.accountID)] ?? []
-        let date = try await token(delta.version, session)
+        let date = try await token(delta.version, delta.lineage, session)
         if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
         var writer = JSONWriter(capacity: 64 + rows.reduce(0) { $0 + ($1.body?.utf8.count ?? $1.id.utf8.count + 3) })
         writer.raw("{\"date\":")

@@ -27,17 +27,22 @@ extension SyncEngine {
         -> SyncAnswer
     {
         try Self.requireRead(session, spec)
-        let since = try await position(parameters.date, session, for: [spec.name] + (spec.childName.map { [$0] } ?? []))
         let query = PageQuery(
             collection: spec.name, anchorID: parameters.lastId, limit: parameters.nb, tags: parameters.types,
             children: embeddedChildren(session, spec).map { ChildrenQuery(collection: $0, limit: parameters.maxChildren) },
             byteBudget: pageBytes)
-        let rows = try await reads.pageSync(spaceID: session.spaceID, query: query, since: since)
+        var since = try await position(parameters.date, session, for: [spec.name] + (spec.childName.map { [$0] } ?? []))
+        var rows = try await reads.pageSync(spaceID: session.spaceID, query: query, since: since?.version)
+        if let position = since, !position.isHeld(by: rows.lineage) {
+            // A date off the space's line (a history lost in a failover): read as a first page, as for no date.
+            since = nil
+            rows = try await reads.pageSync(spaceID: session.spaceID, query: query, since: nil)
+        }
         // The client's list can be brought up to date only from a position this server can answer, and only when its
         // last item's place is known: the item exists (or existed) and its sort key has not moved since that position.
         // The store read `top` exactly when the answer is a fresh first page (`firstPage`).
         let answerable = PageSyncRows.answerable(
-            since: since, version: rows.version, horizon: rows.horizon, anchorID: parameters.lastId, anchor: rows.anchor)
+            since: since?.version, version: rows.version, horizon: rows.horizon, anchorID: parameters.lastId, anchor: rows.anchor)
         let list: PageList
         let crop: Bool
         if !answerable {
@@ -62,7 +67,7 @@ extension SyncEngine {
         } else {
             nomore = rows.bottom == nil
         }
-        let date = try await token(rows.version, session)
+        let date = try await token(rows.version, rows.lineage, session)
         if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
         var writer = JSONWriter(capacity: 256 + list.items.reduce(0) { $0 + ($1.body?.utf8.count ?? 0) * 2 })
         writer.raw("{\"date\":")

@@ -14,8 +14,8 @@ extension SyncEngine {
             let encoder = FullListEncoder(stream: stream)
             try await store.streamLiveRows(
                 spaceID: spaceID, collection: collection.storageName(for: session.accountID),
-                start: { version in
-                    let date = identity.token(spaceID: spaceID, version: version)
+                start: { counter in
+                    let date = identity.token(spaceID: spaceID, version: counter.version, history: counter.lineage.history)
                     encoder.start(date: date)
                     stream.setDate(date)
                 },
@@ -150,8 +150,8 @@ extension SyncEngine {
     func pinnedFullList(
         _ session: Session, _ collection: CollectionSpec, _ snapshot: any SnapshotReads, ifNoneMatch: String?
     ) async throws -> SyncAnswer {
-        let version = try await snapshot.version(spaceID: session.spaceID)
-        let date = try await token(version, session)
+        let counter = try await snapshot.counter(spaceID: session.spaceID)
+        let date = try await token(counter.version, counter.lineage, session)
         if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
         let spaceID = session.spaceID
         let name = collection.storageName(for: session.accountID)

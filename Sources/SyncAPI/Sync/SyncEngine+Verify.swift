@@ -24,7 +24,7 @@ extension SyncEngine {
         let family = session.spaceID
         let digests = VerifyDigests()
         // In a group's run, from its snapshot; else from one of its own.
-        let read: @Sendable (any SnapshotReads) async throws -> Int64 = { store in
+        let read: @Sendable (any SnapshotReads) async throws -> SpaceCounter = { store in
             for name in full { digests.begin(name, held: nil) }
             for (name, lastId, types) in paged {
                 guard let anchor = try await store.item(spaceID: family, key: ItemKey(collection: name, id: lastId)) else {
@@ -34,13 +34,13 @@ extension SyncEngine {
             }
             return try await store.forEachVerifyRow(spaceID: family, collections: full + paged.map(\.0)) { digests.add($0) }
         }
-        let version: Int64
-        if let snapshot { version = try await read(snapshot) } else { version = try await store.withReadSnapshot(read) }
+        let counter: SpaceCounter
+        if let snapshot { counter = try await read(snapshot) } else { counter = try await store.withReadSnapshot(read) }
         var lists: [(key: String, value: JSONValue)] = []
         for name in full + paged.map(\.0) { lists.append((String(CollectionSpec.publicName(name)), digests.summary(name))) }
         var writer = JSONWriter(capacity: 512)
         writer.raw("{\"date\":")
-        writer.string(try await token(version, session))
+        writer.string(try await token(counter.version, counter.lineage, session))
         writer.raw(",\"lists\":")
         writer.value(.object(lists))
         writer.raw("}")

@@ -81,43 +81,45 @@ public struct SyncEngine: Sendable {
 
     /// The position a client's `date` names for `collections`, or nil for a first sync: absent, not ours, issued before
     /// the caller last joined the space, or before a breaking model change that touched one of them
-    /// (`ModelGenerations`; an empty list checks none).
-    func position(_ date: String?, _ session: Session, for collections: [String] = []) async throws -> Int64? {
+    /// (`ModelGenerations`; an empty list checks none). Whether the position is on the space's line is known only with
+    /// the read (`Delta.answers`, `DatePosition.isHeld`).
+    func position(_ date: String?, _ session: Session, for collections: [String] = []) async throws -> DatePosition? {
         let identity = try await databaseIdentity()
         // Generations are the model's: a private list's storage key (`notes~<account>`) counts as its collection.
         let names = collections.contains { $0.contains("~") } ? collections.map { String(CollectionSpec.publicName($0)) } : collections
-        guard case .position(let version, let generation) = try SyncToken.parse(date, databaseID: identity.id, spaceID: session.spaceID),
+        guard case .position(let version, let generation, let history) = try SyncToken.parse(date, databaseID: identity.id, spaceID: session.spaceID),
             generation >= identity.generations.floor(names), generation <= identity.generations.current,
             // Issued before the caller last joined the space: it may have missed deletes while it was out.
             version >= session.sinceVersion
         else { return nil }
-        return version
+        return DatePosition(version: version, history: history)
     }
 
-    /// The date of sync naming `version` of the caller's family.
-    func token(_ version: Int64, _ session: Session) async throws -> String {
-        try await databaseIdentity().token(spaceID: session.spaceID, version: version)
+    /// The date of sync naming `version` of the caller's family, on the history `lineage` names.
+    func token(_ version: Int64, _ lineage: SpaceLineage, _ session: Session) async throws -> String {
+        try await databaseIdentity().token(spaceID: session.spaceID, version: version, history: lineage.history)
     }
 
-    /// The date of sync naming counter value `version` of the caller's family (a live notice's new date).
-    public func date(atVersion version: Int64, _ session: Session) async throws -> String {
-        try await token(version, session)
+    /// The date of sync naming counter value `version` of the caller's family on `history` (a live notice's new date).
+    public func date(atVersion version: Int64, history: String, _ session: Session) async throws -> String {
+        try await databaseIdentity().token(spaceID: session.spaceID, version: version, history: history)
     }
 
-    /// The family's current date of sync, counter value and purge horizon (for live change notices).
-    public func currentPosition(_ session: Session) async throws -> (date: String, version: Int64, horizon: Int64) {
+    /// The family's current date of sync, counter value, purge horizon and line (for live change notices).
+    public func currentPosition(_ session: Session) async throws -> LivePosition {
         let delta = try await store.delta(spaceID: session.spaceID, collections: [], since: nil)
-        return (try await token(delta.version, session), delta.version, delta.horizon)
+        return LivePosition(date: try await token(delta.version, delta.lineage, session), version: delta.version, delta: delta)
     }
 
     /// Where a change stream starts (protocol §9): the position the client's `date` names, or nil when there is
-    /// none or it cannot be answered exactly (another database, above the counter, older than the purge horizon),
-    /// so that the first notice goes out at once and the app runs a full sync. Throws `invalid_date` when malformed.
-    public func changesSince(_ date: String?, _ session: Session) async throws -> (since: Int64?, now: (date: String, version: Int64)) {
+    /// none or it cannot be answered exactly (another database, above the counter, older than the purge horizon, off
+    /// the space's line), so that the first notice goes out at once and the app runs a full sync. Throws
+    /// `invalid_date` when malformed.
+    public func changesSince(_ date: String?, _ session: Session) async throws -> (since: DatePosition?, now: LivePosition) {
         let since = try await position(date, session)
         let now = try await currentPosition(session)
-        guard let since, since <= now.version, since >= now.horizon else { return (nil, (now.date, now.version)) }
-        return (since, (now.date, now.version))
+        guard let since, now.delta.answers(since) else { return (nil, now) }
+        return (since, now)
     }
 
     /// True when an `If-None-Match` header names this date of sync.
@@ -143,7 +145,18 @@ public struct DatabaseIdentityValue: Sendable {
     public let id: String
     public let generations: ModelGenerations
 
-    func token(spaceID: String, version: Int64) -> String {
-        SyncToken(databaseID: id, spaceID: spaceID, version: version, generation: generations.current).string
+    func token(spaceID: String, version: Int64, history: String) -> String {
+        SyncToken(databaseID: id, spaceID: spaceID, version: version, generation: generations.current, history: history).string
     }
+}
+
+/// A space's counter as a live stream reads it: its date, value and the delta of no collection it was read from
+/// (purge horizon and line).
+public struct LivePosition: Sendable {
+    public let date: String
+    public let version: Int64
+    public let delta: Delta
+
+    /// The history the counter is on.
+    public var history: String { delta.lineage.history }
 }
