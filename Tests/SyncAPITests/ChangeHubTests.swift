@@ -143,4 +143,22 @@ struct ChangeHubTests {
         hub.observe(family: "moved", version: 8)
         #expect(hub.latestVersion(family: "moved") == 9)
     }
+
+    @Test("after a failover a notice on another history replaces the counter heard, even below it, and a catch-up sees it")
+    func histories() {
+        let hub = ChangeHub(timers: TimerWheel(resolution: .milliseconds(10)))
+        let seen = hub.subscribe(family: "f")
+        hub.notify(family: "f", version: 12)  // the lost line's last commit, heard before the primary died
+        // The new line counts from its fork (8): its first write is 9, on its own history.
+        hub.notify(family: "f", version: 9, history: "0123456789abcdef")
+        #expect(hub.latest(family: "f")! == (9, "0123456789abcdef"))
+        // On one history, the higher value stays.
+        hub.observe(family: "f", version: 8, history: "0123456789abcdef")
+        #expect(hub.latest(family: "f")! == (9, "0123456789abcdef"))
+        // A catch-up that reads the same value on another history wakes the family.
+        let before = hub.generation(family: "f")
+        #expect(hub.catchUp(["f": 9], histories: ["f": "fedcba9876543210"], wakeUnread: false) == 1)
+        #expect(hub.generation(family: "f") != before && before != seen)
+        #expect(hub.latest(family: "f")! == (9, "fedcba9876543210"))
+    }
 }
