@@ -68,6 +68,8 @@ public struct AppConfiguration: Sendable {
     public var maxSnapshotAnswersPerFamily: Int?
     /// The pace below which such an answer gives its place up to one that waits (`SnapshotBudget.Pace`).
     public var snapshotAnswerPace = SnapshotBudget.Pace()
+    /// The bytes of full-list answers kept by date (`FullListCache`; 0: none).
+    public var fullListCacheBytes = FullListCache.defaultCapacity
 
     /// TLS: PEM certificate chain and private key files; both or neither (then plain HTTP for a proxy in front).
     public var tlsCertificatePath: String?

@@ -162,6 +162,8 @@ struct Serve: AsyncParsableCommand {
     var maxSnapshotAnswersPerInstance: Int?
     @Option(help: "Most answers of one family downloading from a database snapshot at once (default half the instance's, at least the account's).")
     var maxSnapshotAnswersPerFamily: Int?
+    @Option(help: "MiB of full-list answers kept in memory by date of sync, answered again without reading their rows (0: none).")
+    var fullListCacheMib = FullListCache.defaultCapacity >> 20
     @Option(
         help:
             "KiB a second below which an answer downloading from a database snapshot, after its first 10 s, gives its place up to an answer that waits for one (0: never)."
@@ -271,6 +273,8 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--max-snapshot-answers-per-family is at least 1 and --snapshot-answer-min-rate 0 to 1048576 (KiB/s)")
         }
         configuration.maxSnapshotAnswersPerFamily = maxSnapshotAnswersPerFamily
+        guard (0...65_536).contains(fullListCacheMib) else { throw ValidationError("--full-list-cache-mib is 0 to 65536") }
+        configuration.fullListCacheBytes = fullListCacheMib << 20
         configuration.snapshotAnswerPace = SnapshotBudget.Pace(minimumRate: snapshotAnswerMinRate * 1024)
         // Snapshot answers get a pool of their own, as large as their budget: held by slow downloads, they never take
         // a connection from the statements (PostgreSQL; SQLite has no pool).

@@ -14,6 +14,7 @@ struct OperationsRoutes {
     let streams: LiveStreams
     let hub: ChangeHub?
     let snapshots: SnapshotBudget
+    let fullLists: FullListCache
     let bodies: BodyBudget?
 
     func add(to router: Router<AppRequestContext>, api: RouterGroup<AppRequestContext>) {
@@ -30,6 +31,8 @@ struct OperationsRoutes {
             "snapshot_answers_cut", "Answers cut since start for reading below the pace while another waited for a snapshot place.")
         let bodyBytes = gauge(
             "request_body_bytes", "Bytes of request bodies being read or held (their declared length, else their limit).")
+        let keptLists = gauge("full_list_cache_bytes", "Bytes of full-list answers kept by date of sync.")
+        let keptHits = gauge("full_list_cache_hits", "Full-list answers given from the cache since start, without reading their rows.")
         let readRoutes = self.readRoutes.map { ReadRouteMetrics(counts: $0, registry: metrics) }
         router.resource("health", [.get: { _, _ in HTTPBodies.response(json: #"{"status":"ok"}"#) }])
         let readiness = ReadinessProbe { try await store.ping() }
@@ -51,6 +54,8 @@ struct OperationsRoutes {
                     snapshotPlaces.set(Double(snapshots.count))
                     snapshotCuts.set(Double(snapshots.cutCount))
                     bodyBytes.set(Double(bodies?.inUse ?? 0))
+                    keptLists.set(Double(fullLists.usage.bytes))
+                    keptHits.set(Double(fullLists.hits))
                     readRoutes?.update()
                     return Response(
                         status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

@@ -43,6 +43,14 @@ extension SyncEngine {
         // holds (`Delta.byteBudget`, a date from long ago or forged): the whole list, streamed from a cursor, or,
         // inside a group, from the group's snapshot as the answer is written.
         if let snapshot { return try await pinnedFullList(session, collection, snapshot, ifNoneMatch: ifNoneMatch) }
+        let name = collection.storageName(for: session.accountID)
+        if fullLists.keeps(name) {
+            // The counter alone (batched with other reads): a list kept at its date is answered without its rows.
+            let counter = try await routedReads.delta(spaceID: session.spaceID, collections: [], since: nil)
+            let date = try await token(counter.version, counter.lineage, session)
+            if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
+            if let kept = fullLists.answer(date: date, collection: name) { return SyncAnswer(date: date, .whole(kept)) }
+        }
         return try await streamedFullList(session, collection, ifNoneMatch: ifNoneMatch)
     }
 

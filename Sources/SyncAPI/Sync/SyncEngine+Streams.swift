@@ -10,10 +10,12 @@ extension SyncEngine {
     func streamedFullList(_ session: Session, _ collection: CollectionSpec, ifNoneMatch: String?) async throws -> SyncAnswer {
         let store = self.store
         let spaceID = session.spaceID
+        let name = collection.storageName(for: session.accountID)
+        let recorder = fullLists.keeps(name) ? FullListRecorder(cache: fullLists, collection: name) : nil
         return try await streamedAnswer(session, ifNoneMatch: ifNoneMatch) { stream, identity in
-            let encoder = FullListEncoder(stream: stream)
+            let encoder = FullListEncoder(stream: stream, recorder: recorder)
             try await store.streamLiveRows(
-                spaceID: spaceID, collection: collection.storageName(for: session.accountID),
+                spaceID: spaceID, collection: name,
                 start: { counter in
                     let date = identity.token(spaceID: spaceID, version: counter.version, history: counter.lineage.history)
                     encoder.start(date: date)
@@ -122,25 +124,35 @@ struct FullListChunks {
     }
 }
 
-/// `FullListChunks` fed by one producer at a time into an `AnswerStream`.
+/// `FullListChunks` fed by one producer at a time into an `AnswerStream`, and copied for the `FullListCache` when
+/// one records it.
 final class FullListEncoder: Sendable {
     private let chunks = Mutex<FullListChunks?>(nil)
     let stream: AnswerStream
+    let recorder: FullListRecorder?
 
-    init(stream: AnswerStream) {
+    init(stream: AnswerStream, recorder: FullListRecorder? = nil) {
         self.stream = stream
+        self.recorder = recorder
     }
 
     func start(date: String) {
         chunks.withLock { $0 = FullListChunks(date: date) }
+        recorder?.start(date: date)
     }
 
     func add(_ bodies: LiveBodies) async throws {
-        for full in chunks.withLock({ $0?.add(bodies) ?? [] }) { try await stream.send(full) }
+        for full in chunks.withLock({ $0?.add(bodies) ?? [] }) { try await send(full) }
     }
 
     func end() async throws {
-        if let rest = chunks.withLock({ $0?.end() }) { try await stream.send(rest) }
+        if let rest = chunks.withLock({ $0?.end() }) { try await send(rest) }
+        recorder?.end()
+    }
+
+    private func send(_ chunk: ByteBuffer) async throws {
+        recorder?.add(chunk)
+        try await stream.send(chunk)
     }
 }
 
@@ -155,6 +167,8 @@ extension SyncEngine {
         if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
         let spaceID = session.spaceID
         let name = collection.storageName(for: session.accountID)
+        // The snapshot's date names the list's rows: an answer kept for it is the one the cursor would write.
+        if fullLists.keeps(name), let kept = fullLists.answer(date: date, collection: name) { return SyncAnswer(date: date, .whole(kept)) }
         return SyncAnswer(
             date: date,
             .cursor { emit in

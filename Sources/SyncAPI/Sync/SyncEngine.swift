@@ -36,15 +36,19 @@ public struct SyncEngine: Sendable {
     let pageBytes: Int
     /// The application's clock: the time limits of streamed answers.
     public let timers: TimerWheel
+    /// Full-list answers kept by date (`FullListCache`).
+    public let fullLists: FullListCache
 
     /// `reads`: where the reads of sync answers go when they may leave the store (`OpenedStore.reads`); the store
     /// itself when nil.
     public init(
         store: any EngineStore, reads: (any ItemReads)? = nil, producers: AnswerProducers, now: @escaping @Sendable () -> Int64 = WallClock.nowMs,
         streamStartDeadline: Duration = .seconds(10), quotas: FamilyQuotas = FamilyQuotas(), snapshots: SnapshotBudget = SnapshotBudget(),
-        collections: CollectionRegistry, pageBytes: Int = PageQuery.defaultByteBudget, timers: TimerWheel = .shared
+        collections: CollectionRegistry, pageBytes: Int = PageQuery.defaultByteBudget, timers: TimerWheel = .shared,
+        fullLists: FullListCache = FullListCache()
     ) {
         self.timers = timers
+        self.fullLists = fullLists
         self.store = store
         self.routedReads = reads ?? store
         self.pageBytes = pageBytes

@@ -1,0 +1,105 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import SyncAPI
+import TestSupport
+import Testing
+
+/// Issue 57, item 1: a full list without a date answered from the answers kept by date (`FullListCache`) is the same
+/// bytes as the one read from the database, after every kind of write, on both backends; a write is never answered
+/// with the list as it was before it.
+@Suite("Full lists kept by date")
+struct FullListCacheTests {
+    /// The `syncapi_full_list_cache_hits` gauge.
+    static func hits(_ api: APIClient) async throws -> Int {
+        let metrics = try await APIClient(client: api.client).call(.get, "/metrics").body
+        let line = metrics.split(separator: "\n").first { $0.hasPrefix("syncapi_full_list_cache_hits ") }
+        return Int(Double(line?.split(separator: " ").last ?? "") ?? -1)
+    }
+
+    /// Reads the full list twice: from the database (kept), then from the cache; returns the bytes after checking
+    /// that both are the same and that the second was a hit.
+    static func readTwice(_ api: APIClient, _ path: String, _ step: String) async throws -> String {
+        let before = try await hits(api)
+        let read = try await api.call(.get, path)
+        #expect(read.status == .ok, "\(step)")
+        let kept = try await api.call(.get, path)
+        #expect(kept.body == read.body, "\(step): the kept answer differs from the one read")
+        #expect(kept.headers[.eTag] == read.headers[.eTag], "\(step)")
+        #expect(try await hits(api) == before + 1, "\(step): the second read was not answered from the cache")
+        return read.body
+    }
+
+    static func ids(_ body: String) -> [String] {
+        guard case .array(let items) = (try? JSONParser.parse(body))?["updated"] ?? .null else { return [] }
+        return items.compactMap { $0["id"]?.stringValue }.sorted()
+    }
+
+    @Test("every kind of write: the kept answer is the read one, and the next read sees the write", arguments: Backend.allCases)
+    func afterEveryWrite(backend: Backend) async throws {
+        try await TestApp.run(backend, mode: .live) { client in
+            let api = try await APIClient.signedUp(client)
+            var body = try await Self.readTwice(api, "/api/v1/ctcsync", "empty list")
+            #expect(Self.ids(body) == [])
+            // (what, the write, the contacts after it)
+            let steps: [(String, HTTPRequest.Method, String, String?, [String])] = [
+                ("create", .put, "/api/v1/contacts/c1", #"{"firstName":"Ann"}"#, ["c1"]),
+                ("create another", .put, "/api/v1/contacts/c2", #"{"firstName":"Ben"}"#, ["c1", "c2"]),
+                ("replace", .put, "/api/v1/contacts/c1", #"{"firstName":"Anna"}"#, ["c1", "c2"]),
+                ("patch", .patch, "/api/v1/contacts/c2", #"{"lastName":"Bo"}"#, ["c1", "c2"]),
+                ("delete", .delete, "/api/v1/contacts/c1", nil, ["c2"]),
+                ("another list", .put, "/api/v1/events/e1", #"{"title":"Party","start":"2026-12-01T18:00:00Z"}"#, ["c2"]),
+                (
+                    "in a group", .post, "/api/v1/group",
+                    #"{"requests":[{"id":"a","method":"PUT","url":"/api/v1/contacts/c3","body":{"firstName":"Cy"}}]}"#, ["c2", "c3"]
+                ),
+                ("recreate", .put, "/api/v1/contacts/c1", #"{"firstName":"Ann"}"#, ["c1", "c2", "c3"]),
+            ]
+            for (step, method, path, payload, expected) in steps {
+                let previous = body
+                let write = try await api.call(method, path, body: payload)
+                #expect(write.status.code / 100 == 2, "\(step): \(write.status) \(write.body)")
+                body = try await Self.readTwice(api, "/api/v1/ctcsync", step)
+                #expect(body != previous, "\(step): answered with the list as it was before the write")
+                #expect(Self.ids(body) == expected, "\(step)")
+            }
+            // The edited contents are the ones read.
+            #expect(body.contains(#""lastName":"Bo""#) && !body.contains("Anna"))
+            // A conditional read of the kept date is 304.
+            let etag = try await api.call(.get, "/api/v1/ctcsync").headers[.eTag] ?? ""
+            #expect(try await api.call(.get, "/api/v1/ctcsync", headers: [.ifNoneMatch: etag]).status == .notModified)
+            // Inside a group's snapshot, a kept answer is the same bytes too.
+            let group = try await api.call(.post, "/api/v1/group", body: #"{"requests":[{"id":"l","method":"GET","url":"/api/v1/ctcsync"}]}"#)
+            #expect(group.status == .ok && group.body.contains(body), "the group's full list differs from the kept one")
+        }
+    }
+
+    @Test("a date that cannot be answered is answered by the kept list too", arguments: Backend.allCases)
+    func unanswerableDate(backend: Backend) async throws {
+        try await TestApp.run(backend, mode: .live) { client in
+            let api = try await APIClient.signedUp(client)
+            _ = try await api.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"Ann"}"#)
+            let whole = try await Self.readTwice(api, "/api/v1/ctcsync", "whole")
+            let forged = try await api.call(.get, "/api/v1/ctcsync?date=someone-elses-date")
+            #expect(forged.body == whole)
+        }
+    }
+
+    @Test("the cache keeps no more than its capacity and drops the least recently used first")
+    func bounded() {
+        let cache = FullListCache(capacity: 8 * 100)
+        #expect(cache.entryLimit == 100)
+        for n in 0..<10 { cache.keep([UInt8](repeating: 1, count: 100), date: "d\(n)", collection: "contacts") }
+        #expect(cache.usage.answers == 8 && cache.usage.bytes == 800)
+        #expect(cache.answer(date: "d0", collection: "contacts") == nil && cache.answer(date: "d9", collection: "contacts") != nil)
+        // Read, d2 stays when the next one comes; d3 (now the oldest) goes.
+        _ = cache.answer(date: "d2", collection: "contacts")
+        cache.keep([1], date: "d10", collection: "contacts")
+        #expect(cache.answer(date: "d2", collection: "contacts") != nil && cache.answer(date: "d3", collection: "contacts") == nil)
+        // Too large, or a list private to each account: never kept.
+        cache.keep([UInt8](repeating: 1, count: 101), date: "big", collection: "contacts")
+        cache.keep([1], date: "d11", collection: "notes~account")
+        #expect(cache.answer(date: "big", collection: "contacts") == nil && cache.answer(date: "d11", collection: "notes~account") == nil)
+        #expect(FullListCache(capacity: 0).keeps("contacts") == false)
+    }
+}
