@@ -15,30 +15,12 @@ import Testing
 struct FailoverHistoryTests {
     @Test("commits lost with the primary: their dates answer sync false, every other date a delta", .timeLimit(.minutes(10)))
     func lostCommits() async throws {
-        try await HeavyTestGate.shared.run {
-            let servers = try await TestStandby.start()
-            do {
-                try await Self.runLost(servers)
-            } catch {
-                await servers.tearDown()
-                throw error
-            }
-            await servers.tearDown()
-        }
+        try await HeavyTestGate.shared.run { try await TestStandby.with { try await Self.runLost($0) } }
     }
 
     @Test("a switchover (the standby had every commit): no date answers sync false", .timeLimit(.minutes(10)))
     func switchover() async throws {
-        try await HeavyTestGate.shared.run {
-            let servers = try await TestStandby.start()
-            do {
-                try await Self.runSwitchover(servers)
-            } catch {
-                await servers.tearDown()
-                throw error
-            }
-            await servers.tearDown()
-        }
+        try await HeavyTestGate.shared.run { try await TestStandby.with { try await Self.runSwitchover($0) } }
     }
 
     /// The dates of one space's lists, each read at the same state.

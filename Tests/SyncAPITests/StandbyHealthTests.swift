@@ -15,14 +15,7 @@ struct StandbyHealthTests {
     @Test("a standby that stops streaming from its primary is left out of reads")
     func receiverStopped() async throws {
         // A primary and a standby of the test's own: it breaks the standby's replication.
-        let servers = try await TestStandby.start()
-        do {
-            try await Self.receiverStopped(servers)
-        } catch {
-            await servers.tearDown()
-            throw error
-        }
-        await servers.tearDown()
+        try await TestStandby.with { try await Self.receiverStopped($0) }
     }
 
     static func receiverStopped(_ servers: TestStandby) async throws {

@@ -19,6 +19,22 @@ public actor TestStandby {
         self.standbyOptions = standbyOptions
     }
 
+    /// Runs `body` with a primary and standby of its own, stopped and removed at its end however it ends (for a test
+    /// that stops, promotes or breaks them).
+    public static func with<T: Sendable>(
+        applyDelay: String? = nil, _ body: @Sendable (TestStandby) async throws -> T
+    ) async throws -> T {
+        let servers = try await start(applyDelay: applyDelay)
+        do {
+            let result = try await body(servers)
+            await servers.tearDown()
+            return result
+        } catch {
+            await servers.tearDown()
+            throw error
+        }
+    }
+
     /// Starts a primary and a standby streaming from it; `applyDelay` (a PostgreSQL duration such as `"300ms"`) holds
     /// every commit back that long on the standby.
     public static func start(applyDelay: String? = nil) async throws -> TestStandby {
