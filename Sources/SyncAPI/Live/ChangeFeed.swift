@@ -76,7 +76,9 @@ public struct ChangeFeed: Sendable {
             let (engine, accounts) = (engine, accounts)
             start = try await Deadline.run(within: settings.startLimit, timers: timers) {
                 guard try await Self.stillMember(accounts, token: token, session) else { throw SyncError.unauthorized }
-                return try await engine.changesSince(date, session)
+                // The hub's counter, once it follows the space and its listener is live: no read per stream opened.
+                let heard = hub.flatMap { hub in hub.sessions.isLive ? hub.latest(family: family) : nil }
+                return try await engine.changesSince(date, session, heard: heard)
             }
         } catch {
             slot.release()

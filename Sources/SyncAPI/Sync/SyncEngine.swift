@@ -119,8 +119,22 @@ public struct SyncEngine: Sendable {
     /// none or it cannot be answered exactly (another database, above the counter, older than the purge horizon, off
     /// the space's line), so that the first notice goes out at once and the app runs a full sync. Throws
     /// `invalid_date` when malformed.
-    public func changesSince(_ date: String?, _ session: Session) async throws -> (since: DatePosition?, now: LivePosition) {
+    ///
+    /// `heard`: the space's counter as the instance's change hub has it, when the hub is live (every commit since it
+    /// followed the space was heard): then no read. The start needs only whether the date is the counter's value on
+    /// its history (nothing to tell yet) or not (a change at once): a date below the counter gets one either way,
+    /// and the counter is never below the purge horizon.
+    public func changesSince(
+        _ date: String?, _ session: Session, heard: (version: Int64, history: String)? = nil
+    ) async throws -> (since: DatePosition?, now: LivePosition) {
         let since = try await position(date, session)
+        if let heard, let since, since.history == heard.history, since.version <= heard.version {
+            let lineage = SpaceLineage(history: heard.history, forkFrom: "", forkVersion: 0)
+            let now = LivePosition(
+                date: try await token(heard.version, lineage, session), version: heard.version,
+                delta: Delta(version: heard.version, horizon: 0, rows: [:], lineage: lineage))
+            return (since, now)
+        }
         let now = try await currentPosition(session)
         guard let since, now.delta.answers(since) else { return (nil, now) }
         return (since, now)
