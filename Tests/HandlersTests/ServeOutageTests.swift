@@ -149,6 +149,18 @@ struct ServeOutageTests {
         }
     }
 
+    /// Returns once the server's databases have `count` client connections open (a bounded poll: PostgreSQL tells no
+    /// one when a connection opens).
+    static func awaitConnections(_ postgres: TestPostgres, atLeast count: Int, within limit: Duration = .seconds(60)) async throws {
+        let url = try await postgres.newDatabaseURL()
+        let sql = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND datname <> 'postgres'"
+        let end = ContinuousClock.now + limit
+        while Int(try await postgres.value(of: sql, on: url)) ?? 0 < count {
+            guard ContinuousClock.now < end else { throw TestFailure("fewer than \(count) connections open within \(limit)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     /// Runs `body` with a PostgreSQL of its own, stopped at the end whatever happens.
     static func withOwnPostgres(_ body: @Sendable (TestPostgres) async throws -> Void) async throws {
         try await TestPostgres.withOwn { postgres in try await HeavyTestGate.shared.run { try await body(postgres) } }
@@ -162,8 +174,9 @@ struct ServeOutageTests {
             let clock = ContinuousClock()
             let back = Moment()
             let run = try await Self.underLoad(base, token: token, settle: .seconds(6)) {
-                // Some load first, so that every connection of the pool is open and leased when the database goes.
-                try await Task.sleep(for: .seconds(2))
+                // The load first, until the server holds connections for it (its LISTEN one and four of the pools'):
+                // the database goes while they are open and leased.
+                try await Self.awaitConnections(postgres, atLeast: 5)
                 try await postgres.stop()
                 // The database is away for 10 s whatever the test does meanwhile; restarted even if it fails.
                 try? await Task.sleep(for: .seconds(10))

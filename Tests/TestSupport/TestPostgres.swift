@@ -70,6 +70,14 @@ public actor TestPostgres {
         try await Self.run(["psql", "-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", database, "-q", "-v", "ON_ERROR_STOP=1", "-c", sql])
     }
 
+    /// One value of a query run as the superuser on a database of this server (`url`: one of `newDatabaseURL()`).
+    public func value(of sql: String, on url: String) async throws -> String {
+        let port = try await start()
+        let database = String(url.split(separator: "/").last ?? "")
+        return try await Self.run(["psql", "-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", database, "-Atq", "-c", sql])
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// The shared server's log file.
     public func log() async throws -> String {
         _ = try await start()
