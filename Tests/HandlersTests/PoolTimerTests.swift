@@ -55,16 +55,23 @@ struct PoolTimerTests {
             // (the timers held are those of the last minute's requests) is then a fraction of a request's timers, while
             // a timer never given back would add all of it for every request.
             let window = Int(PoolSize.idleTimeout / .seconds(1))
-            let before = try Self.residentMemory(server.pid)
-            let requests = try await Self.load(url, token: token, seconds: window)
-            let grown = try Self.residentMemory(server.pid) - before
-            let perRequest = Double(grown) / Double(max(1, requests))
-            print(
-                "pool timers: \(requests) requests over \(window) s, resident memory \(before >> 20) MiB, then \(grown >> 10) KiB more "
-                    + "(\(Int(perRequest)) B per request)")
-            #expect(requests > 1000, "too few requests to measure: \(requests)")
+            // Up to three windows: on a loaded machine the first pass may not have reached the level yet (seen in
+            // whole-suite runs beside other benchmarks: 89 MiB then 14 MiB more, where alone the first pass reached
+            // 109 MiB and the window added 140 KiB). A level is reached when a window holds less than the bound; a
+            // timer held per request (about 700 B) grows every window alike and fails all three.
+            var perRequest = Double.infinity
+            for _ in 0..<3 where perRequest >= 250 {
+                let before = try Self.residentMemory(server.pid)
+                let requests = try await Self.load(url, token: token, seconds: window)
+                let grown = try Self.residentMemory(server.pid) - before
+                perRequest = Double(grown) / Double(max(1, requests))
+                print(
+                    "pool timers: \(requests) requests over \(window) s, resident memory \(before >> 20) MiB, then \(grown >> 10) KiB more "
+                        + "(\(Int(perRequest)) B per request)")
+                #expect(requests > 1000, "too few requests to measure: \(requests)")
+            }
             // 30 s keep-alive timers held about 700 B per request for their 30 s.
-            #expect(perRequest < 250, "\(Int(perRequest)) B per request answered")
+            #expect(perRequest < 250, "\(Int(perRequest)) B per request answered, in each of three windows")
         }
     }
 }
