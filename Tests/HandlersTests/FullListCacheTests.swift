@@ -87,19 +87,20 @@ struct FullListCacheTests {
 
     @Test("the cache keeps no more than its capacity and drops the least recently used first")
     func bounded() {
-        let cache = FullListCache(capacity: 8 * 100)
+        let cache = FullListCache(capacity: 64 * 100)
         #expect(cache.entryLimit == 100)
-        for n in 0..<10 { cache.keep([UInt8](repeating: 1, count: 100), date: "d\(n)", collection: "contacts") }
-        #expect(cache.usage.answers == 8 && cache.usage.bytes == 800)
-        #expect(cache.answer(date: "d0", collection: "contacts") == nil && cache.answer(date: "d9", collection: "contacts") != nil)
-        // Read, d2 stays when the next one comes; d3 (now the oldest) goes.
-        _ = cache.answer(date: "d2", collection: "contacts")
-        cache.keep([1], date: "d10", collection: "contacts")
-        #expect(cache.answer(date: "d2", collection: "contacts") != nil && cache.answer(date: "d3", collection: "contacts") == nil)
+        for n in 0..<70 { cache.keep([UInt8](repeating: 1, count: 100), date: "d\(n)", collection: "contacts") }
+        #expect(cache.usage.answers == 64 && cache.usage.bytes == 6400)
+        #expect(cache.answer(date: "d5", collection: "contacts") == nil && cache.answer(date: "d6", collection: "contacts") != nil)
+        // Read, d7 stays when the next one comes; d8 (now the oldest) goes.
+        _ = cache.answer(date: "d7", collection: "contacts")
+        cache.keep([1], date: "d70", collection: "contacts")
+        #expect(cache.answer(date: "d7", collection: "contacts") != nil && cache.answer(date: "d8", collection: "contacts") == nil)
         // Too large, or a list private to each account: never kept.
         cache.keep([UInt8](repeating: 1, count: 101), date: "big", collection: "contacts")
-        cache.keep([1], date: "d11", collection: "notes~account")
-        #expect(cache.answer(date: "big", collection: "contacts") == nil && cache.answer(date: "d11", collection: "notes~account") == nil)
+        cache.keep([1], date: "d71", collection: "notes~account")
+        #expect(cache.answer(date: "big", collection: "contacts") == nil && cache.answer(date: "d71", collection: "notes~account") == nil)
         #expect(FullListCache(capacity: 0).keeps("contacts") == false)
+        #expect(FullListCache().entryLimit == 512 << 10)
     }
 }

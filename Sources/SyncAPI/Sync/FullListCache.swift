@@ -8,15 +8,16 @@ import Synchronization
 /// Exact because a date names the space's counter on one history in one model generation (`SyncToken`), and every
 /// write to a shared list moves that counter: the rows of a list at a date never change. Lists private to each
 /// account are not kept (an account's rows go when it leaves a space without a write of its own: decisions.md,
-/// "Full lists kept by date"). Bounded: at most `capacity` bytes in all, an answer over `entryLimit` is never kept,
-/// and the least recently used answers go first.
+/// "Full lists kept by date"). Bounded: at most `capacity` bytes in all, an answer over `entryLimit` is never kept
+/// (and its copy stops there: concurrent large answers hold at most that much each), and the least recently used
+/// answers go first.
 public final class FullListCache: Sendable {
     /// 32 MiB unless configured (`--full-list-cache-mib`).
     public static let defaultCapacity = 32 << 20
 
     /// The most bytes kept in all; 0 keeps nothing.
     public let capacity: Int
-    /// The largest answer kept: an eighth of the capacity, at most 4 MiB.
+    /// The largest answer kept: a 64th of the capacity, at most 512 KiB (a list of 1,000 contacts is about 270 KiB).
     public let entryLimit: Int
 
     struct Key: Hashable {
@@ -40,7 +41,7 @@ public final class FullListCache: Sendable {
 
     public init(capacity: Int = FullListCache.defaultCapacity) {
         self.capacity = max(0, capacity)
-        entryLimit = min(capacity / 8, 4 << 20)
+        entryLimit = min(capacity / 64, 512 << 10)
     }
 
     /// Whether answers of `collection` (a storage name) may be kept: not a list private to each account.
