@@ -11,8 +11,9 @@ Starts the release server on a throw-away SQLite file, seeds one family of N con
 - sdk: bench/sdk_ingest/main.swift, a release executable built from a temporary package that depends on the SDK by
   path (`--sdk`, the repository's by default): a fresh replica, `sync()` timed, its peak RSS (VmHWM) read at the end
   of the sync and again after `all(Contact.self)`, and the peak RSS of the whole process from /usr/bin/time -v.
-Prints a table with rows/s, seconds, peak RSS and the ratio SDK/raw (medians), and one JSON line.
-The executable is built with its own scratch path, ROOT/.build-sdk-ingest (git-ignored).
+Prints a table with rows/s, seconds, peak RSS and the ratio SDK/raw (medians), then each run's first sync against the
+same run's raw download (the ratio per run: a goal "in every run" is read there), and one JSON line.
+The executable is built with its own scratch path, ROOT/.build-sdk-ingest (git-ignored) unless --scratch says where.
 """
 import argparse, json, os, shutil, signal, socket, statistics, subprocess, sys, tempfile, time, urllib.request
 
@@ -27,6 +28,8 @@ ap.add_argument("--sdk", default=os.path.join(ROOT, "Clients/SyncClient"), help=
 ap.add_argument("--work", help="work folder (default: a temporary one, removed at the end); a folder a run with the "
                 "same --contacts seeded is used again as it is (seeding 1,000,000 contacts takes minutes)")
 ap.add_argument("--no-build", action="store_true", help="use the executable already built")
+ap.add_argument("--scratch", default=os.path.join(ROOT, ".build-sdk-ingest"),
+                help="where the executable's package and build go (default: ROOT/.build-sdk-ingest)")
 ap.add_argument("--exe", action="append", default=[], metavar="LABEL=PATH",
                 help="also run this prebuilt sdk-ingest executable (e.g. one built against an older SDK), in the same run")
 args = ap.parse_args()
@@ -34,7 +37,7 @@ args = ap.parse_args()
 BIN = os.path.abspath(os.path.join(ROOT, args.bin) if not os.path.isabs(args.bin) else args.bin)
 if not os.access(BIN, os.X_OK):
     sys.exit(f"sdk_ingest: no server binary at {BIN}")
-SCRATCH = os.path.join(ROOT, ".build-sdk-ingest")
+SCRATCH = os.path.abspath(args.scratch)
 
 
 def log(message):
@@ -156,7 +159,8 @@ try:
         log(f"run {run + 1}: raw {raws[-1]['seconds']:.3f} s")
         for label, path in exes.items():
             runs[label].append(sdk_sync(path, url, token, account, family))
-            log(f"run {run + 1}: {label} {runs[label][-1]['syncSeconds']:.3f} s, "
+            log(f"run {run + 1}: {label} {runs[label][-1]['syncSeconds']:.3f} s "
+                f"({runs[label][-1]['syncSeconds'] / raws[-1]['seconds']:.2f} x raw), "
                 f"peak RSS {runs[label][-1].get('processPeakRSSMiB', 0):.0f} MiB")
 finally:
     server.send_signal(signal.SIGTERM)
@@ -188,13 +192,32 @@ for label, reports in runs.items():
         "applyOnlyMaxMs": max(s.get("applyOnlyMaxMs", 0) for s in reports),
         "firstDownloadSeconds": statistics.median(s.get("firstDownloadSeconds", 0) for s in reports),
         "firstApplySeconds": statistics.median(s.get("firstApplySeconds", 0) for s in reports),
+        "firstStagedSeconds": statistics.median(s.get("firstStagedSeconds", s.get("firstDownloadSeconds", 0)) for s in reports),
+        "perRun": [{"seconds": s["syncSeconds"], "rawSeconds": r["seconds"], "ratioToRaw": s["syncSeconds"] / r["seconds"],
+                    "peakRSSAfterSyncMiB": s["peakRSSAfterSyncMiB"], "processPeakRSSMiB": s.get("processPeakRSSMiB", 0),
+                    "downloadSeconds": s.get("firstDownloadSeconds", 0),
+                    "stagedSeconds": s.get("firstStagedSeconds", s.get("firstDownloadSeconds", 0)),
+                    "applySeconds": s.get("firstApplySeconds", 0)} for s, r in zip(reports, raws)],
     }
     summary["sdk"][label] = one
     print(f"| {label}: first `sync()` | {rows:,} | {sdk_s:.3f} | {one['rowsPerSecond']:,.0f} | {one['ratioToRaw']:.2f} | "
           f"{one['peakRSSAfterSyncMiB']:.0f} MiB | {one['peakRSSAfterReadMiB']:.0f} MiB (read {one['readSeconds']:.2f} s) | "
           f"{one['applyMedianMs']:.1f} ms, {one['applyMaxMs']:.1f} ms | {one['idleMedianMs']:.1f} ms |")
+print()
+print("| run | raw (curl) | " + " | ".join(f"{label}: first `sync()` (÷ raw, peak RSS after sync; download, staged, apply)"
+                                      for label in summary["sdk"]) + " |")
+print("|---:|---:|" + "---:|" * len(summary["sdk"]))
+for run in range(args.runs):
+    cells = []
+    for label, one in summary["sdk"].items():
+        r = one["perRun"][run]
+        cells.append(f"{r['seconds']:.3f} s (**{r['ratioToRaw']:.2f}**, {r['peakRSSAfterSyncMiB']:.0f} MiB; "
+                     f"{r['downloadSeconds']:.2f}, {r['stagedSeconds']:.2f}, {r['applySeconds']:.2f} s)")
+    print(f"| {run + 1} | {raws[run]['seconds']:.3f} s | " + " | ".join(cells) + " |")
+print()
 for label, one in summary["sdk"].items():
-    print(f"- {label}: first sync's download {one['firstDownloadSeconds']:.3f} s, apply {one['firstApplySeconds']:.3f} s; "
+    print(f"- {label}: first sync's download {one['firstDownloadSeconds']:.3f} s, staging done at {one['firstStagedSeconds']:.3f} s, "
+          f"apply {one['firstApplySeconds']:.3f} s; "
           f"one remote change's apply alone (the write transaction) median {one['applyOnlyMedianMs']:.3f} ms, "
           f"max {one['applyOnlyMaxMs']:.3f} ms")
 print(json.dumps(summary))

@@ -47,6 +47,9 @@ public struct SyncClientConfiguration: Sendable {
     /// replica's writer is not held while it downloads): a larger one fails with `answer_too_large`, so a broken or
     /// hostile server cannot fill the device's storage. 1 GiB holds a first sync of several million items.
     public var syncAnswerMaxBytes = 1024 * 1024 * 1024
+    /// A sync's answer that reaches this many bytes is read while it downloads, on a thread of its own (its replaced
+    /// lists staged beside the replica); a shorter one is read by the apply once it is whole. Tests lower it.
+    var syncStagingThreshold = 1 << 20
     /// The data model the app was built with (its generated `ServerModel`, e.g. `.family`): used for local writes
     /// only until the SDK has read the server's (`GET /api/v1/model`, at sign-in and at sync). Optional: an app that
     /// handles collections by name leaves it nil.

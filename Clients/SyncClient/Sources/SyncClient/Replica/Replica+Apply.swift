@@ -78,26 +78,37 @@ extension Replica {
     }
 }
 
-/// The rules of `apply(_:_:_: SyncAnswer)` for an answer read piece by piece.
+/// The rules of `apply(_:_:_: SyncAnswer)` for an answer read piece by piece, in two steps: read (and staged) while it
+/// downloads, without the replica; applied once it is whole, in the sync's one transaction.
 extension Replica {
-    /// A full-list answer (`{"date", "sync", "updated", "deleted"}`) read from `reader` piece by piece, applied with
-    /// the same result as `apply(_:_:_: SyncAnswer)`: with `sync: false` (a first sync) the list is cleared and each
-    /// item goes to the `Staging` table as it arrives, never held in memory, then into `items` in id order; an
-    /// answer with `sync: true` (a delta) keeps its rows until its `deleted` came, since deletions go first. Throws
-    /// (the caller's transaction then applies nothing) for an answer that is not a full-list answer.
-    static func applyStreamed(
-        _ db: Database, _ collection: ServerModel.Collection, _ reader: inout JSONByteReader
-    ) throws -> (date: String, sync: Bool) {
+    /// A full-list answer as read, not yet applied.
+    struct StagedList: Sendable {
+        var collection: ServerModel.Collection
+        var date: String
+        var sync: Bool
+        var deleted: [String]
+        /// Whether `deleted` came before the items (a replaced list then applies it right after the clear).
+        var deletedFirst: Bool
+        /// The staging table holding the rows of a replaced list (`sync: false` before its items).
+        var table: String?
+        /// The rows of any other answer (a delta, whose deletions go first), held until it is applied.
+        var rows: [ServerRow]
+    }
+
+    /// Reads a full-list answer (`{"date", "sync", "updated", "deleted"}`) from `reader` piece by piece: with `sync:
+    /// false` (a first sync) each item goes to a table of `staging` as it arrives, never held in memory; an answer with
+    /// `sync: true` (a delta) keeps its rows. Throws for an answer that is not a full-list answer.
+    static func stageStreamed(
+        _ collection: ServerModel.Collection, _ reader: inout JSONByteReader, _ staging: StagingArea
+    ) throws -> StagedList {
         var date: String?
         var sync: Bool?
         var deleted: [String]?
         var held: [ServerRow] = []
-        var sawUpdated = false
-        var streamed = false
+        var table: String?
         var deletedFirst = false
+        var sawUpdated = false
         var canonical = CanonicalItem()
-        let upsert = try upsertStatement(db)
-        var staging: Staging?
         try reader.beginObject()
         var firstMember = true
         while let key = try reader.nextKey(&firstMember) {
@@ -108,47 +119,61 @@ extension Replica {
             case "updated":
                 guard !sawUpdated else { throw SyncClientError.invalidAnswer("\"updated\" twice") }
                 sawUpdated = true
+                deletedFirst = deleted != nil
                 if sync == false {
-                    // The list is replaced: cleared now, its items gathered as they arrive and stored at the array's end.
-                    streamed = true
-                    staging = try Staging(db)
-                    try clearServer(db, collection)
-                    if let deleted {
-                        deletedFirst = true
-                        for id in deleted { try removeServer(db, collection, id: id) }
+                    // The list is replaced: its items gathered as they arrive, stored in id order by the apply.
+                    table = try staging.stage { staged in
+                        try reader.beginArray()
+                        var firstItem = true
+                        while try reader.nextElement(&firstItem) {
+                            let row = try reader.withValue { bytes in try serverRow(collection, bytes, &canonical) }
+                            if let row { try staged.add(row) }
+                        }
+                    }
+                } else {
+                    try reader.beginArray()
+                    var firstItem = true
+                    while try reader.nextElement(&firstItem) {
+                        let row = try reader.withValue { bytes in try serverRow(collection, bytes, &canonical) }
+                        if let row { held.append(row) }
                     }
                 }
-                try reader.beginArray()
-                var firstItem = true
-                while try reader.nextElement(&firstItem) {
-                    let row = try reader.withValue { bytes in try serverRow(collection, bytes, &canonical) }
-                    guard let row else { continue }
-                    if let staging { try staging.add(row) } else { held.append(row) }
-                }
-                try staging?.store(db, collection.name)
             default: try reader.skipValue()
             }
         }
         guard let date, let sync, let deleted, sawUpdated else {
             throw SyncClientError.invalidAnswer("a full-list answer needs date, sync, updated and deleted")
         }
-        if streamed {
+        return StagedList(
+            collection: collection, date: date, sync: sync, deleted: deleted, deletedFirst: deletedFirst, table: table, rows: held)
+    }
+
+    /// Applies a list answer as `stageStreamed` read it, inside the caller's transaction, with the same result as
+    /// `apply(_:_:_: SyncAnswer)`; a staged list's rows are read from `schema`.
+    static func applyStaged(_ db: Database, _ list: StagedList, schema: String) throws {
+        let collection = list.collection
+        guard let table = list.table else {
+            if !list.sync { try clearServer(db, collection) }
+            for id in list.deleted { try removeServer(db, collection, id: id) }
+            let upsert = try upsertStatement(db)
+            for row in list.rows { try storeServer(db, collection.name, row, upsert: upsert) }
+            return
+        }
+        try clearServer(db, collection)
+        if list.deletedFirst {
+            for id in list.deleted { try removeServer(db, collection, id: id) }
+        }
+        try Staging.store(db, from: schema, table, collection.name)
+        if !list.deletedFirst {
             // Deletions sent after the items (a `sync: false` answer has none): applied as if first. An id this answer
             // also stored (its row holds a server version, which the clear removed from every other row) keeps it.
-            if !deletedFirst {
-                for id in deleted {
-                    let stored = try Bool.fetchOne(
-                        db, sql: "SELECT server IS NOT NULL FROM items WHERE collection = ? AND parent = '' AND id = ?",
-                        arguments: [collection.name.rawValue, id])
-                    if stored != true { try removeServer(db, collection, id: id) }
-                }
+            for id in list.deleted {
+                let stored = try Bool.fetchOne(
+                    db, sql: "SELECT server IS NOT NULL FROM items WHERE collection = ? AND parent = '' AND id = ?",
+                    arguments: [collection.name.rawValue, id])
+                if stored != true { try removeServer(db, collection, id: id) }
             }
-        } else {
-            if !sync { try clearServer(db, collection) }
-            for id in deleted { try removeServer(db, collection, id: id) }
-            for row in held { try storeServer(db, collection.name, row, upsert: upsert) }
         }
-        return (date, sync)
     }
 
     /// The row of one item from the bytes it came in: straight from them when `CanonicalItem` vouches for the

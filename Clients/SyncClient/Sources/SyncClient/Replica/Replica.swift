@@ -21,8 +21,9 @@ public final class Replica: Sendable {
         // contacts) into the database file before `sync()` returns. `checkpointSoon()` does it after, off the caller.
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
-            // The temporary database (`Replica.Staging` gathers a replaced list there) gives its pages back at each
-            // commit: its file lives as long as the connection, and would otherwise keep the size of the largest list.
+            // The temporary database (where an answer read inside its apply gathers a replaced list, `StagingArea`)
+            // gives its pages back at each commit: its file lives as long as the connection, and would otherwise keep
+            // the size of the largest list.
             try db.execute(sql: "PRAGMA temp.auto_vacuum = FULL")
         }
         // Created 0600 from the start (SQLite gives the -wal and -shm files the database file's mode): no moment where

@@ -80,37 +80,50 @@ extension SyncClient {
                 limits = try await self.limits(refresh: true)
             }
         }
-        // The answer is downloaded to a file first, so that the replica's writer is held for the apply alone (a save
-        // made while a long sync downloads goes through), then read piece by piece inside the one write transaction,
-        // each item stored as it is read (a replaced list through `Replica.Staging`): a first sync of 100,000 contacts
-        // never holds its answer in memory.
+        // The answer is read while it downloads, without the replica: each replaced list's rows gathered in a staging
+        // database of the sync's own (`StagingArea`), everything else kept as read. The replica's writer is held for the
+        // apply alone, once the answer is whole: a save made while a long sync downloads goes through, readers see the
+        // replica before the sync or after it, and a download cut midway leaves nothing behind. A first sync of
+        // 1,000,000 contacts never holds its answer in memory. An answer that ends before `syncStagingThreshold` bytes
+        // (a delta) is read by the apply itself, from its file, as one step (no thread to hand it over to).
         let downloadStarted = ContinuousClock.now
-        let spool = try await AnswerSpool.download(
-            answer, to: AnswerSpool.newPath(replicaPath: configuration.replicaPath), limit: configuration.syncAnswerMaxBytes,
-            protection: configuration.fileProtection)
-        let applyStarted = ContinuousClock.now
-        let applied: StreamedSync
-        let valueLimit = configuration.answerMaxBytes
+        let spool = try AnswerSpool(path: AnswerSpool.newPath(replicaPath: configuration.replicaPath), protection: configuration.fileProtection)
+        let stagingPath = spool.path + ".staging"
+        defer { StagingArea.remove(stagingPath) }
+        let staged: StagedSync?
+        let downloaded: ContinuousClock.Instant
         do {
-            // A cancelled sync stops its apply: the transaction reading the answer fails and applies nothing.
-            applied = try await withTaskCancellationHandler {
-                try await replica.pool.write { db in
+            (staged, downloaded) = try await Self.stageWhileDownloading(
+                answer, spool, limit: configuration.syncAnswerMaxBytes, threshold: configuration.syncStagingThreshold, endpoints: endpoints,
+                staging: stagingPath, protection: configuration.fileProtection, valueLimit: configuration.answerMaxBytes)
+        } catch is SubAnswerUnauthorized {
+            sessionEnded()
+            throw SyncClientError.notSignedIn
+        }
+        let applyStarted = ContinuousClock.now
+        // A cancelled sync stops its apply (GRDB interrupts the statement): the transaction applies nothing.
+        let applied: StreamedSync
+        do {
+            if let staged {
+                applied = try await replica.pool.writeWithoutTransaction { db in try Self.applyStaged(db, endpoints, staged) }
+            } else {
+                let valueLimit = configuration.answerMaxBytes
+                applied = try await replica.pool.write { db in
                     var reader = JSONByteReader(valueLimit: valueLimit) { try spool.next() }
                     return try Self.applyStreamedSync(db, endpoints, &reader)
                 }
-            } onCancel: {
-                spool.cancel()
             }
         } catch is SubAnswerUnauthorized {
             sessionEnded()
             throw SyncClientError.notSignedIn
         }
-        // Where a sync's time goes: the answer's download (the server's work and the network), then its apply (the
-        // replica's writer held).
+        // Where a sync's time goes: the answer's download (the server's work and the network), its staging (read as it
+        // downloads: what is left of it after the last byte), then its apply (the replica's writer held).
         log.sync.debug(
             "sync answer applied",
             metadata: [
-                "downloadMs": "\((applyStarted - downloadStarted).milliseconds)",
+                "downloadMs": "\((downloaded - downloadStarted).milliseconds)",
+                "stagedMs": "\((applyStarted - downloadStarted).milliseconds)",
                 "applyMs": "\((ContinuousClock.now - applyStarted).milliseconds)",
             ])
         replica.checkpointSoon()
@@ -232,31 +245,103 @@ struct StreamedSync: Sendable {
 /// A sub-answer of the group was 401: the session is gone (thrown out of the transaction, which applies nothing).
 struct SubAnswerUnauthorized: Error {}
 
+/// A sync group's answer as read while it downloads (`SyncClient.stage`), not yet applied: the list answers read item
+/// by item (a replaced list's rows in the staging database), the other answers whole, and those that are not sync
+/// answers or failed.
+struct StagedSync: Sendable {
+    /// The list answers, in the answer's order, by call id.
+    var lists: [(id: String, list: Replica.StagedList)] = []
+    /// Paginated lists and bundles (bounded by `answerMaxBytes` each), and a list whose body came before its id.
+    var whole: [String: JSONValue] = [:]
+    /// Answers not applied as sync answers: errors, and the calls that are not syncs (verify).
+    var held: [String: SubResponse] = [:]
+    /// The staging database holding the replaced lists' rows (nil: none was replaced).
+    var stagingPath: String?
+}
+
 extension SyncClient {
     /// Applies a sync group's answer (`{"responses": [{"id", "status", "headers", "body"}, …]}`) as `reader` reads
-    /// it, inside the caller's transaction, with the same result as `applySync`: the list answers are applied as
-    /// their items arrive; the paginated lists (bounded by their page sizes) and the bundles (whose lists are not, so
-    /// `answerMaxBytes` bounds them) are decoded whole and applied after them; then the dates are checked and the new
-    /// date stored. Throws (applying nothing) when an answer failed or does not decode; once one failed, the bodies
-    /// after it are only skipped.
+    /// it, inside the caller's transaction, with the same result as `applySync`: the answer is staged (`stage`, in
+    /// temporary tables of the same connection), then applied (`applyStaged`). Throws (applying nothing) when an
+    /// answer failed or does not decode.
     static func applyStreamedSync(_ db: Database, _ endpoints: [SyncEndpoint], _ reader: inout JSONByteReader) throws -> StreamedSync {
-        // Each collection's stamp moves once, at its first row, not once per row (an update per row cost about 0.5 s
-        // per 100,000 rows, by the helper's measurement); collections the sync leaves alone do not move.
-        try Replica.beginBulkStamps(db)
-        let result = try applyStreamedSyncRows(db, endpoints, &reader)
-        try Replica.endBulkStamps(db)
+        let staging = StagingArea.temporary(db)
+        let staged = try stage(endpoints, &reader, staging)
+        let result = try applyStaged(db, endpoints, staged, schema: staging.schema)
+        try staging.close()
         return result
     }
 
-    private static func applyStreamedSyncRows(_ db: Database, _ endpoints: [SyncEndpoint], _ reader: inout JSONByteReader) throws -> StreamedSync {
+    /// Downloads a sync group's answer into `spool` (at most `limit` bytes) and, once it reaches `threshold` bytes (a
+    /// thread would cost a shorter answer more than it saves), reads it while it downloads, on a thread of its own,
+    /// staging replaced lists in a database at `path` (created only if one is): what the apply needs (nil for a
+    /// shorter answer, whole in `spool`), and when the last byte came. Throws the download's failure if it failed (the
+    /// staging then stops, and leaves its files for the caller to remove), else the staging's (the download then stops).
+    static func stageWhileDownloading(
+        _ body: AsyncThrowingStream<Data, any Error>, _ spool: AnswerSpool, limit: Int, threshold: Int, endpoints: [SyncEndpoint],
+        staging path: String, protection: ReplicaFileProtection?, valueLimit: Int
+    ) async throws -> (StagedSync?, downloaded: ContinuousClock.Instant) {
+        var staging: Task<StagedSync, any Error>?
+        var failure: (any Error)?
+        do {
+            try await spool.download(body, limit: limit) { size in
+                guard staging == nil, size >= threshold else { return }
+                staging = Task.detached {
+                    try await onThread {
+                        let staging = StagingArea.file(path, protection: protection)
+                        do {
+                            var reader = JSONByteReader(valueLimit: valueLimit) { try spool.next() }
+                            var staged = try stage(endpoints, &reader, staging)
+                            try staging.close()
+                            staged.stagingPath = staging.path
+                            return staged
+                        } catch {
+                            spool.abandon()
+                            try? staging.close()
+                            throw error
+                        }
+                    }
+                }
+            }
+        } catch {
+            failure = error
+        }
+        let downloaded = ContinuousClock.now
+        guard let staging else {
+            if let failure { throw failure }
+            return (nil, downloaded)
+        }
+        do {
+            let staged = try await staging.value
+            if let failure { throw failure }
+            return (staged, downloaded)
+        } catch {
+            if let failure, !(failure is AnswerSpool.Abandoned) { throw failure }
+            throw error
+        }
+    }
+
+    /// Runs `body` on a thread of its own (it blocks while it waits for the download), not on the concurrency pool.
+    private static func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread { continuation.resume(with: Result(catching: body)) }
+            thread.name = "SyncClient.stage"
+            thread.start()
+        }
+    }
+
+    /// Reads a sync group's answer (`{"responses": [{"id", "status", "headers", "body"}, …]}`) as `reader` reads it,
+    /// without the replica: the list answers item by item (`Replica.stageStreamed`: a replaced list's rows go to
+    /// `staging`), the paginated lists (bounded by their page sizes) and the bundles (whose lists are not, so
+    /// `answerMaxBytes` bounds them) whole. Throws when the answer does not decode, or a sub-answer is 401; once a
+    /// sync answer failed, the bodies after it are only skipped.
+    static func stage(_ endpoints: [SyncEndpoint], _ reader: inout JSONByteReader, _ staging: StagingArea) throws -> StagedSync {
         var lists: [String: ServerModel.Collection] = [:]
         for endpoint in endpoints {
             if case .list(let list) = endpoint.shape { lists[endpoint.name] = list }
         }
         let syncIDs = Set(endpoints.map(\.name))
-        var streamed: [String: (date: String, sync: Bool)] = [:]
-        var whole: [String: JSONValue] = [:]
-        var held: [String: SubResponse] = [:]
+        var staged = StagedSync()
         var failed = false
         do {
             var sawResponses = false
@@ -290,7 +375,7 @@ extension SyncClient {
                                 if body == .null { body = nil }
                                 continue
                             }
-                            // A null body is kept (as nil): the error it stands for is thrown below.
+                            // A null body is kept (as nil): the error it stands for is thrown by the apply.
                             if try reader.consumeNull() { continue }
                             used = true
                             if failed {
@@ -299,9 +384,9 @@ extension SyncClient {
                             }
                             do {
                                 if let list = lists[id] {
-                                    streamed[id] = try Replica.applyStreamed(db, list, &reader)
+                                    staged.lists.append((id, try Replica.stageStreamed(list, &reader, staging)))
                                 } else {
-                                    whole[id] = try reader.readValue()
+                                    staged.whole[id] = try reader.readValue()
                                 }
                             } catch let error as SyncClientError where error.isTransient || error.isAnswerTooLarge {
                                 throw error
@@ -314,7 +399,7 @@ extension SyncClient {
                     guard let id, let status else { throw SyncClientError.invalidAnswer("a group response without id or status") }
                     if status == 401 { throw SubAnswerUnauthorized() }
                     if !used {
-                        held[id] = SubResponse(id: id, status: status, headers: headers, body: body)
+                        staged.held[id] = SubResponse(id: id, status: status, headers: headers, body: body)
                         if syncIDs.contains(id) { failed = true }
                     }
                 }
@@ -327,22 +412,49 @@ extension SyncClient {
         } catch {
             throw SyncClientError.invalidAnswer("the group answer does not decode: \(error)")
         }
+        return staged
+    }
 
+    /// Applies a staged answer in one transaction of `db` (the replica's writer, outside any transaction), the staging
+    /// database attached meanwhile.
+    static func applyStaged(_ db: Database, _ endpoints: [SyncEndpoint], _ staged: StagedSync) throws -> StreamedSync {
+        var result: StreamedSync?
+        if let path = staged.stagingPath {
+            try db.execute(sql: "ATTACH DATABASE ? AS \(StagingArea.attachedSchema)", arguments: [path])
+        }
+        defer {
+            if staged.stagingPath != nil { try? db.execute(sql: "DETACH DATABASE \(StagingArea.attachedSchema)") }
+        }
+        try db.inTransaction(.immediate) {
+            result = try applyStaged(db, endpoints, staged, schema: StagingArea.attachedSchema)
+            return .commit
+        }
+        return result!
+    }
+
+    /// Applies a staged answer inside the caller's transaction, with the same result as `applySync`; a replaced list's
+    /// rows are read from `schema`. Every answer is checked before anything is applied: a failed call applies
+    /// nothing. Then the dates are checked and the new date stored.
+    static func applyStaged(_ db: Database, _ endpoints: [SyncEndpoint], _ staged: StagedSync, schema: String) throws -> StreamedSync {
+        let syncIDs = Set(endpoints.map(\.name))
         /// The body of answer `id`, or the error it stands for.
         func body(_ id: String) throws -> JSONValue {
-            if let decoded = whole[id] { return decoded }
-            guard let response = held[id] else { throw SyncClientError.invalid("the group carried no answer \(id)") }
+            if let decoded = staged.whole[id] { return decoded }
+            guard let response = staged.held[id] else { throw SyncClientError.invalid("the group carried no answer \(id)") }
             guard response.status == 200, let body = response.body else { throw SyncClientError.from(response) }
             return body
         }
-        var dates: [String] = []
-        var replaced: [String] = []
-        // Every answer is checked before any whole one is applied: a failed call applies nothing (the first failure in
-        // the answer's order is the error; the bodies after it were only skipped).
-        if let failure = held.values.filter({ syncIDs.contains($0.id) && ($0.status != 200 || $0.body == nil) }).first {
+        if let failure = staged.held.values.filter({ syncIDs.contains($0.id) && ($0.status != 200 || $0.body == nil) }).first {
             throw SyncClientError.from(failure)
         }
+        let streamed = Dictionary(staged.lists.map { ($0.id, $0.list) }, uniquingKeysWith: { _, last in last })
         for endpoint in endpoints where streamed[endpoint.name] == nil { _ = try body(endpoint.name) }
+        // Each collection's stamp moves once, at its first row, not once per row (an update per row cost about 0.5 s
+        // per 100,000 rows, by the helper's measurement); collections the sync leaves alone do not move.
+        try Replica.beginBulkStamps(db)
+        for (_, list) in staged.lists { try Replica.applyStaged(db, list, schema: schema) }
+        var dates: [String] = []
+        var replaced: [String] = []
         for endpoint in endpoints {
             if let list = streamed[endpoint.name] {
                 dates.append(list.date)
@@ -356,7 +468,8 @@ extension SyncClient {
         }
         guard let date = dates.first, Set(dates).count == 1 else { throw SyncClientError.invalidAnswer("the group's answers carry different dates") }
         try recordSynced(db, endpoints, date: date)
-        return StreamedSync(date: date, replaced: replaced, others: held.filter { !syncIDs.contains($0.key) })
+        try Replica.endBulkStamps(db)
+        return StreamedSync(date: date, replaced: replaced, others: staged.held.filter { !syncIDs.contains($0.key) })
     }
 }
 
