@@ -185,7 +185,7 @@ final class DeltaBatcher: Service, Sendable {
             statement, prepared: prepared, logger: logger)
         {
             let index = Int(call)
-            counters[index] = FamilyCounter(version: fv, horizon: fh, lineage: SpaceLineage(column: lineage) ?? .original)
+            counters[index] = FamilyCounter(version: fv, horizon: fh, lineage: SpaceLineage.read(lineage))
             if let collection, let id, let iv, let deleted {
                 items[index].append(
                     StoredItem(id: id, version: iv, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag),

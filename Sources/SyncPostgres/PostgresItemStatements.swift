@@ -33,14 +33,14 @@ package struct PostgresItemStatements: ItemStatements {
             {
                 return FamilyCounter(
                     version: version, horizon: horizon, usage: FamilyUsage(items: items, bytes: bytes),
-                    lineage: SpaceLineage(column: lineage) ?? .original)
+                    lineage: SpaceLineage.read(lineage))
             }
             return nil
         }
         let rows = try await conn.query(
             "SELECT version, horizon, \(unescaped: SpaceLineage.column("families")) FROM families WHERE id = \(spaceID)", logger: logger)
         for try await (version, horizon, lineage) in rows.decode((Int64, Int64, String?).self) {
-            return FamilyCounter(version: version, horizon: horizon, lineage: SpaceLineage(column: lineage) ?? .original)
+            return FamilyCounter(version: version, horizon: horizon, lineage: SpaceLineage.read(lineage))
         }
         return nil
     }
@@ -148,7 +148,7 @@ package struct PostgresItemStatements: ItemStatements {
         var counter: FamilyCounter?
         var items = DeltaRows()
         for try await (fv, fh, lineage, collection, id, iv, deleted, body, sortMs, sortVersion, tag) in rows {
-            counter = FamilyCounter(version: fv, horizon: fh, lineage: SpaceLineage(column: lineage) ?? .original)
+            counter = FamilyCounter(version: fv, horizon: fh, lineage: SpaceLineage.read(lineage))
             if let collection, let id, let iv, let deleted {
                 items.append(
                     StoredItem(id: id, version: iv, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag),

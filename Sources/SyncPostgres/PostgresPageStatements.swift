@@ -41,7 +41,7 @@ extension PostgresItemStatements {
         for try await row in rows {
             switch Part(rawValue: row.0) {
             case .family:
-                family = FamilyCounter(version: row.4 ?? 0, horizon: row.7 ?? 0, lineage: SpaceLineage(column: row.6) ?? .original)
+                family = FamilyCounter(version: row.4 ?? 0, horizon: row.7 ?? 0, lineage: SpaceLineage.read(row.6))
                 firstPage = row.5 ?? false
             case .anchor: anchor = Self.item(row)
             case .changed: changed.append(Self.item(row))

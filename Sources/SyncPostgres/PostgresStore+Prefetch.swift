@@ -41,7 +41,7 @@ extension PostgresStore {
         for try await (call, version, horizon, lineage, collection, id, itemVersion, deleted, body, sortMs, sortVersion, tag) in rows {
             count += 1
             guard count <= limit else { continue }
-            counter = FamilyCounter(version: version, horizon: horizon, lineage: SpaceLineage(column: lineage) ?? .original)
+            counter = FamilyCounter(version: version, horizon: horizon, lineage: SpaceLineage.read(lineage))
             guard let collection, let id, let itemVersion, let deleted else { continue }
             items[Int(call)].append(
                 StoredItem(id: id, version: itemVersion, deleted: deleted, body: body, sortMs: sortMs, sortVersion: sortVersion, tag: tag),

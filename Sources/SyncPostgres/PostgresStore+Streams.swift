@@ -39,7 +39,7 @@ extension PostgresStore {
                 for try await (version, lineage, body) in rows {
                     if !started {
                         started = true
-                        try await start(SpaceCounter(version: version, lineage: SpaceLineage(column: lineage) ?? .original))
+                        try await start(SpaceCounter(version: version, lineage: SpaceLineage.read(lineage)))
                     }
                     guard let body else { continue }
                     batch.append(body)
@@ -63,7 +63,7 @@ extension PostgresStore {
         for try await (version, lineage) in try await conn.query(
             "SELECT version, \(unescaped: SpaceLineage.column("families")) FROM families WHERE id = \(spaceID)", logger: logger
         ).decode((Int64, String?).self) {
-            return SpaceCounter(version: version, lineage: SpaceLineage(column: lineage) ?? .original)
+            return SpaceCounter(version: version, lineage: SpaceLineage.read(lineage))
         }
         throw SyncError.unauthorized
     }

@@ -13,12 +13,12 @@ import Testing
 /// counter has passed it; every other date, of that space or of another, is still answered as a delta.
 @Suite("Histories after a failover", .sharingTheMachine, .serialized)
 struct FailoverHistoryTests {
-    @Test("commits lost with the primary: their dates answer sync false, every other date a delta", .timeLimit(.minutes(10)))
+    @Test("commits lost with the primary: their dates answer sync false, every other date a delta")
     func lostCommits() async throws {
         try await HeavyTestGate.shared.run { try await TestStandby.with { try await Self.runLost($0) } }
     }
 
-    @Test("a switchover (the standby had every commit): no date answers sync false", .timeLimit(.minutes(10)))
+    @Test("a switchover (the standby had every commit): no date answers sync false")
     func switchover() async throws {
         try await HeavyTestGate.shared.run { try await TestStandby.with { try await Self.runSwitchover($0) } }
     }

@@ -89,13 +89,16 @@ struct FullListCacheTests {
     func bounded() {
         let cache = FullListCache(capacity: 64 * 100)
         #expect(cache.entryLimit == 100)
-        for n in 0..<70 { cache.keep([UInt8](repeating: 1, count: 100), date: "d\(n)", collection: "contacts") }
+        for n in 0..<64 { cache.keep([UInt8](repeating: 1, count: 100), date: "d\(n)", collection: "contacts") }
         #expect(cache.usage.answers == 64 && cache.usage.bytes == 6400)
-        #expect(cache.answer(date: "d5", collection: "contacts") == nil && cache.answer(date: "d6", collection: "contacts") != nil)
-        // Read, d7 stays when the next one comes; d8 (now the oldest) goes.
-        _ = cache.answer(date: "d7", collection: "contacts")
-        cache.keep([1], date: "d70", collection: "contacts")
-        #expect(cache.answer(date: "d7", collection: "contacts") != nil && cache.answer(date: "d8", collection: "contacts") == nil)
+        // Read, d0 is the most recently used; the next answer takes the cache past its capacity, and the least
+        // recently used go until a tenth is free: d1 to d8.
+        _ = cache.answer(date: "d0", collection: "contacts")
+        cache.keep([UInt8](repeating: 1, count: 100), date: "d64", collection: "contacts")
+        #expect(cache.usage.bytes <= 6400 - 640 && cache.usage.answers == 57)
+        #expect(cache.answer(date: "d0", collection: "contacts") != nil && cache.answer(date: "d64", collection: "contacts") != nil)
+        #expect((1...8).allSatisfy { cache.answer(date: "d\($0)", collection: "contacts") == nil })
+        #expect(cache.answer(date: "d9", collection: "contacts") != nil)
         // Too large, or a list private to each account: never kept.
         cache.keep([UInt8](repeating: 1, count: 101), date: "big", collection: "contacts")
         cache.keep([1], date: "d71", collection: "notes~account")

@@ -151,7 +151,7 @@ struct ServeOutageTests {
 
     /// Returns once the server's databases have `count` client connections open (a bounded poll: PostgreSQL tells no
     /// one when a connection opens).
-    static func awaitConnections(_ postgres: TestPostgres, atLeast count: Int, within limit: Duration = .seconds(60)) async throws {
+    static func awaitConnections(_ postgres: TestPostgres, atLeast count: Int, within limit: Duration = .seconds(180)) async throws {
         let url = try await postgres.newDatabaseURL()
         let sql = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND datname <> 'postgres'"
         let end = ContinuousClock.now + limit

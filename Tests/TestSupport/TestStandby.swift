@@ -116,7 +116,7 @@ public actor TestStandby {
 
     /// Returns once the standby has replayed every commit the primary has made so far (a bounded poll: PostgreSQL
     /// tells no one when replay passes a position).
-    public func waitReplayed(within limit: Duration = .seconds(60)) async throws {
+    public func waitReplayed(within limit: Duration = .seconds(180)) async throws {
         let target = try await psql(primaryPort, "SELECT pg_current_wal_lsn()")
         let end = ContinuousClock.now + limit
         while try await psql(standbyPort, "SELECT pg_last_wal_replay_lsn() >= '\(target)'::pg_lsn") != "t" {

@@ -41,6 +41,11 @@ public struct SpaceLineage: Sendable, Equatable {
         self.init(history: String(parts[0]), forkFrom: String(parts[1]), forkVersion: fork)
     }
 
+    /// The lineage of that column as a statement returned it: `original` for NULL.
+    public static func read(_ column: String?) -> SpaceLineage {
+        SpaceLineage(column: column) ?? .original
+    }
+
     /// The SQL expression of that column over a `families` row aliased `alias`.
     public static func column(_ alias: String) -> String {
         "CASE WHEN \(alias).history = '' THEN NULL ELSE \(alias).history || '/' || \(alias).fork_from || '/' || \(alias).fork_version END"

@@ -9,8 +9,8 @@ import Synchronization
 /// write to a shared list moves that counter: the rows of a list at a date never change. Lists private to each
 /// account are not kept (an account's rows go when it leaves a space without a write of its own: decisions.md,
 /// "Full lists kept by date"). Bounded: at most `capacity` bytes in all, an answer over `entryLimit` is never kept
-/// (and its copy stops there: concurrent large answers hold at most that much each), and the least recently used
-/// answers go first.
+/// (and its copy stops there: concurrent large answers hold at most that much each), and past the capacity the least
+/// recently used answers go until a tenth of it is free.
 public final class FullListCache: Sendable {
     /// 32 MiB unless configured (`--full-list-cache-mib`).
     public static let defaultCapacity = 32 << 20
@@ -71,11 +71,14 @@ public final class FullListCache: Sendable {
             state.tick &+= 1
             state.entries[key] = Entry(body: body, used: state.tick)
             state.bytes += body.count
-            // Evictions happen only here, on a miss that read the list whole: a scan of the entries is small next to
-            // that read.
-            while state.bytes > capacity, let oldest = state.entries.min(by: { $0.value.used < $1.value.used }) {
-                state.entries[oldest.key] = nil
-                state.bytes -= oldest.value.body.count
+            guard state.bytes > capacity else { return }
+            // Past the capacity, the least recently used go until a tenth of it is free: one sort per tenth of the
+            // capacity refilled, not a scan of every entry per answer kept (many small lists make many entries).
+            let target = capacity - capacity / 10
+            for (key, entry) in state.entries.sorted(by: { $0.value.used < $1.value.used }) {
+                guard state.bytes > target else { break }
+                state.entries[key] = nil
+                state.bytes -= entry.body.count
             }
         }
     }
