@@ -152,14 +152,19 @@ struct LiveHubTests {
             }
             try await HardeningHTTPTests.waitForStreams(client, count: 40)
             let before = try await probe.settled()
+            let start = ContinuousClock.now
             for stream in streams.prefix(30) { stream.disconnect() }
             try await HardeningHTTPTests.waitForStreams(client, count: 10)
             let spent = try await probe.flushed() - before
-            print("leaving streams: 30 of 40 streams leaving cost \(spent) transactions")
-            // The pools' keep-alives and the listener's heartbeat over the wait and the report. A leaving stream
-            // that woke its family would make each of the others read its position: hundreds of reads in 30 wakes,
-            // batched into far more transactions than this bound.
-            #expect(spent < 40, "\(spent) transactions")
+            let seconds = (ContinuousClock.now - start) / .seconds(1)
+            print("leaving streams: 30 of 40 streams leaving cost \(spent) transactions in \(seconds) s")
+            // What is expected is the background, which grows with the time the wait and the report took: the pools'
+            // keep-alives (about 18 connections every 5 s), the listener's heartbeat (one every 2 s) and the probe's
+            // own queries, about 5 a second (the idle test's 45 in 9.5 s). A loaded machine stretches the wait, so the
+            // bound is a rate, not a count (a fixed 40 failed at 42). A leaving stream that woke its family would
+            // make each of the others read its position: 30 wakes of 10 to 39 streams, hundreds of reads, far above
+            // 10 plus 8 a second for any wait under 30 s (at least 300 reads against at most 250).
+            #expect(Double(spent) < 10 + 8 * seconds, "\(spent) transactions in \(seconds) s")
             for stream in streams.suffix(10) { stream.disconnect() }
         }
     }
