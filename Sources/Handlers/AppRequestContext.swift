@@ -20,6 +20,10 @@ public struct AppRequestContext: RequestContext {
     /// write of the group); nil for every other request. Passed as a value, so nothing else (a token lookup) reads
     /// through it.
     public var reads: ReadSource?
+    /// The budget of the request's time limit (`TimeLimitedResponder`), which the services a handler calls are bound
+    /// to (`bounded(by:)`): their writes begin only within it, and their store calls run under it. Nil for the routes
+    /// without one (change streams, uploads): each store call then runs under a deadline of its own.
+    public var budget: Deadline.Budget?
     /// The connection's event loop when the request came over a socket (nil in router-level tests). A long answer
     /// waits on it now and then, so that its writes never pile up faster than the event loop hands them to the socket.
     public let socketEventLoop: (any EventLoop)?
@@ -57,6 +61,11 @@ public struct AppRequestContext: RequestContext {
             throw SyncError.notFound("This account belongs to no space.")
         }
         return session
+    }
+
+    /// The engine as this request uses it: bound to its time limit, reading where its group reads.
+    func engine(_ engine: SyncEngine) -> SyncEngine {
+        engine.bounded(by: budget).reading(reads)
     }
 
     /// The authenticated account; routes behind `AuthMiddleware` always have one.

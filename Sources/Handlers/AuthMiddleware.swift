@@ -14,7 +14,7 @@ struct AuthMiddleware: RouterMiddleware {
         // or removed from the space. A sub-request's space is resolved again from the re-checked account by
         // `SpaceMiddleware` when its URL names one.
         if context.isSubrequest, let principal = context.principal {
-            guard let token = Self.bearerToken(request), let fresh = try await accounts.authenticate(token: token),
+            guard let token = Self.bearerToken(request), let fresh = try await accounts.bounded(by: context.budget).authenticate(token: token),
                 fresh.accountID == principal.accountID
             else {
                 throw SyncError.unauthorized
@@ -24,7 +24,7 @@ struct AuthMiddleware: RouterMiddleware {
             context.session = fresh.session(in: nil)
             return try await next(request, context)
         }
-        guard let token = Self.bearerToken(request), let principal = try await accounts.authenticate(token: token) else {
+        guard let token = Self.bearerToken(request), let principal = try await accounts.bounded(by: context.budget).authenticate(token: token) else {
             throw SyncError.unauthorized
         }
         var context = context
@@ -72,7 +72,7 @@ struct SpaceMiddleware: RouterMiddleware {
         if let session = principal.session(in: spaceID) {
             context.session = session
         } else if let token = AuthMiddleware.bearerToken(request),
-            let fresh = try await accounts.authenticate(token: token, fromDatabase: true),
+            let fresh = try await accounts.bounded(by: context.budget).authenticate(token: token, fromDatabase: true),
             fresh.accountID == principal.accountID, let session = fresh.session(in: spaceID)
         {
             context.principal = fresh

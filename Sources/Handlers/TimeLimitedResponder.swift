@@ -69,7 +69,11 @@ struct TimeLimitedResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
         let inner = self.inner
         let (work, grace) = RequestDeadline.split(limit)
         do {
-            return try await Deadline.run(within: work, grace: grace, timers: timers) { try await inner.respond(to: ready, context: context) }
+            return try await Deadline.run(within: work, grace: grace, timers: timers) { budget in
+                var context = context
+                context.budget = budget
+                return try await inner.respond(to: ready, context: context)
+            }
         } catch let error as SyncError {
             context.logger.warning("request answered 503: it did not finish within \(limit)")
             return error.response

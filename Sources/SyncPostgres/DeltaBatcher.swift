@@ -143,7 +143,7 @@ final class DeltaBatcher: Service, Sendable {
             let (client, logger) = (self.client, self.logger)
             let onlyCalls = calls.map(\.call)
             result = .success(
-                try await Deadline.run(within: deadline, timers: timers) {
+                try await Deadline.run(within: deadline, timers: timers) { _ in
                     try await client.withConnection { conn in try await Self.read(onlyCalls, conn: conn, prepared: prepared, logger: logger) }
                 })
         } catch {

@@ -155,7 +155,7 @@ public struct PostgresChangeListener: Service {
             // Bounded like the check below: a statement written to a pooled connection the server has just closed is
             // never answered (PostgresNIO drops it), and an unbounded ping would stop the listener, and the
             // application's shutdown, for good. Past the limit the listener fails and is replaced.
-            try await Deadline.run(within: deafAfter, timers: timers) { [pings, logger] in
+            try await Deadline.run(within: deafAfter, timers: timers) { [pings, logger] _ in
                 _ = try await pings.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
             }
             var action = liveness.sent(n, at: timers.now)
@@ -173,7 +173,7 @@ public struct PostgresChangeListener: Service {
                     // machine): it keeps listening. One that does not is deaf: the cache goes off at once.
                     let answered: Bool
                     do {
-                        _ = try await Deadline.run(within: deafAfter, timers: timers) { try await conn.query("SELECT 1", logger: logger) }
+                        _ = try await Deadline.run(within: deafAfter, timers: timers) { _ in try await conn.query("SELECT 1", logger: logger) }
                         answered = true
                     } catch {
                         answered = false
@@ -211,7 +211,7 @@ public struct PostgresChangeListener: Service {
         let keys = hub.followedKeys
         guard !keys.isEmpty else { return }
         do {
-            let (counters, histories) = try await Deadline.run(within: deafAfter, timers: timers) { [pings, logger] in
+            let (counters, histories) = try await Deadline.run(within: deafAfter, timers: timers) { [pings, logger] _ in
                 var counters: [String: Int64] = [:]
                 var histories: [String: String] = [:]
                 let rows = try await pings.query("SELECT id, version, history FROM families WHERE id = ANY(\(keys))", logger: logger)

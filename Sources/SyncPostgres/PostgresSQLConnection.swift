@@ -64,13 +64,13 @@ extension PostgresStore: SQLExecutor {
     package func inSQLTransaction<T: Sendable>(
         within limit: Duration?, _ body: @escaping @Sendable (PostgresSQLConnection) async throws -> T
     ) async throws -> T {
-        try await guarded(within: limit) { try await transaction { conn in try await body(sqlConnection(conn)) } }
+        try await guarded(within: limit) { budget in try await transaction(under: budget) { conn in try await body(sqlConnection(conn)) } }
     }
 
     package func inSQLStatements<T: Sendable>(
         writes: Bool, within limit: Duration?, _ body: @escaping @Sendable (PostgresSQLConnection) async throws -> T
     ) async throws -> T {
-        try await guarded(within: limit) { try await client.withConnection { conn in try await body(sqlConnection(conn)) } }
+        try await guarded(within: limit) { _ in try await client.withConnection { conn in try await body(sqlConnection(conn)) } }
     }
 
     private func sqlConnection(_ conn: PostgresConnection) -> PostgresSQLConnection {

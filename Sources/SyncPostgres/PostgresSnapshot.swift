@@ -17,7 +17,7 @@ struct PostgresSnapshot: PinnedStoreSnapshot {
 
     func counter(spaceID: String) async throws -> SpaceCounter {
         let (store, connection) = (self.store, self.connection)
-        return try await store.guarded { try await store.counter(on: connection, spaceID: spaceID) }
+        return try await store.guarded { _ in try await store.counter(on: connection, spaceID: spaceID) }
     }
 
     func forEachLivePage(spaceID: String, collection: String, _ page: (LiveBodies) async throws -> Void) async throws {
@@ -40,7 +40,7 @@ struct PostgresSnapshot: PinnedStoreSnapshot {
             return self
         }
         let (connection, logger, prepared) = (self.connection, store.logger, store.usesPreparedStatements)
-        let deltas = try await store.guarded {
+        let deltas = try await store.guarded { _ in
             try await PostgresStore.deltas(
                 of: requests, spaceID: spaceID, limit: PostgresStore.prefetchRowLimit, conn: connection, prepared: prepared, logger: logger)
         }

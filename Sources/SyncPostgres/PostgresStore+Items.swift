@@ -6,21 +6,23 @@ import SyncAPI
 extension PostgresStore: ItemExecutor {
     package func inWriteTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresItemStatements) async throws -> T) async throws -> T {
         let logger = self.logger
-        return try await guarded {
-            try await transaction { conn in try await body(PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements)) }
+        return try await guarded { budget in
+            try await transaction(under: budget) { conn in
+                try await body(PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements))
+            }
         }
     }
 
     package func inSnapshot<T: Sendable>(_ body: @escaping @Sendable (PostgresItemStatements) async throws -> T) async throws -> T {
         let logger = self.logger
-        return try await guarded {
+        return try await guarded { _ in
             try await snapshotRead { conn in try await body(PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements)) }
         }
     }
 
     package func inSingleStatement<T: Sendable>(_ body: @escaping @Sendable (PostgresItemStatements) async throws -> T) async throws -> T {
         let logger = self.logger
-        return try await guarded {
+        return try await guarded { _ in
             try await read { conn in try await body(PostgresItemStatements(conn: conn, logger: logger, prepared: usesPreparedStatements)) }
         }
     }
@@ -50,7 +52,7 @@ extension PostgresStore: ItemExecutor {
         guard pinned == nil else { return try await readDelta(spaceID: spaceID, collections: collections, since: since) }
         let (batcher, prepared) = (deltaBatcher, usesPreparedStatements)
         let call = DeltaRequest(spaceID: spaceID, collections: collections, since: since)
-        guard let delta = try await guarded({ try await batcher.delta(call, prepared: prepared) }) else { throw SyncError.unauthorized }
+        guard let delta = try await guarded({ _ in try await batcher.delta(call, prepared: prepared) }) else { throw SyncError.unauthorized }
         return delta
     }
 

@@ -16,7 +16,7 @@ extension PostgresStore: MediaStore {
     }
 
     public func media(spaceID: String, sha256: String) async throws -> MediaInfo? {
-        try await guarded {
+        try await guarded { _ in
             for try await (type, size) in try await client.query(
                 "SELECT content_type, size FROM media WHERE family_id = \(spaceID) AND sha256 = \(sha256)", logger: logger
             ).decode((String, Int64).self) { return MediaInfo(sha256: sha256, contentType: type, size: size) }
@@ -36,7 +36,7 @@ extension PostgresStore: MediaStore {
         while next <= last {
             let n = next
             let upTo = min(last, n + 3)
-            let rows: [(Int32, ByteBuffer)] = try await guarded {
+            let rows: [(Int32, ByteBuffer)] = try await guarded { _ in
                 var out: [(Int32, ByteBuffer)] = []
                 for try await row in try await client.query(
                     """
@@ -61,7 +61,7 @@ extension PostgresStore: MediaStore {
     }
 
     public func mediaBytes(spaceID: String) async throws -> Int64 {
-        try await guarded {
+        try await guarded { _ in
             for try await bytes in try await client.query(
                 "SELECT COALESCE(sum(size), 0)::BIGINT FROM media WHERE family_id = \(spaceID)", logger: logger
             ).decode(Int64.self) { return bytes }
@@ -75,7 +75,7 @@ extension PostgresStore: MediaStore {
     /// it (`touchMedia`, under the same lock), so the delete's cutoff skips it; a write after the purge finds the file
     /// already gone: never a file deleted under an item that names it.
     public func purgeMedia(cutoffMs: Int64, nowMs: Int64) async throws -> Int {
-        try await guarded(within: .seconds(3600)) {
+        try await guarded(within: .seconds(3600)) { budget in
             var families: [String] = []
             for try await id in try await client.query(
                 "SELECT DISTINCT family_id FROM media WHERE referenced_ms < \(cutoffMs) ORDER BY family_id", logger: logger
@@ -88,7 +88,7 @@ extension PostgresStore: MediaStore {
                     logger: logger
                 ).decode(String.self) { named.formUnion(MediaURL.hashes(in: [body])) }
                 let keep = Array(named)
-                purged += try await transaction { conn in
+                purged += try await transaction(under: budget) { conn in
                     try await conn.query("SELECT 1 FROM families WHERE id = \(family) FOR UPDATE", logger: logger)
                     var count = 0
                     for try await n in try await conn.query(
@@ -150,7 +150,7 @@ final class PostgresMediaUpload: MediaUpload, Sendable {
     private func insert(_ chunk: ByteBuffer, _ n: Int32) async throws {
         let uploadID = self.uploadID
         let now = WallClock.nowMs()
-        try await store.guarded {
+        try await store.guarded { _ in
             try await self.store.client.query(
                 "INSERT INTO media_chunks (upload_id, n, data, created_ms) VALUES (\(uploadID), \(n), \(chunk), \(now))",
                 logger: self.store.logger)
@@ -167,8 +167,8 @@ final class PostgresMediaUpload: MediaUpload, Sendable {
         let (spaceID, uploadID) = (self.spaceID, self.uploadID)
         let store = self.store
         let expected = Int64((Int(info.size) + PostgresStore.mediaChunk - 1) / PostgresStore.mediaChunk)
-        return try await store.guarded {
-            try await store.transaction { conn in
+        return try await store.guarded { budget in
+            try await store.transaction(under: budget) { conn in
                 // Every chunk must be there: never a stored file with a hole (the purge sweeps the chunks of an upload
                 // idle for an hour; an upload that slow starts over).
                 var chunks: Int64 = -1
@@ -209,7 +209,7 @@ final class PostgresMediaUpload: MediaUpload, Sendable {
     func abort() async {
         let uploadID = self.uploadID
         let store = self.store
-        _ = try? await store.guarded {
+        _ = try? await store.guarded { _ in
             try await store.client.query("DELETE FROM media_chunks WHERE upload_id = \(uploadID)", logger: store.logger)
         }
     }

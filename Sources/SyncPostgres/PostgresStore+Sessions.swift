@@ -9,7 +9,7 @@ extension PostgresStore: SharedSQLStore {
     public var statementExecutor: StatementExecutor { StatementExecutor(self) }
 
     public func session(tokenHash: String, nowMs: Int64) async throws -> (session: AccountSession, expiresMs: Int64)? {
-        try await guarded {
+        try await guarded { _ in
             // Never the pinned snapshot of a group: a token deleted since it began must not be found.
             try await client.withConnection { conn in
                 let rows = try await conn.run(

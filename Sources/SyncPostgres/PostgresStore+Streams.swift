@@ -14,7 +14,7 @@ extension PostgresStore {
         // not end on cancellation, and one written to a connection whose channel the server has just closed is never
         // answered (PostgresNIO writes it with no promise, and NIO drops a write to a closed channel): the application's
         // shutdown would wait for such a producer for good after an outage.
-        try await Deadline.run(within: Self.snapshotRunLimit, timers: timers) { [self] in
+        try await Deadline.run(within: Self.snapshotRunLimit, timers: timers) { [self] _ in
             try await readLiveRows(spaceID: spaceID, collection: collection, start: start, page: page)
         }
     }

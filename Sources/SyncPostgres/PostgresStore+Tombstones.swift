@@ -9,7 +9,7 @@ extension PostgresStore {
 
     public func purgeTombstones(cutoffMs: Int64) async throws -> Int {
         // A background job, not a request: it runs as long as the batches take.
-        try await guarded(within: .seconds(3600)) {
+        try await guarded(within: .seconds(3600)) { _ in
             try await client.withConnection { conn in try await purgeBatches(cutoffMs: cutoffMs, on: conn) }
         }
     }

@@ -28,6 +28,15 @@ public struct PostgresStore: SyncStore {
     /// The timers of its time limits.
     let timers: TimerWheel
 
+    /// The deadline this copy's calls run under (`bounded(by:)`): a request's; nil, each call under one of its own.
+    package private(set) var budget: Deadline.Budget?
+
+    public func bounded(by budget: Deadline.Budget?) -> PostgresStore {
+        var store = self
+        store.budget = budget
+        return store
+    }
+
     /// Reads concurrent deltas together when they would wait for a connection (`DeltaBatcher`).
     let deltaBatcher: DeltaBatcher
     /// What must run for this store to answer (as services of the application): the workers of its delta batcher.
@@ -54,9 +63,9 @@ public struct PostgresStore: SyncStore {
     /// connection once the run gave it back; a reader that stops is bounded by the answer's stall limit, and a caller
     /// that goes away (its answer cancelled, the application stopping) leaves at once.
     public func withReadSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SnapshotReads) async throws -> T) async throws -> T {
-        try await guarded(within: Self.snapshotRunLimit) {
-            try await transaction(readOnlySnapshot: true, on: answersClient) { conn in
-                try await body(PostgresSnapshot(store: self, connection: conn))
+        try await guarded(within: Self.snapshotRunLimit) { budget in
+            try await snapshot(on: answersClient) { conn in
+                try await body(PostgresSnapshot(store: self.bounded(by: budget), connection: conn))
             }
         }
     }
@@ -74,7 +83,7 @@ public struct PostgresStore: SyncStore {
     /// Runs several reads in one snapshot: the pinned one, else a new REPEATABLE READ transaction.
     func snapshotRead<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         if let pinned { return try await body(pinned) }
-        return try await transaction(readOnlySnapshot: true, body)
+        return try await snapshot(on: client, body)
     }
 
     // MARK: Schema
@@ -82,9 +91,9 @@ public struct PostgresStore: SyncStore {
     public func migrate(upTo count: Int?) async throws {
         // At start the database may be coming up too (a deploy, a busy host): it has 30 s to answer. Once reached, a
         // migration may wait for other instances' migrations and take its time.
-        try await guarded(within: max(deadline, .seconds(30))) { try await client.query("SELECT 1", logger: logger) }
-        try await guarded(within: .seconds(300)) {
-            try await transaction { conn in
+        try await guarded(within: max(deadline, .seconds(30))) { _ in try await client.query("SELECT 1", logger: logger) }
+        try await guarded(within: .seconds(300)) { budget in
+            try await transaction(under: budget) { conn in
                 // One migrator at a time when several instances start together.
                 try await conn.query("SELECT pg_advisory_xact_lock(7311562)", logger: logger)
                 try await conn.query(
@@ -113,7 +122,7 @@ public struct PostgresStore: SyncStore {
 
     /// Ready means writable: a server that failed over to a read-only standby answers 503 like one that is gone.
     public func ping() async throws {
-        let standby = try await guarded {
+        let standby = try await guarded { _ in
             for try await inRecovery in try await client.query("SELECT pg_is_in_recovery()", logger: logger).decode(Bool.self) {
                 return inRecovery
             }
@@ -124,19 +133,13 @@ public struct PostgresStore: SyncStore {
 
     // MARK: Plumbing
 
-    /// Runs `body` in one transaction on one pooled connection (`PostgresClient.withTransaction`: `COMMIT` when it
-    /// returns, `ROLLBACK` when it throws). With `readOnlySnapshot`, every statement of `body` reads one snapshot
-    /// (REPEATABLE READ, READ ONLY).
-    func transaction<T: Sendable>(
-        readOnlySnapshot: Bool = false, on pool: PostgresClient? = nil, _ body: (PostgresConnection) async throws -> T
-    ) async throws -> T {
-        if readOnlySnapshot {
-            return try await snapshot(on: pool ?? client, body)
-        }
-        return try await client.withConnection { conn in
-            // A write begins only within its request's deadline (a 503 is never followed by a late commit).
-            let write = try Deadline.beginWrite(onAbandon: { _ = conn.close() as EventLoopFuture<Void> })
-            defer { Deadline.endWrite(write) }
+    /// Runs `body` in one write transaction on one pooled connection (`PostgresClient.withTransaction`: `COMMIT` when
+    /// it returns, `ROLLBACK` when it throws), which begins only within the deadline of `budget` (a 503 is never
+    /// followed by a late commit). Read-only snapshots are `snapshot(on:)`.
+    func transaction<T: Sendable>(under budget: Deadline.Budget, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await client.withConnection { conn in
+            let write = try budget.beginWrite(onAbandon: { _ = conn.close() as EventLoopFuture<Void> })
+            defer { budget.endWrite(write) }
             do {
                 return try await conn.withTransaction(logger: logger) { conn in try await body(conn) }
             } catch let error as PostgresTransactionError {
@@ -163,13 +166,16 @@ public struct PostgresStore: SyncStore {
     /// (`Deadline`), a transaction that failed on a serialization failure or a deadlock is run again (nothing of it
     /// was committed), and every operational failure is 503 `unavailable`, never a 500 (protocol §8).
     @discardableResult
-    func guarded<T: Sendable>(within limit: Duration? = nil, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    /// The body gets the budget of the deadline it runs under (this copy's, else its own), for the writes it begins.
+    func guarded<T: Sendable>(
+        within limit: Duration? = nil, _ body: @escaping @Sendable (Deadline.Budget) async throws -> T
+    ) async throws -> T {
         let logger = self.logger
-        return try await Deadline.run(within: limit ?? deadline, timers: timers) {
+        return try await Deadline.run(within: limit ?? deadline, timers: timers, holding: budget) { budget in
             var attempt = 0
             while true {
                 do {
-                    return try await body()
+                    return try await body(budget)
                 } catch {
                     let failure = PostgresFailure(error)
                     attempt += 1

@@ -34,6 +34,18 @@ public struct ReadRoutingStore: ItemReads {
         self.logger = logger
     }
 
+    /// The deadline this copy's reads run under (`bounded(by:)`).
+    private var budget: Deadline.Budget?
+
+    /// The primary, under this copy's deadline.
+    private var bound: PostgresStore { primary.bounded(by: budget) }
+
+    public func bounded(by budget: Deadline.Budget?) -> ReadRoutingStore {
+        var store = self
+        store.budget = budget
+        return store
+    }
+
     /// The next healthy standby in turn, nil when none is.
     func nextStandby() -> Standby? {
         guard !standbys.isEmpty else { return nil }
@@ -50,12 +62,15 @@ public struct ReadRoutingStore: ItemReads {
     func routedRead<T: Sendable>(
         since: Int64?, version: @escaping @Sendable (T) -> Int64, _ read: @escaping @Sendable (PostgresStore) async throws -> T
     ) async throws -> T {
+        let primary = self.bound
         guard let standby = nextStandby() else {
             routes.count(.primary)
             return try await read(primary)
         }
         do {
-            let answer = try await StandbyTimeout.run(within: standbyTimeout, timers: timers) { try await read(standby.store) }
+            let answer = try await StandbyTimeout.run(within: standbyTimeout, timers: timers) { [budget] in
+                try await read(standby.store.bounded(by: budget))
+            }
             if let since, version(answer) < since {
                 // The standby has not replayed the client's date yet: the primary has.
                 routes.count(.fallback)
@@ -82,7 +97,7 @@ public struct ReadRoutingStore: ItemReads {
     public func delta(spaceID: String, collections: [String], since: Int64?) async throws -> Delta {
         // The counter alone is a live stream's position (protocol §9): notices are the primary's, and a stream must
         // never take a client's date for one the server never reached because a standby lags.
-        if collections.isEmpty { return try await primary.delta(spaceID: spaceID, collections: collections, since: since) }
+        if collections.isEmpty { return try await bound.delta(spaceID: spaceID, collections: collections, since: since) }
         return try await routedRead(since: since, version: { $0.version }) { store in
             try await store.delta(spaceID: spaceID, collections: collections, since: since)
         }
@@ -95,12 +110,12 @@ public struct ReadRoutingStore: ItemReads {
     }
 
     /// A read that names no state to check a standby against: the primary's.
-    public func item(spaceID: String, key: ItemKey) async throws -> StoredItem? { try await primary.item(spaceID: spaceID, key: key) }
-    public func page(spaceID: String, query: PageQuery) async throws -> PageRows? { try await primary.page(spaceID: spaceID, query: query) }
+    public func item(spaceID: String, key: ItemKey) async throws -> StoredItem? { try await bound.item(spaceID: spaceID, key: key) }
+    public func page(spaceID: String, query: PageQuery) async throws -> PageRows? { try await bound.page(spaceID: spaceID, query: query) }
     public func forEachVerifyRow(
         spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void
     ) async throws -> SpaceCounter {
-        try await primary.forEachVerifyRow(spaceID: spaceID, collections: collections, each)
+        try await bound.forEachVerifyRow(spaceID: spaceID, collections: collections, each)
     }
 }
 

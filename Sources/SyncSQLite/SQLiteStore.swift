@@ -16,6 +16,14 @@ public struct SQLiteStore: SyncStore {
     let mediaFolder: String
     /// Told of every change of a space's data once committed (`CommitNotices`), and of revoked tokens.
     let hub: ChangeHub?
+    /// The deadline this copy's writes begin under (`bounded(by:)`): a request's; nil, none.
+    package private(set) var budget: Deadline.Budget?
+
+    public func bounded(by budget: Deadline.Budget?) -> SQLiteStore {
+        var store = self
+        store.budget = budget
+        return store
+    }
 
     /// Opens (creating if needed) the database file at `path`, creating its folder too.
     public init(path: String, hub: ChangeHub? = nil) throws {
@@ -62,10 +70,16 @@ public struct SQLiteStore: SyncStore {
 
     /// A write transaction of the single writer; operational failures become 503 `unavailable`.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        // The budget is read here, on the request's task: the transaction runs on the writer's thread. A write that
-        // waited in the writer's queue past its request's deadline never begins (its answer was 503).
-        let budget = Deadline.budget
-        do { return try await pool.write { db in try Deadline.write(budget) { try body(db) } } } catch { throw Self.mapped(error) }
+        // A write that waited in the writer's queue past its request's deadline never begins (its answer was 503).
+        let budget = self.budget
+        do {
+            return try await pool.write { db in
+                try budget?.beginWrite()
+                return try body(db)
+            }
+        } catch {
+            throw Self.mapped(error)
+        }
     }
 
     /// A read from the pinned snapshot, else its own WAL snapshot (in place on a free inline reader, else through the

@@ -11,7 +11,7 @@ struct DeadlineTests {
     func timeout() async throws {
         let finished = AsyncStream<Bool>.makeStream()
         await #expect(throws: SyncError.self) {
-            try await Deadline.run(within: .milliseconds(50), timers: testTimers) {
+            try await Deadline.run(within: .milliseconds(50), timers: testTimers) { _ in
                 try? await Task.sleep(for: .seconds(30))
                 finished.continuation.yield(Task.isCancelled)
                 return 1
@@ -28,7 +28,7 @@ struct DeadlineTests {
         for _ in 0..<50 {
             let caller = Task {
                 withUnsafeCurrentTask { $0?.cancel() }
-                return try await Deadline.run(within: .seconds(30), timers: testTimers) {
+                return try await Deadline.run(within: .seconds(30), timers: testTimers) { _ in
                     started.value.add(1, ordering: .relaxed)
                     return 1
                 }
@@ -45,8 +45,8 @@ struct DeadlineTests {
         let start = ContinuousClock.now
         // The limit leaves the work's task time to start on a loaded machine (2 s was once not enough under the full
         // suite on 2 cores); the write then outlives it.
-        let answer = try await Deadline.run(within: .seconds(5), grace: .seconds(30), timers: testTimers) {
-            try Deadline.beginWrite()
+        let answer = try await Deadline.run(within: .seconds(5), grace: .seconds(30), timers: testTimers) { budget in
+            try budget.beginWrite()
             try await Task.sleep(for: .milliseconds(5500))
             return "committed"
         }
@@ -62,7 +62,7 @@ struct DeadlineTests {
         for _ in 0..<100 {
             let probe = HeldByTimer()
             held = probe
-            #expect(try await Deadline.run(within: .seconds(60), timers: testTimers, onTimeout: probe.error) { 42 } == 42)
+            #expect(try await Deadline.run(within: .seconds(60), timers: testTimers, onTimeout: probe.error) { _ in 42 } == 42)
         }
         let start = ContinuousClock.now
         while held != nil, ContinuousClock.now - start < .seconds(5) { try await Task.sleep(for: .milliseconds(10)) }
@@ -83,12 +83,12 @@ struct DeadlineTests {
     func lateWriteRefused() async throws {
         let began = AsyncStream<Bool>.makeStream()
         await #expect(throws: SyncError.self) {
-            try await Deadline.run(within: .milliseconds(50), timers: testTimers) {
+            try await Deadline.run(within: .milliseconds(50), timers: testTimers) { budget in
                 // A pool wait that outlives the deadline: it ends when the deadline's timer, having answered the
                 // caller, cancels the work (however late a loaded machine runs that timer); then the write.
                 await Self.untilCancelled()
                 do {
-                    try Deadline.beginWrite()
+                    try budget.beginWrite()
                     began.continuation.yield(true)
                 } catch {
                     began.continuation.yield(false)
@@ -100,18 +100,35 @@ struct DeadlineTests {
         #expect(await iterator.next() == false)
     }
 
-    @Test("nested deadlines run their work inline, in the outer deadline's task")
+    @Test("work that holds a deadline's budget runs inline under it, not under a limit and a task of its own")
     func nested() async throws {
-        #expect(!Deadline.isBounded)
-        let inner = try await Deadline.run(within: .seconds(5), timers: testTimers) {
-            #expect(Deadline.isBounded)
-            return try await Deadline.run(within: .milliseconds(1), timers: testTimers) {
+        let (inner, outer) = try await Deadline.run(within: .seconds(5), timers: testTimers) { outer in
+            let inner = try await Deadline.run(within: .milliseconds(1), timers: testTimers, holding: outer) { budget in
                 // Inline: the outer limit bounds it, not this one.
                 try await Task.sleep(for: .milliseconds(50))
-                return Deadline.isBounded
+                return budget
             }
+            return (inner, outer)
         }
-        #expect(inner)
+        #expect(inner === outer)
+    }
+
+    @Test("work that outlives its deadline's work (a streamed answer's) holding its budget gets a deadline of its own")
+    func heldPastItsWork() async throws {
+        let past = try await Deadline.run(within: .seconds(5), timers: testTimers) { budget in budget }
+        #expect(!past.isRunning)
+        let own = try await Deadline.run(within: .seconds(5), timers: testTimers, holding: past) { budget in budget }
+        #expect(own !== past)
+    }
+
+    @Test("a write begins under the budget it is handed: once that deadline has passed it is refused, whoever calls")
+    func boundWriteRefused() async throws {
+        let budget = Deadline.Budget()
+        let first = try budget.beginWrite()
+        budget.endWrite(first)
+        // Its time is up (the request was answered 503): a store bound to it begins no write from now on.
+        _ = budget.expire()
+        #expect(throws: SyncError.self) { try budget.beginWrite() }
     }
 }
 

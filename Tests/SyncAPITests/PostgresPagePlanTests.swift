@@ -17,7 +17,7 @@ struct PostgresPagePlanTests {
     static func seed(_ store: PostgresStore) async throws -> (String, String) {
         let small = try await ConcurrencyTests.newFamily(store).spaceID
         let large = try await ConcurrencyTests.newFamily(store).spaceID
-        try await store.transaction { conn in
+        try await store.transaction(under: Deadline.Budget()) { conn in
             // The rows are the test's own: the usage counters' trigger (one update of the family per row) is off.
             try await conn.query("SET LOCAL session_replication_role = replica", logger: store.logger)
             for (family, count) in [(small, 50), (large, 20_000)] {
@@ -31,7 +31,7 @@ struct PostgresPagePlanTests {
                 try await conn.query("UPDATE families SET version = \(Int64(count)) WHERE id = \(family)", logger: store.logger)
             }
         }
-        try await store.transaction { conn in _ = try await conn.query("ANALYZE items", logger: store.logger) }
+        try await store.transaction(under: Deadline.Budget()) { conn in _ = try await conn.query("ANALYZE items", logger: store.logger) }
         return (small, large)
     }
 

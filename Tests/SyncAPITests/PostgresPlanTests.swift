@@ -21,7 +21,7 @@ struct PostgresPlanTests {
             let large = try await ConcurrencyTests.newFamily(store).spaceID
             // The large family holds 12,000 of the table's 12,300 top-level rows: by its statistics, a plan made for its
             // value would rather scan the table; the generic plan must not.
-            try await store.transaction { conn in
+            try await store.transaction(under: Deadline.Budget()) { conn in
                 // The rows are the test's own: the usage counters' trigger (one update of the family per row) is off.
                 try await conn.query("SET LOCAL session_replication_role = replica", logger: store.logger)
                 for (family, count) in [(small, 100), (large, 4_000)] {
@@ -42,7 +42,7 @@ struct PostgresPlanTests {
                     FROM generate_series(1, 100) AS t, generate_series(1, 400) AS g
                     """, logger: store.logger)
             }
-            try await store.transaction { conn in _ = try await conn.query("ANALYZE items", logger: store.logger) }
+            try await store.transaction(under: Deadline.Budget()) { conn in _ = try await conn.query("ANALYZE items", logger: store.logger) }
 
             try await store.withReadSnapshot { pinned in
                 let pinned = try #require(pinned as? PostgresSnapshot).store
@@ -118,7 +118,7 @@ struct PostgresPlanTests {
                         "EXECUTE \(PreparedStatements.CollectionDelta.name)('\(family)', 'contacts', 1, true)", conn, pinned.logger)
                     // The table grows on other connections (50,000 rows of another family), and is analysed, as
                     // autovacuum would.
-                    try await store.transaction { writer in
+                    try await store.transaction(under: Deadline.Budget()) { writer in
                         try await writer.query("SET LOCAL session_replication_role = replica", logger: store.logger)
                         try await writer.query(
                             """
@@ -126,7 +126,7 @@ struct PostgresPlanTests {
                             SELECT \(other), 'contacts', '', 'i' || g, g, false, '{}', 0, g FROM generate_series(1, 50000) AS g
                             """, logger: store.logger)
                     }
-                    try await store.transaction { _ = try await $0.query("ANALYZE items", logger: store.logger) }
+                    try await store.transaction(under: Deadline.Budget()) { _ = try await $0.query("ANALYZE items", logger: store.logger) }
                     for _ in 0..<8 { _ = try await pinned.readDelta(spaceID: family, collections: ["contacts"], since: 1) }
                     let after = try await Self.plan(
                         "EXECUTE \(PreparedStatements.CollectionDelta.name)('\(family)', 'contacts', 1, true)", conn, pinned.logger)

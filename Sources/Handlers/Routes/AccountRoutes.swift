@@ -29,7 +29,7 @@ struct AccountRoutes {
             [
                 .post: { request, context in
                     try signups.admit(clientAddress.address(request, context))
-                    let grant = try await accounts.signup(try await HTTPBodies.json(request, limit: bodyMaxBytes))
+                    let grant = try await accounts.bounded(by: context.budget).signup(try await HTTPBodies.json(request, limit: bodyMaxBytes))
                     return HTTPBodies.response(.created, json: grant.json)
                 }
             ])
@@ -39,7 +39,8 @@ struct AccountRoutes {
                 .post: { request, context in
                     let client = clientAddress.address(request, context)
                     try logins.admit(client)
-                    let grant = try await accounts.login(try await HTTPBodies.json(request, limit: bodyMaxBytes), client: client)
+                    let grant = try await accounts.bounded(by: context.budget).login(
+                        try await HTTPBodies.json(request, limit: bodyMaxBytes), client: client)
                     return HTTPBodies.response(.ok, json: grant.json)
                 }
             ])
@@ -51,7 +52,7 @@ struct AccountRoutes {
                     let client = clientAddress.address(request, context)
                     try logins.admit(client)
                     let body = try await HTTPBodies.json(request, limit: Self.tokenBodyMaxBytes)
-                    return HTTPBodies.response(.ok, json: try await accounts.exchange(body, client: client).json)
+                    return HTTPBodies.response(.ok, json: try await accounts.bounded(by: context.budget).exchange(body, client: client).json)
                 }
             ])
     }
@@ -62,7 +63,9 @@ struct AccountRoutes {
             "logout",
             [
                 .post: { request, context in
-                    if let token = AuthMiddleware.bearerToken(request) { try await accounts.logout(try context.requireSession(), token: token) }
+                    if let token = AuthMiddleware.bearerToken(request) {
+                        try await accounts.bounded(by: context.budget).logout(try context.requireSession(), token: token)
+                    }
                     return Response(status: .noContent)
                 }
             ])
@@ -73,7 +76,7 @@ struct AccountRoutes {
                     guard let token = AuthMiddleware.bearerToken(request) else { throw SyncError.unauthorized }
                     let client = clientAddress.address(request, context)
                     try logins.admit(client)
-                    try await accounts.changePassword(
+                    try await accounts.bounded(by: context.budget).changePassword(
                         try context.requireSession(), currentTokenHash: BearerToken.storageHash(token), client: client,
                         try await HTTPBodies.json(request, limit: bodyMaxBytes))
                     return Response(status: .noContent)
@@ -84,19 +87,20 @@ struct AccountRoutes {
             [
                 .post: { request, context in
                     try signups.admit(clientAddress.address(request, context))
-                    let profile = try await accounts.addAccount(
+                    let profile = try await accounts.bounded(by: context.budget).addAccount(
                         try context.requireSession(), try await HTTPBodies.json(request, limit: bodyMaxBytes))
                     return HTTPBodies.response(.created, json: profile)
                 },
                 .get: { _, context in
-                    HTTPBodies.response(json: try await accounts.listAccounts(try context.requireSession()))
+                    HTTPBodies.response(json: try await accounts.bounded(by: context.budget).listAccounts(try context.requireSession()))
                 },
             ])
         group.resource(
             "accounts/:id",
             [
                 .delete: { _, context in
-                    try await accounts.deleteAccount(try context.requirePrincipal(), in: context.session, accountID: context.pathID("id") ?? "")
+                    try await accounts.bounded(by: context.budget).deleteAccount(
+                        try context.requirePrincipal(), in: context.session, accountID: context.pathID("id") ?? "")
                     return Response(status: .noContent)
                 }
             ])

@@ -42,7 +42,8 @@ struct GroupRoutes {
                 .post: { request, context in
                     let subRequests = try Self.parse(try await HTTPBodies.json(request, limit: bodyMaxBytes), maxRequests: maxRequests)
                     let authorization = request.headers[.authorization]
-                    let stream = try await engine.group(subRequests.map(\.call), try context.requireSession(), limit: answerLimit) { stream in
+                    let stream = try await context.engine(engine).group(subRequests.map(\.call), try context.requireSession(), limit: answerLimit) {
+                        stream in
                         RoutedGroupWriter(
                             routes: self, subRequests: subRequests, authorization: authorization, context: context, sink: GroupSink(stream: stream))
                     }

@@ -32,26 +32,26 @@ struct ItemRoutes {
         [
             .put: { request, context in
                 let body = try await HTTPBodies.json(request, limit: bodyMaxBytes)
-                let answer = try await engine.put(
+                let answer = try await context.engine(engine).put(
                     try context.requireSession(), try Self.address(collection, context), body: body,
                     preconditions: Self.preconditions(request))
                 return HTTPBodies.response(json: answer.body, etag: answer.etag)
             },
             .patch: { request, context in
                 let patch = try await Self.mergePatch(request, limit: bodyMaxBytes)
-                let answer = try await engine.patch(
+                let answer = try await context.engine(engine).patch(
                     try context.requireSession(), try Self.address(collection, context), patch: patch,
                     preconditions: Self.preconditions(request))
                 return HTTPBodies.response(json: answer.body, etag: answer.etag)
             },
             .get: { request, context in
-                let answer = try await engine.reading(context.reads).get(
+                let answer = try await context.engine(engine).get(
                     try context.requireSession(), try Self.address(collection, context), ifNoneMatch: request.headers[.ifNoneMatch])
                 if answer.notModified { return HTTPBodies.notModified(etag: answer.etag) }
                 return HTTPBodies.response(json: answer.body, etag: answer.etag)
             },
             .delete: { request, context in
-                try await engine.delete(
+                try await context.engine(engine).delete(
                     try context.requireSession(), try Self.address(collection, context), preconditions: Self.preconditions(request))
                 return Response(status: .noContent)
             },
@@ -68,18 +68,20 @@ struct ItemRoutes {
                 .put: { request, context in
                     let session = try context.requireSession()
                     let body = try await HTTPBodies.json(request, limit: bodyMaxBytes)
-                    let answer = try await engine.put(session, address(session), body: body, preconditions: Self.preconditions(request))
+                    let answer = try await context.engine(engine).put(
+                        session, address(session), body: body, preconditions: Self.preconditions(request))
                     return HTTPBodies.response(json: answer.body, etag: answer.etag)
                 },
                 .patch: { request, context in
                     let session = try context.requireSession()
                     let patch = try await Self.mergePatch(request, limit: bodyMaxBytes)
-                    let answer = try await engine.patch(session, address(session), patch: patch, preconditions: Self.preconditions(request))
+                    let answer = try await context.engine(engine).patch(
+                        session, address(session), patch: patch, preconditions: Self.preconditions(request))
                     return HTTPBodies.response(json: answer.body, etag: answer.etag)
                 },
                 .get: { request, context in
                     let session = try context.requireSession()
-                    let answer = try await engine.reading(context.reads).get(session, address(session), ifNoneMatch: request.headers[.ifNoneMatch])
+                    let answer = try await context.engine(engine).get(session, address(session), ifNoneMatch: request.headers[.ifNoneMatch])
                     if answer.notModified { return HTTPBodies.notModified(etag: answer.etag) }
                     return HTTPBodies.response(json: answer.body, etag: answer.etag)
                 },

@@ -13,7 +13,7 @@ struct MediaRoutes {
             "media",
             [
                 .post: { request, context in
-                    let uploaded = try await media.upload(
+                    let uploaded = try await media.bounded(by: context.budget).upload(
                         try context.requireSession(), contentType: request.headers[.contentType],
                         declaredLength: request.headers[.contentLength].flatMap(Int64.init), body: request.body)
                     // 201 for a repeat of bytes the family has too (protocol §10): the same URL, stored once.
@@ -27,7 +27,7 @@ struct MediaRoutes {
             [
                 .get: { request, context in
                     let session = try context.requireSession()
-                    let info = try await media.info(session, sha256: context.parameters.get("sha256") ?? "")
+                    let info = try await media.bounded(by: context.budget).info(session, sha256: context.parameters.get("sha256") ?? "")
                     var headers: HTTPFields = [
                         .eTag: "\"\(info.sha256)\"", .cacheControl: "private, max-age=31536000, immutable", .acceptRanges: "bytes",
                         // The type was checked against the bytes' signature; browsers must not guess another.
@@ -61,7 +61,7 @@ struct MediaRoutes {
                     let eventLoop = context.socketEventLoop
                     let body = ResponseBody(contentLength: Int(range.count)) { writer in
                         var pacer = WritePacer(eventLoop: eventLoop)
-                        try await media.read(session, info, range: range) { piece in
+                        try await media.bounded(by: context.budget).read(session, info, range: range) { piece in
                             try await writer.write(piece)
                             try await pacer.wrote(piece.readableBytes)
                         }

@@ -24,10 +24,11 @@ struct SpaceRoutes {
         group.resource(
             "spaces",
             [
-                .get: { _, context in HTTPBodies.response(json: try await spaces.list(try context.requirePrincipal())) },
+                .get: { _, context in HTTPBodies.response(json: try await spaces.bounded(by: context.budget).list(try context.requirePrincipal())) },
                 .post: { request, context in
                     let body = try await HTTPBodies.json(request, limit: bodyMaxBytes)
-                    return HTTPBodies.response(.created, json: try await spaces.create(try context.requirePrincipal(), body))
+                    return HTTPBodies.response(
+                        .created, json: try await spaces.bounded(by: context.budget).create(try context.requirePrincipal(), body))
                 },
             ])
         group.resource(
@@ -37,7 +38,8 @@ struct SpaceRoutes {
                     let client = clientAddress.address(request, context)
                     try accepts.admit(client)
                     let body = try await HTTPBodies.json(request, limit: bodyMaxBytes)
-                    return HTTPBodies.response(json: try await spaces.accept(try context.requirePrincipal(), body, client: client))
+                    return HTTPBodies.response(
+                        json: try await spaces.bounded(by: context.budget).accept(try context.requirePrincipal(), body, client: client))
                 }
             ])
     }
@@ -51,27 +53,33 @@ struct SpaceRoutes {
             [
                 .put: { request, context in
                     let body = try await HTTPBodies.json(request, limit: bodyMaxBytes)
-                    return HTTPBodies.response(json: try await spaces.rename(try context.requireSession(), body))
+                    return HTTPBodies.response(json: try await spaces.bounded(by: context.budget).rename(try context.requireSession(), body))
                 }
             ])
         space.resource(
             "invitations",
             [
-                .get: { _, context in HTTPBodies.response(json: try await spaces.invitations(try context.requireSession())) },
+                .get: { _, context in
+                    HTTPBodies.response(json: try await spaces.bounded(by: context.budget).invitations(try context.requireSession()))
+                },
                 .post: { request, context in
                     let body = try await HTTPBodies.json(request, limit: bodyMaxBytes)
-                    return HTTPBodies.response(.created, json: try await spaces.invite(try context.requireSession(), body))
+                    return HTTPBodies.response(
+                        .created, json: try await spaces.bounded(by: context.budget).invite(try context.requireSession(), body))
                 },
             ])
         space.resource(
             "invitations/:invitationId",
             [
                 .delete: { _, context in
-                    try await spaces.revokeInvitation(try context.requireSession(), id: context.pathID("invitationId") ?? "")
+                    try await spaces.bounded(by: context.budget).revokeInvitation(
+                        try context.requireSession(), id: context.pathID("invitationId") ?? "")
                     return Response(status: .noContent)
                 }
             ])
-        let list: Handler = { _, context in HTTPBodies.response(json: try await spaces.members(try context.requireSession())) }
+        let list: Handler = { _, context in
+            HTTPBodies.response(json: try await spaces.bounded(by: context.budget).members(try context.requireSession()))
+        }
         // A model whose collection or sync endpoint is named `memberships` keeps that path (its routes would clash).
         if !spaces.modelTakes("memberships") {
             space.resource("memberships", [.get: list])
@@ -91,10 +99,11 @@ struct SpaceRoutes {
         let role: Handler = { request, context in
             let session = try context.requireSession()
             let body = try await HTTPBodies.json(request, limit: bodyMaxBytes)
-            return HTTPBodies.response(json: try await spaces.setRole(session, accountID: context.pathID(parameter) ?? "", body))
+            return HTTPBodies.response(
+                json: try await spaces.bounded(by: context.budget).setRole(session, accountID: context.pathID(parameter) ?? "", body))
         }
         let remove: Handler = { _, context in
-            try await spaces.remove(try context.requireSession(), accountID: context.pathID(parameter) ?? "")
+            try await spaces.bounded(by: context.budget).remove(try context.requireSession(), accountID: context.pathID(parameter) ?? "")
             return Response(status: .noContent)
         }
         let all: [HTTPRequest.Method: Handler] = [.put: role, .patch: role, .delete: remove]

@@ -17,7 +17,7 @@ struct SyncRoutes {
                     [
                         .get: { request, context in
                             let query = try SyncQuery(request, allowed: ["date"])
-                            let answer = try await engine.reading(context.reads).fullListSync(
+                            let answer = try await context.engine(engine).fullListSync(
                                 try context.requireSession(), collection, date: query.values["date"],
                                 ifNoneMatch: request.headers[.ifNoneMatch])
                             return Self.response(answer, to: request)
@@ -33,7 +33,7 @@ struct SyncRoutes {
                             .get: { request, context in
                                 let query = try SyncQuery(request, allowed: Set(["date", "lastId", "nb", childLimit, filter].compactMap { $0 }))
                                 let parameters = try query.pageParameters(collection, childLimit: childLimit, filter: filter)
-                                let answer = try await engine.reading(context.reads).pagedSync(
+                                let answer = try await context.engine(engine).pagedSync(
                                     try context.requireSession(), collection, parameters, ifNoneMatch: request.headers[.ifNoneMatch])
                                 return Self.response(answer, to: request)
                             }
@@ -45,7 +45,7 @@ struct SyncRoutes {
                         .get: { request, context in
                             let query = try SyncQuery(request, allowed: Set(["lastId", "nb", childLimit, filter].compactMap { $0 }))
                             let parameters = try query.pageParameters(collection, childLimit: childLimit, filter: filter)
-                            let body = try await engine.reading(context.reads).page(
+                            let body = try await context.engine(engine).page(
                                 try context.requireSession(), collection, parentID: nil, parameters)
                             return HTTPBodies.response(json: body)
                         }
@@ -57,7 +57,7 @@ struct SyncRoutes {
                         .get: { request, context in
                             let query = try SyncQuery(request, allowed: ["lastId", "nb"])
                             let parameters = try query.pageParameters(collection, childLimit: nil, filter: nil)
-                            let body = try await engine.reading(context.reads).page(
+                            let body = try await context.engine(engine).page(
                                 try context.requireSession(), collection, parentID: context.pathID("id"), parameters)
                             return HTTPBodies.response(json: body)
                         }
@@ -73,7 +73,7 @@ struct SyncRoutes {
                 [
                     .get: { request, context in
                         let query = try SyncQuery(request, allowed: ["date"])
-                        let answer = try await engine.reading(context.reads).bundleSync(
+                        let answer = try await context.engine(engine).bundleSync(
                             try context.requireSession(), endpoint: endpoint, date: query.values["date"],
                             ifNoneMatch: request.headers[.ifNoneMatch])
                         return Self.response(answer, to: request)
@@ -103,7 +103,7 @@ struct SyncRoutes {
                     for (spec, filter) in filters {
                         parameters.filters[spec.name] = try query.pageParameters(spec, childLimit: nil, filter: filter).types
                     }
-                    return HTTPBodies.response(json: try await engine.reading(context.reads).verify(try context.requireSession(), parameters))
+                    return HTTPBodies.response(json: try await context.engine(engine).verify(try context.requireSession(), parameters))
                 }
             ])
     }

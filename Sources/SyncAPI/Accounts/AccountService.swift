@@ -49,7 +49,7 @@ public struct AccountService: Sendable {
         String(Hex.lowercase(SHA256.hash(data: Data(username.lowercased().utf8))).prefix(12))
     }
 
-    let store: any AccountStore & SpaceStore
+    private(set) var store: any AccountStore & SpaceStore
     let hasher: any PasswordHasher
     public let settings: Settings
     let now: @Sendable () -> Int64
@@ -68,6 +68,13 @@ public struct AccountService: Sendable {
     let collections: CollectionRegistry
     /// The identity providers `POST /token` trusts (nil: none, and every exchange is refused).
     let identity: IdentityVerifier?
+
+    /// The same service, its store calls under `budget` (a request's deadline).
+    public func bounded(by budget: Deadline.Budget?) -> AccountService {
+        var service = self
+        service.store = store.bounded(by: budget)
+        return service
+    }
 
     public init(
         store: any AccountStore & SpaceStore, hasher: any PasswordHasher, settings: Settings = Settings(), sessions: SessionCache? = nil,

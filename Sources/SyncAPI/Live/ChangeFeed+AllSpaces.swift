@@ -14,8 +14,10 @@ extension ChangeFeed {
         let state = AllSpacesState(engine: engine, accounts: accounts, token: token, accountKey: accountKey)
         let start: AllSpacesState.Start
         do {
-            start = try await Deadline.run(within: settings.startLimit, timers: timers) {
-                guard let start = try await state.read(slot: slot, known: AllSpacesState.Start(), readAll: true) else { throw SyncError.unauthorized }
+            start = try await Deadline.run(within: settings.startLimit, timers: timers) { budget in
+                guard let start = try await state.bounded(by: budget).read(slot: slot, known: AllSpacesState.Start(), readAll: true) else {
+                    throw SyncError.unauthorized
+                }
                 return start
             }
         } catch {
@@ -93,6 +95,11 @@ struct AllSpacesState: Sendable {
     let accounts: AccountService
     let token: String
     let accountKey: String
+
+    /// The same state, its reads under `budget` (the stream's start).
+    func bounded(by budget: Deadline.Budget?) -> AllSpacesState {
+        AllSpacesState(engine: engine.bounded(by: budget), accounts: accounts.bounded(by: budget), token: token, accountKey: accountKey)
+    }
 
     /// The account's spaces as last read, the counter value each was last announced at, the hub generations the
     /// stream waits past, and the spaces whose date moved since the last events (to send).

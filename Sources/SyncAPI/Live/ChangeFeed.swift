@@ -74,11 +74,11 @@ public struct ChangeFeed: Sendable {
             // Checked before answering, so that an unreachable database is a 503, not a dead stream; bounded like any
             // request (the stream itself is exempt from the request time limit, its start is not).
             let (engine, accounts) = (engine, accounts)
-            start = try await Deadline.run(within: settings.startLimit, timers: timers) {
-                guard try await Self.stillMember(accounts, token: token, session) else { throw SyncError.unauthorized }
+            start = try await Deadline.run(within: settings.startLimit, timers: timers) { budget in
+                guard try await Self.stillMember(accounts.bounded(by: budget), token: token, session) else { throw SyncError.unauthorized }
                 // The hub's counter, once it follows the space and its listener is live: no read per stream opened.
                 let heard = hub.flatMap { hub in hub.sessions.isLive ? hub.latest(family: family) : nil }
-                return try await engine.changesSince(date, session, heard: heard)
+                return try await engine.bounded(by: budget).changesSince(date, session, heard: heard)
             }
         } catch {
             slot.release()

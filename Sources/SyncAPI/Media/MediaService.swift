@@ -7,12 +7,19 @@ import NIOCore
 /// arrives; the declared type must match the bytes' signature; the name is the SHA-256 of the bytes, so the same
 /// bytes uploaded twice are the same URL, stored once per family.
 public struct MediaService: Sendable {
-    public let store: any MediaStore
+    public private(set) var store: any MediaStore
     public let maxBytes: Int64
     /// Bytes of media a family may store (403 `quota_exceeded` past it).
     public let familyQuota: Int64
     /// The wall clock in milliseconds an upload is stamped with (the purge's retention counts from it).
     public let clock: @Sendable () -> Int64
+
+    /// The same service, its store calls under `budget` (a request's deadline).
+    public func bounded(by budget: Deadline.Budget?) -> MediaService {
+        var service = self
+        service.store = store.bounded(by: budget)
+        return service
+    }
 
     public init(
         store: any MediaStore, maxBytes: Int64, familyQuota: Int64 = FamilyQuotas().mediaBytes,

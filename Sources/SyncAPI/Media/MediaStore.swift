@@ -4,7 +4,7 @@ import NIOCore
 /// Where a family's media bytes live (protocol §10): files under the data folder on the embedded default, chunks
 /// inside PostgreSQL with that backend (so every instance serves every file). Uploads stream in and reads stream
 /// out in pieces: no medium is ever held whole in memory.
-public protocol MediaStore: Sendable {
+public protocol MediaStore: DeadlineBound {
     /// Starts an upload for `spaceID`; its bytes are written as they arrive and become visible only at `commit`.
     func beginUpload(spaceID: String) async throws -> any MediaUpload
     /// The stored medium named `sha256` in the family, nil when the family has none by that name.

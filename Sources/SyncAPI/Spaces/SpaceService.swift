@@ -2,14 +2,22 @@
 /// `/invitations/accept`. Every change of a membership revokes the cached sessions it affects on this instance before
 /// it answers (the store's notice reaches the others), so it applies to the caller's next call.
 public struct SpaceService: Sendable {
-    let store: any SpaceStore
-    let accounts: AccountService
+    private(set) var store: any SpaceStore
+    private(set) var accounts: AccountService
     let collections: CollectionRegistry
     public let limits: SpaceLimits
     /// An invitation's default and longest life (protocol §15: 7 and 30 days), and its most uses.
     static let defaultExpiry: Int64 = 7 * 86_400
     static let longestExpiry: Int64 = 30 * 86_400
     static let mostUses = 100
+
+    /// The same service, its store calls under `budget` (a request's deadline).
+    public func bounded(by budget: Deadline.Budget?) -> SpaceService {
+        var service = self
+        service.store = store.bounded(by: budget)
+        service.accounts = accounts.bounded(by: budget)
+        return service
+    }
 
     public init(store: any SpaceStore, accounts: AccountService, collections: CollectionRegistry, limits: SpaceLimits = SpaceLimits()) {
         self.store = store

@@ -8,22 +8,26 @@ import Synchronization
 /// transaction ends by its own `COMMIT` or `ROLLBACK` and the answer says which (protocol §8: bounded, and nothing
 /// acknowledged is lost). A caller that is cancelled stops waiting at once.
 ///
-/// One deadline per request is enough: work that runs under a deadline already (a store call inside a request) runs
-/// inline, without a task and a timer of its own (a task per store call is a measurable cost on the hot path).
+/// One deadline per request is enough: work that holds the budget of a deadline already (a store call inside a
+/// request, through a store `bounded(by:)` it) runs inline, without a task and a timer of its own (a task per store
+/// call is a measurable cost on the hot path). The budget is a value passed down (the request's context, the services
+/// and stores bound to it), never a task-local: what decides a write's fate is in the arguments of the calls that
+/// lead to it.
 public enum Deadline {
-    /// True inside work that a deadline bounds.
-    @TaskLocal public static var isBounded = false
-    /// The budget of the work that runs under a deadline: writes ask it before they begin.
-    @TaskLocal package static var budget: Budget?
 
     /// `grace`: how long past `limit` the answer waits for work that began a write (default: a fifth of the limit,
     /// at most a second).
+    ///
+    /// `holding`: the budget of a deadline the caller runs under already; the work then runs inline with it, if that
+    /// deadline's work is still running. Work that outlives it (a streamed answer written after its request's handler
+    /// returned, which a context or a bound store may still carry the budget into) gets a deadline of its own.
     public static func run<T: Sendable>(
         within limit: Duration, grace: Duration? = nil, timers: TimerWheel,
         onTimeout: @autoclosure @escaping @Sendable () -> any Error = SyncError.unavailable,
-        _ work: @escaping @Sendable () async throws -> T
+        holding held: Budget? = nil,
+        _ work: @escaping @Sendable (Budget) async throws -> T
     ) async throws -> T {
-        if isBounded { return try await work() }
+        if let held, held.isRunning { return try await work(held) }
         let outcome = Outcome<T>()
         let budget = Budget()
         let running = Mutex<Task<Void, Never>?>(nil)
@@ -36,10 +40,11 @@ public enum Deadline {
                 let task = Task {
                     let result: Result<T, any Error>
                     do {
-                        result = .success(try await $isBounded.withValue(true) { try await $budget.withValue(budget) { try await work() } })
+                        result = .success(try await work(budget))
                     } catch {
                         result = .failure(error)
                     }
+                    budget.close()
                     outcome.finish(result)
                     // The timer goes with the work: left armed, every finished request would hold its closure (and grow
                     // the event loop's timer heap) for the whole limit.
@@ -61,27 +66,6 @@ public enum Deadline {
             outcome.finish(.failure(CancellationError()))
             alarm.stop()
         }
-    }
-
-    /// Called before a transaction that writes begins: throws 503 `unavailable` when the deadline of the work it
-    /// belongs to has passed. Once a write began, the caller's answer waits for the work (up to a short grace), and
-    /// past that `onAbandon` runs (PostgreSQL: the connection is closed, so an uncommitted transaction rolls back):
-    /// a write answered 503 cannot land later over a newer one.
-    @discardableResult
-    public static func beginWrite(onAbandon: (@Sendable () -> Void)? = nil) throws -> Int? {
-        try budget?.beginWrite(onAbandon: onAbandon)
-    }
-
-    /// The write that `beginWrite` returned `id` for has ended (committed or rolled back): nothing to abandon any more.
-    public static func endWrite(_ id: Int?) {
-        if let id { budget?.endWrite(id) }
-    }
-
-    /// `beginWrite` for a transaction that runs on a database thread (SQLite): `budget` is the one read on the
-    /// calling task.
-    package static func write<T>(_ budget: Budget?, _ body: () throws -> T) throws -> T {
-        _ = try budget?.beginWrite()
-        return try body()
     }
 
     /// Calls `timedOut` once `limit` has passed if no write began; else waits for the work, up to `grace` more.
@@ -128,12 +112,20 @@ public enum Deadline {
         }
     }
 
-    /// What the work under one deadline has done: whether it began a write, and whether its time is up.
-    package final class Budget: Sendable {
-        private let state = Mutex<(wrote: Bool, expired: Bool, nextID: Int, onAbandon: [Int: @Sendable () -> Void])>(
-            (false, false, 0, [:]))
+    /// What the work under one deadline has done: whether it began a write, and whether its time is up. Writes ask it
+    /// before they begin (`beginWrite`): once a write began, the caller's answer waits for the work (up to a short
+    /// grace), and past that the write's `onAbandon` runs (PostgreSQL: the connection is closed, so an uncommitted
+    /// transaction rolls back): a write answered 503 cannot land later over a newer one.
+    public final class Budget: Sendable {
+        private let state = Mutex<(wrote: Bool, expired: Bool, closed: Bool, nextID: Int, onAbandon: [Int: @Sendable () -> Void])>(
+            (false, false, false, 0, [:]))
 
+        /// A budget of its own, whose time is never up unless `expire` is called (a deadline's, or a test's).
+        package init() {}
+
+        /// Called before a transaction that writes begins: throws 503 `unavailable` when the deadline has passed.
         /// Returns the write's id, for `endWrite`.
+        @discardableResult
         package func beginWrite(onAbandon: (@Sendable () -> Void)? = nil) throws -> Int {
             try state.withLock { state in
                 guard !state.expired else { throw SyncError.unavailable }
@@ -144,6 +136,7 @@ public enum Deadline {
             }
         }
 
+        /// The write `beginWrite` returned `id` for has ended (committed or rolled back): nothing to abandon any more.
         package func endWrite(_ id: Int) {
             _ = state.withLock { $0.onAbandon.removeValue(forKey: id) }
         }
@@ -151,6 +144,14 @@ public enum Deadline {
         /// The caller was answered without the work's result: the writes still running undo themselves.
         package func abandon() {
             for action in state.withLock({ Array($0.onAbandon.values) }) { action() }
+        }
+
+        /// True until the work of its deadline has returned.
+        package var isRunning: Bool { state.withLock { !$0.closed } }
+
+        /// The work of its deadline has returned: whoever still holds the budget calls under a deadline of its own.
+        func close() {
+            state.withLock { $0.closed = true }
         }
 
         /// The time is up: no write begins from now on. True when none began, so the caller may be answered 503:

@@ -39,7 +39,7 @@ public struct StoreRoles: Sendable {
 public typealias EngineStore = ItemStore & SchemaStore
 
 /// The schema, the database's identity and the model it serves.
-public protocol SchemaStore: Sendable {
+public protocol SchemaStore: DeadlineBound {
     /// Creates or upgrades the schema with the first `count` migrations (nil: all); safe to run concurrently from
     /// several instances.
     func migrate(upTo count: Int?) async throws
@@ -67,7 +67,7 @@ public protocol SchemaStore: Sendable {
 }
 
 /// Families, accounts, tokens and the login throttle.
-public protocol AccountStore: Sendable {
+public protocol AccountStore: DeadlineBound {
     /// Creates a family (its change counter, its family-scoped singleton's item when the model has one) and its first
     /// account, its owner; throws `username_taken`.
     func createFamily(id: String, name: String, familyItem: RowWrite?, account: NewAccount, nowMs: Int64) async throws
@@ -124,7 +124,7 @@ public protocol AccountStore: Sendable {
 
 /// Spaces, memberships and invitations (protocol §15). Every change of a membership revokes the cached sessions of
 /// the space and of the account on every instance, and wakes the space's streams, which check their token again.
-public protocol SpaceStore: Sendable {
+public protocol SpaceStore: DeadlineBound {
     /// Creates a space owned by `ownerID`: its counter, its family-scoped singleton's item when the model has one, and
     /// the owner's membership; 403 `quota_exceeded` when the account owns `limits.owned` spaces or belongs to
     /// `limits.memberships` already (counted under the account's lock).
@@ -165,7 +165,7 @@ public protocol SpaceStore: Sendable {
 
 /// The reads of sync answers, which a pinned snapshot answers too (`SnapshotReads`) and a standby may
 /// (`ReadRoutingStore`).
-public protocol ItemReads: Sendable {
+public protocol ItemReads: DeadlineBound {
     /// One item row (live or tombstone) of a family.
     func item(spaceID: String, key: ItemKey) async throws -> StoredItem?
     /// What `/verify` digests (protocol §11) of every live top-level item of `collections`, each collection's sorted by
@@ -202,7 +202,7 @@ public protocol ItemStore: ItemReads {
 }
 
 /// What runs in the background: purges of tombstones, expired tokens and old throttle windows.
-public protocol MaintenanceStore: Sendable {
+public protocol MaintenanceStore: DeadlineBound {
     /// Deletes tombstones last changed before `cutoffMs` and raises each affected family's horizon to the newest
     /// version purged, so that an older date of sync answers `sync: false` (protocol §8). Returns how many went.
     func purgeTombstones(cutoffMs: Int64) async throws -> Int
@@ -240,6 +240,8 @@ package protocol PinnedStoreSnapshot: SnapshotReads {
 }
 
 extension PinnedStoreSnapshot {
+    /// A pinned snapshot reads under the deadline it was opened under (its run of reads), whoever reads it.
+    package func bounded(by budget: Deadline.Budget?) -> Self { self }
     package func item(spaceID: String, key: ItemKey) async throws -> StoredItem? { try await store.item(spaceID: spaceID, key: key) }
     package func forEachVerifyRow(
         spaceID: String, collections: [String], _ each: @escaping @Sendable (VerifyRow) -> Void

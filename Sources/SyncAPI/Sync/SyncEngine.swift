@@ -12,7 +12,7 @@ public enum ReadSource: Sendable {
 /// protocol's delta rules. Handlers call one engine method per endpoint; the engine never sees HTTP.
 public struct SyncEngine: Sendable {
     /// Writes, streamed full lists, the database's identity and live positions: the primary.
-    public let store: any EngineStore
+    public private(set) var store: any EngineStore
     /// Where the reads of sync answers go: the store, or a router that may answer them from a hot standby.
     private(set) var routedReads: any ItemReads
     /// The pinned snapshot a group's run of reads answers from (nil: each read from its own).
@@ -59,6 +59,15 @@ public struct SyncEngine: Sendable {
         self.now = now
         self.streamDeadline = streamStartDeadline
         self.producers = producers
+    }
+
+    /// The same engine, its store calls under `budget` (a request's deadline): its writes ask that budget before they
+    /// begin, and its reads run inline under it. A pinned snapshot reads under the deadline it was opened under.
+    public func bounded(by budget: Deadline.Budget?) -> SyncEngine {
+        var engine = self
+        engine.store = store.bounded(by: budget)
+        engine.routedReads = routedReads.bounded(by: budget)
+        return engine
     }
 
     /// The same engine reading from `source` (nil: as it is).
