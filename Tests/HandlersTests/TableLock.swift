@@ -10,6 +10,8 @@ import TestSupport
 struct TableLock {
     let database: DatabaseURL
     let table: String
+    /// Only its rows, `FOR UPDATE`: writers that lock them wait, plain reads go on.
+    var rowsOnly = false
 
     /// Holds the lock while `body` runs, then commits (the waiting statements go on).
     func holding<T: Sendable>(_ body: () async throws -> T) async throws -> T {
@@ -20,7 +22,8 @@ struct TableLock {
             logger: logger)
         do {
             try await connection.query("BEGIN", logger: logger)
-            try await connection.query(PostgresQuery(unsafeSQL: "LOCK TABLE \(table) IN ACCESS EXCLUSIVE MODE"), logger: logger)
+            let lock = rowsOnly ? "SELECT 1 FROM \(table) FOR UPDATE" : "LOCK TABLE \(table) IN ACCESS EXCLUSIVE MODE"
+            try await connection.query(PostgresQuery(unsafeSQL: lock), logger: logger)
             let value = try await body()
             try await connection.query("COMMIT", logger: logger)
             try await connection.close()
