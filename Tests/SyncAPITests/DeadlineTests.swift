@@ -24,19 +24,31 @@ struct DeadlineTests {
     @Test("a caller cancelled before its deadline begins gets CancellationError, and its work never starts")
     func cancelledBeforeStart() async throws {
         final class Count: Sendable { let value = Atomic(0) }
+        /// Captured by the work alone: freed once nothing holds the work.
+        final class Held: Sendable {}
         let started = Count()
         for _ in 0..<50 {
-            let caller = Task {
-                withUnsafeCurrentTask { $0?.cancel() }
-                return try await Deadline.run(within: .seconds(30), timers: testTimers) { _ in
-                    started.value.add(1, ordering: .relaxed)
-                    return 1
+            weak var held: Held?
+            let caller = {
+                let probe = Held()
+                held = probe
+                return Task {
+                    withUnsafeCurrentTask { $0?.cancel() }
+                    return try await Deadline.run(within: .seconds(30), timers: testTimers) { _ in
+                        // Work that started would hold the probe until it is cancelled, which nothing does here (the
+                        // caller's cancellation came before the deadline had a task to cancel).
+                        _ = probe
+                        started.value.add(1, ordering: .relaxed)
+                        await Self.untilCancelled()
+                        return 1
+                    }
                 }
-            }
+            }()
             await #expect(throws: CancellationError.self) { try await caller.value }
+            // The event, not a wait: once the caller is answered, nothing holds the work, so no task was made to run it
+            // (a started one would hold it, and the probe with it, for good).
+            #expect(held == nil, "the work of a caller cancelled before its deadline began is held by a task")
         }
-        // Work that started would have counted by now: it runs at once, and the caller was answered after.
-        try await Task.sleep(for: .milliseconds(200))
         #expect(started.value.load(ordering: .relaxed) == 0)
     }
 
