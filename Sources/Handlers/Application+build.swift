@@ -148,7 +148,8 @@ public func buildRouter(
         snapshots: SnapshotBudget(
             perAccount: configuration.maxSnapshotAnswersPerAccount, perFamily: configuration.maxSnapshotAnswersPerFamily,
             perInstance: configuration.maxSnapshotAnswersPerInstance, pace: configuration.snapshotAnswerPace, timers: timers),
-        collections: collections, timers: timers, fullLists: FullListCache(capacity: configuration.fullListCacheBytes))
+        collections: collections, timers: timers, fullLists: FullListCache(capacity: configuration.fullListCacheBytes),
+        heard: hub?.counters, readsFromPrimary: readRoutes == nil)
     let streams = LiveStreams(perAccount: configuration.maxStreamsPerAccount, perInstance: configuration.maxStreamsPerInstance)
     let metrics = PrometheusCollectorRegistry()
     let lockedUsernames = metrics.makeCounter(
@@ -176,7 +177,7 @@ public func buildRouter(
     let api = router.group("api/v1")
     OperationsRoutes(
         store: roles.operations, readRoutes: readRoutes, configuration: configuration, metrics: metrics, streams: streams, hub: hub,
-        snapshots: engine.snapshots, fullLists: engine.fullLists,
+        snapshots: engine.snapshots, fullLists: engine.fullLists, heard: engine.heard,
         bodies: bodies
     ).add(to: router, api: api)
     let accountRoutes = AccountRoutes(

@@ -83,11 +83,11 @@ public struct PostgresChangeListener: Service {
                     }
                 }
             } catch let error as WrongDatabase {
-                hub.sessions.setLive(false)
+                hub.setLive(false)
                 logger.critical("the change listener listens on another database", metadata: ["error": "\(error)"])
                 throw error
             } catch {
-                hub.sessions.setLive(false)
+                hub.setLive(false)
                 if Task.isCancelled || Task.isShuttingDownGracefully { return }
                 logger.warning("change listener lost its connection; listening again", metadata: ["error": "\(String(reflecting: error))"])
                 // The families that moved meanwhile wake (when the database answers; else at the next listen).
@@ -121,7 +121,7 @@ public struct PostgresChangeListener: Service {
             // Listening now: revocations reach this instance again (the session cache starts empty), and the families
             // whose counter moved while no one listened wake, with one read for all of them: a stream of another
             // family reads nothing.
-            hub.sessions.setLive(true)
+            hub.setLive(true)
             await catchUp(wakeUnread: true)
             let heard = HeardPings()
             let suspicion = Suspicion()
@@ -163,7 +163,7 @@ public struct PostgresChangeListener: Service {
                 switch action {
                 case .wait(let until), .suspect(let until):
                     if case .suspect = action {
-                        hub.sessions.setLive(false)
+                        hub.setLive(false)
                         suspicion.set(true)
                     }
                     let isHeard = try await heard.wait(for: n, until: until, timers: timers)
@@ -180,12 +180,12 @@ public struct PostgresChangeListener: Service {
                     }
                     action = liveness.connection(answered: answered)
                 case .deaf:
-                    hub.sessions.setLive(false)
+                    hub.setLive(false)
                     throw Deaf()
                 case .nextPing(let at, let clearSuspicion):
                     if clearSuspicion {
                         suspicion.set(false)
-                        hub.sessions.setLive(true)
+                        hub.setLive(true)
                     }
                     n += 1
                     try await timers.sleep(until: at)

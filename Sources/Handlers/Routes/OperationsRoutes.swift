@@ -15,6 +15,8 @@ struct OperationsRoutes {
     let hub: ChangeHub?
     let snapshots: SnapshotBudget
     let fullLists: FullListCache
+    /// Spaces' counters as the hub heard them (nil: no hub).
+    var heard: HeardCounters? = nil
     let bodies: BodyBudget?
 
     func add(to router: Router<AppRequestContext>, api: RouterGroup<AppRequestContext>) {
@@ -33,6 +35,7 @@ struct OperationsRoutes {
             "request_body_bytes", "Bytes of request bodies being read or held (their declared length, else their limit).")
         let keptLists = gauge("full_list_cache_bytes", "Bytes of full-list answers kept by date of sync.")
         let keptHits = gauge("full_list_cache_hits", "Full-list answers given from the cache since start, without reading their rows.")
+        let heardHits = gauge("deltas_from_hub", "Deltas answered since start from the counters the change hub heard, without a read.")
         let readRoutes = self.readRoutes.map { ReadRouteMetrics(counts: $0, registry: metrics) }
         router.resource("health", [.get: { _, _ in HTTPBodies.response(json: #"{"status":"ok"}"#) }])
         let readiness = ReadinessProbe { try await store.ping() }
@@ -56,6 +59,7 @@ struct OperationsRoutes {
                     bodyBytes.set(Double(bodies?.inUse ?? 0))
                     keptLists.set(Double(fullLists.usage.bytes))
                     keptHits.set(Double(fullLists.hits))
+                    heardHits.set(Double(heard?.hits ?? 0))
                     readRoutes?.update()
                     return Response(
                         status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

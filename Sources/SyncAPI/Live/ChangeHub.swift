@@ -49,6 +49,8 @@ public final class ChangeHub: Sendable {
     private let state = Mutex<(families: [String: Family], nextWaiter: Int)>(([:], 0))
     /// Sessions of recent tokens; the hub's revocation notices keep it exact.
     public let sessions: SessionCache
+    /// Each space's counter as last heard, which answers deltas at it with no read; the hub's notices keep it exact.
+    public let counters: HeardCounters
     /// The time limits of the waits.
     let timers: TimerWheel
 
@@ -56,7 +58,15 @@ public final class ChangeHub: Sendable {
     /// PostgreSQL the listener turns them on once it listens. `timers`: the application's wheel.
     public init(revocationsLive: Bool = true, timers: TimerWheel) {
         sessions = SessionCache(live: revocationsLive)
+        counters = HeardCounters(live: revocationsLive)
         self.timers = timers
+    }
+
+    /// Notices flow to this instance (or may be missed from now on): the session cache and the heard counters are
+    /// trusted only while they do, and start empty either way.
+    public func setLive(_ live: Bool) {
+        sessions.setLive(live)
+        counters.setLive(live)
     }
 
     /// A token of the family was revoked (logout, password change): its cached sessions go first, then its streams
@@ -91,6 +101,7 @@ public final class ChangeHub: Sendable {
     /// the counter value the write committed, on `history`: a woken stream then needs no database read to name the
     /// new date.
     public func notify(family: String, version: Int64? = nil, history: String = "") {
+        if let version { counters.heard(space: family, version: version, history: history) }
         let woken: ([Int: Waiter], UInt64) = state.withLock { state in
             guard state.families[family] != nil else { return ([:], 0) }
             state.families[family]!.generation &+= 1
@@ -144,6 +155,7 @@ public final class ChangeHub: Sendable {
 
     /// Wakes every stream (after the listener reconnected: notices may have been missed meanwhile).
     public func notifyAll() {
+        counters.forgetAll()
         let families = state.withLock { Array($0.families.keys) }
         for family in families { notify(family: family) }
     }

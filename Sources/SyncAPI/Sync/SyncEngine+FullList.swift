@@ -33,8 +33,13 @@ extension SyncEngine {
         // A date at position 0 names the state before the family's first write: the whole list answers it exactly,
         // streamed, where a delta would hold every change and tombstone ever made.
         if let since = try await position(date, session, for: [collection.name]), since.version > 0 {
-            let delta = try await reads.delta(
-                spaceID: session.spaceID, collections: [collection.storageName(for: session.accountID)], since: since.version)
+            if let unchanged = unchangedDelta(session, since) {
+                return try await deltaAnswer(session, collection, unchanged, ifNoneMatch: ifNoneMatch)
+            }
+            let delta = try await heardDelta(session) {
+                try await reads.delta(
+                    spaceID: session.spaceID, collections: [collection.storageName(for: session.accountID)], since: since.version)
+            }
             if delta.answers(since), !delta.overflowed {
                 return try await deltaAnswer(session, collection, delta, ifNoneMatch: ifNoneMatch)
             }

@@ -304,6 +304,9 @@ extension SyncEngine {
         _ session: Session, _ address: ItemAddress, nowMs: Int64, plan: @escaping @Sendable (WriteContext) throws -> WritePlan
     ) async throws -> WriteOutcome {
         let (key, quotas) = (address.key, quotas)
+        // Committed or maybe: the space's heard counter goes before the answer, so the writer's next delta on this
+        // instance reads its write rather than waiting for the notice.
+        defer { heard?.moved(space: session.spaceID) }
         return try await store.write(
             spaceID: session.spaceID, key: key, parent: address.touched(session, family: collections.familySingleton), nowMs: nowMs
         ) {

@@ -19,6 +19,11 @@ public struct SyncEngine: Sendable {
     private(set) var snapshot: (any SnapshotReads)?
     /// Where this engine's reads of sync answers go.
     var reads: any ItemReads { snapshot ?? routedReads }
+    /// Whether `routedReads` is the primary (no hot standby may answer them): only its counters may be recorded in
+    /// `heard` (a standby's may be behind commits whose notices came before the listener listened).
+    private(set) var readsFromPrimary: Bool
+    /// Each space's counter as the change hub heard it: a delta at it is answered with no read (nil: every delta reads).
+    public let heard: HeardCounters?
     let identity: DatabaseIDCache
     let now: @Sendable () -> Int64
     /// How long a streamed answer may wait for its database: for its snapshot (a 503 past it), then for each chunk
@@ -40,13 +45,15 @@ public struct SyncEngine: Sendable {
     public let fullLists: FullListCache
 
     /// `reads`: where the reads of sync answers go when they may leave the store (`OpenedStore.reads`); the store
-    /// itself when nil.
+    /// itself when nil. `readsFromPrimary`: whether `reads` only ever reads the primary (default: when it is nil).
     public init(
         store: any EngineStore, reads: (any ItemReads)? = nil, producers: AnswerProducers, now: @escaping @Sendable () -> Int64 = WallClock.nowMs,
         streamStartDeadline: Duration = .seconds(10), quotas: FamilyQuotas = FamilyQuotas(), snapshots: SnapshotBudget = SnapshotBudget(),
         collections: CollectionRegistry, pageBytes: Int = PageQuery.defaultByteBudget, timers: TimerWheel = .shared,
-        fullLists: FullListCache = FullListCache()
+        fullLists: FullListCache = FullListCache(), heard: HeardCounters? = nil, readsFromPrimary: Bool? = nil
     ) {
+        self.heard = heard
+        self.readsFromPrimary = readsFromPrimary ?? (reads == nil)
         self.timers = timers
         self.fullLists = fullLists
         self.store = store
@@ -76,7 +83,9 @@ public struct SyncEngine: Sendable {
         switch source {
         case nil: break
         case .snapshot(let snapshot): engine.snapshot = snapshot
-        case .primary: engine.routedReads = store
+        case .primary:
+            engine.routedReads = store
+            engine.readsFromPrimary = true
         }
         return engine
     }
