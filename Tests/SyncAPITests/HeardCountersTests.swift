@@ -98,10 +98,25 @@ struct HeardCountersTests {
             if case .notModified = notModified.content {} else { Issue.record("If-None-Match at the date: not 304") }
             // A write through the engine: the next delta at the old date reads it, though no notice came.
             _ = try await engine.put(session, ItemAddress(Collections.contacts, id: "c2"), body: ["firstName": "B"], preconditions: .init())
-            let after = try JSONParser.parse(try await engine.fullListSync(session, Collections.contacts, date: date, ifNoneMatch: nil).wholeBody())
+            let readBytes = try await engine.fullListSync(session, Collections.contacts, date: date, ifNoneMatch: nil).wholeBody()
+            let after = try JSONParser.parse(readBytes)
             guard case .array(let updated)? = after["updated"] else { throw SyncError.invalidJSON("\(after)") }
             #expect(updated.map { $0["id"] } == [.string("c2")])
             #expect(after["date"]?.stringValue != date)
+            // The same range again: the read recorded its counter and kept its answer, which answers it (the bytes of
+            // the read), with no read.
+            let kept = engine.fullLists.hits
+            let again = try await engine.fullListSync(session, Collections.contacts, date: date, ifNoneMatch: nil).wholeBody()
+            #expect(engine.fullLists.hits == kept + 1)
+            #expect(again == readBytes)
+            // Another instance writes (no drop here): once its notice is heard, the kept range is not the answer.
+            let other = SyncEngine(store: store, producers: .testing, collections: Collections.registry)
+            _ = try await other.put(session, ItemAddress(Collections.contacts, id: "c3"), body: ["firstName": "C"], preconditions: .init())
+            let counter = try await store.delta(spaceID: session.spaceID, collections: [], since: nil).version
+            heard.heard(space: session.spaceID, version: counter, history: "")
+            let third = try JSONParser.parse(try await engine.fullListSync(session, Collections.contacts, date: date, ifNoneMatch: nil).wholeBody())
+            guard case .array(let changed)? = third["updated"] else { throw SyncError.invalidJSON("\(third)") }
+            #expect(Set(changed.compactMap { $0["id"]?.stringValue }) == ["c2", "c3"])
             // Inside a group's snapshot the map is not asked.
             let hits = heard.hits
             _ = try await store.withReadSnapshot { snapshot in

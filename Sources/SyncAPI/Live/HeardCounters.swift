@@ -92,6 +92,14 @@ public final class HeardCounters: Sendable {
         }
     }
 
+    /// Where `space`'s counter was last heard, while notices flow.
+    public func position(space: String) -> DatePosition? {
+        state.withLock { state in
+            guard state.live, let entry = state.entries[space] else { return nil }
+            return DatePosition(version: entry.version, history: entry.history)
+        }
+    }
+
     /// Deltas answered from the map since start (metrics, tests).
     public var hits: Int { state.withLock { $0.hits } }
 

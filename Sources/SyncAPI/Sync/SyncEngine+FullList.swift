@@ -36,12 +36,15 @@ extension SyncEngine {
             if let unchanged = unchangedDelta(session, since) {
                 return try await deltaAnswer(session, collection, unchanged, ifNoneMatch: ifNoneMatch)
             }
+            if let kept = try await keptDelta(session, collection, since, ifNoneMatch: ifNoneMatch) { return kept }
             let delta = try await heardDelta(session) {
                 try await reads.delta(
                     spaceID: session.spaceID, collections: [collection.storageName(for: session.accountID)], since: since.version)
             }
             if delta.answers(since), !delta.overflowed {
-                return try await deltaAnswer(session, collection, delta, ifNoneMatch: ifNoneMatch)
+                let answer = try await deltaAnswer(session, collection, delta, ifNoneMatch: ifNoneMatch)
+                if readsFromPrimary { keepDelta(answer, session, collection, since) }
+                return answer
             }
         }
         // No date, one that cannot be answered exactly, or one whose changes are more than a delta
