@@ -48,3 +48,62 @@ struct HeardDeltaHTTPTests {
         }
     }
 }
+
+/// A group's run of sync reads answered from what the hub heard: no snapshot, every answer at one counter value, the
+/// bytes the same reads answer one by one.
+@Suite("A group's reads from the hub")
+struct HeardGroupHTTPTests {
+    static let endpoints = ["ctcsync", "evtsync", "familysync"]
+
+    /// The group of the three syncs at `date`, its answers' bodies by endpoint.
+    static func group(_ api: APIClient, at date: String) async throws -> [String: JSONValue] {
+        let requests = endpoints.map { #"{"id":"\#($0)","method":"GET","url":"/api/v1/\#($0)?date=\#(date)"}"# }
+        let answer = try await api.call(.post, "/api/v1/group", body: #"{"requests":["# + requests.joined(separator: ",") + "]}")
+        guard answer.status == .ok, case .array(let responses)? = answer.json?["responses"] else { throw TestFailure(answer.body) }
+        var bodies: [String: JSONValue] = [:]
+        for response in responses {
+            guard response["status"] == .number(200), let id = response["id"]?.stringValue, let body = response["body"] else {
+                throw TestFailure("\(response)")
+            }
+            bodies[id] = body
+        }
+        return bodies
+    }
+
+    /// The three syncs at `date`, one request each.
+    static func alone(_ api: APIClient, at date: String) async throws -> [String: JSONValue] {
+        var bodies: [String: JSONValue] = [:]
+        for endpoint in endpoints { bodies[endpoint] = try #require(try await api.call(.get, "/api/v1/\(endpoint)?date=\(date)").json) }
+        return bodies
+    }
+
+    @Test(
+        "a run of syncs at the heard counter, or over ranges kept, is answered with no read: the bytes of the reads, one date",
+        arguments: Backend.allCases)
+    func groupFromHub(backend: Backend) async throws {
+        try await TestApp.run(backend) { client in
+            let api = try await APIClient.signedUp(client)
+            #expect(try await api.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"A"}"#).status == .ok)
+            #expect(try await api.call(.put, "/api/v1/events/e1", body: #"{"title":"E","start":"2026-11-29T10:00:00Z"}"#).status.code < 300)
+            let date = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
+            // Unchanged: the one-by-one answers (the first reads and records the counter), then the group.
+            let one = try await Self.alone(api, at: date)
+            let hits = try await HeardDeltaHTTPTests.fromHub(client)
+            let grouped = try await Self.group(api, at: date)
+            #expect(try await HeardDeltaHTTPTests.fromHub(client) == hits + 3, "the run was not answered from the hub")
+            #expect(grouped == one)
+            // Changed since the date, by a write through this instance (its entry goes): the run pins a snapshot and
+            // carries the write; then the one-by-one reads keep their ranges, and the group is answered from them.
+            #expect(try await api.call(.put, "/api/v1/contacts/c2", body: #"{"firstName":"B"}"#).status == .ok)
+            let snapshot = try await Self.group(api, at: date)
+            guard case .array(let updated)? = snapshot["ctcsync"]?["updated"] else { throw TestFailure("\(snapshot)") }
+            #expect(updated.map { $0["id"] } == [.string("c2")])
+            let ranges = try await Self.alone(api, at: date)
+            let before = try await HeardDeltaHTTPTests.fromHub(client)
+            let kept = try await Self.group(api, at: date)
+            #expect(try await HeardDeltaHTTPTests.fromHub(client) == before + 3, "the run was not answered from the kept ranges")
+            #expect(kept == ranges)
+            #expect(Set(kept.values.compactMap { $0["date"]?.stringValue }).count == 1, "one date for the run: \(kept)")
+        }
+    }
+}

@@ -100,6 +100,11 @@ public final class HeardCounters: Sendable {
         }
     }
 
+    /// `count` answers were given from the map elsewhere (a group's run of reads).
+    public func counted(_ count: Int) {
+        state.withLock { $0.hits += count }
+    }
+
     /// Deltas answered from the map since start (metrics, tests).
     public var hits: Int { state.withLock { $0.hits } }
 

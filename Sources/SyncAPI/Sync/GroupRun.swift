@@ -74,7 +74,10 @@ extension SyncEngine {
                 // primary's snapshot already; a single read: the primary, never a standby).
                 var wrote = false
                 for run in Self.groupRuns(calls) {
-                    if run.count > 1 {
+                    if run.count > 1, !wrote, let answers = try await engine.heardRun(calls[run], session) {
+                        // Every read of the run at one counter value the hub heard: no snapshot, no read.
+                        for index in run { try await writer.answer(index, reads: .heard(answers), startBy: startBy) }
+                    } else if run.count > 1 {
                         try await engine.store.withReadSnapshot { pinned in
                             let reads = ReadSource.snapshot(try await engine.prefetching(calls[run], on: pinned, session))
                             for index in run { try await writer.answer(index, reads: reads, startBy: startBy) }

@@ -36,8 +36,18 @@ extension SyncEngine {
         for name in layout.names {
             if let spec = collections.named(String(CollectionSpec.publicName(name))) { try Self.requireRead(session, spec) }
         }
+        if let answer = heardAnswer(endpoint: endpoint, date: date, ifNoneMatch: ifNoneMatch) { return answer }
         var since = try await position(date, session, for: layout.names)
-        var delta = try await reads.delta(spaceID: session.spaceID, collections: layout.names, since: since?.version)
+        let cacheName = Self.bundleCacheName(endpoint, session)
+        if let position = since {
+            if let unchanged = unchangedDelta(session, position) {
+                return try await bundleAnswer(session, layout, unchanged, since: position, ifNoneMatch: ifNoneMatch)
+            }
+            if let kept = try await keptRange(session, name: cacheName, position, ifNoneMatch: ifNoneMatch) { return kept }
+        }
+        var delta = try await heardDelta(session) {
+            try await reads.delta(spaceID: session.spaceID, collections: layout.names, since: since?.version)
+        }
         if let position = since, !delta.answers(position), !delta.overflowed {
             // A date that cannot be answered exactly (never reached, older than purged tombstones, or off the space's
             // line): every live row.
@@ -45,6 +55,17 @@ extension SyncEngine {
             since = nil
         }
         if delta.overflowed { return try await streamedBundle(session, layout, ifNoneMatch: ifNoneMatch) }
+        let answer = try await bundleAnswer(session, layout, delta, since: since, ifNoneMatch: ifNoneMatch)
+        if let since { keepRange(answer, name: cacheName, since) }
+        return answer
+    }
+
+    /// A bundle's answer from `delta`: a delta's when `since` is its date, every live row when nil.
+    func bundleAnswer(
+        _ session: Session, _ layout: BundleLayout, _ delta: Delta, since: DatePosition?, ifNoneMatch: String?
+    ) async throws
+        -> SyncAnswer
+    {
         let date = try await token(delta.version, delta.lineage, session)
         if Self.matches(ifNoneMatch, date: date) { return SyncAnswer(date: date, .notModified) }
         var writer = JSONWriter(capacity: 1024)

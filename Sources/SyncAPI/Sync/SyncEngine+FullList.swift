@@ -30,20 +30,24 @@ extension SyncEngine {
         -> SyncAnswer
     {
         try Self.requireRead(session, collection)
+        if let endpoint = collection.syncEndpoint, let answer = heardAnswer(endpoint: endpoint, date: date, ifNoneMatch: ifNoneMatch) {
+            return answer
+        }
         // A date at position 0 names the state before the family's first write: the whole list answers it exactly,
         // streamed, where a delta would hold every change and tombstone ever made.
         if let since = try await position(date, session, for: [collection.name]), since.version > 0 {
             if let unchanged = unchangedDelta(session, since) {
                 return try await deltaAnswer(session, collection, unchanged, ifNoneMatch: ifNoneMatch)
             }
-            if let kept = try await keptDelta(session, collection, since, ifNoneMatch: ifNoneMatch) { return kept }
+            let name = collection.storageName(for: session.accountID)
+            if let kept = try await keptRange(session, name: name, since, ifNoneMatch: ifNoneMatch) { return kept }
             let delta = try await heardDelta(session) {
                 try await reads.delta(
                     spaceID: session.spaceID, collections: [collection.storageName(for: session.accountID)], since: since.version)
             }
             if delta.answers(since), !delta.overflowed {
                 let answer = try await deltaAnswer(session, collection, delta, ifNoneMatch: ifNoneMatch)
-                if readsFromPrimary { keepDelta(answer, session, collection, since) }
+                keepRange(answer, name: name, since)
                 return answer
             }
         }

@@ -4,7 +4,12 @@ extension SyncEngine {
     /// inside a group's snapshot, whose reads answer as of that snapshot.
     func unchangedDelta(_ session: Session, _ since: DatePosition) -> Delta? {
         guard snapshot == nil, let heard, heard.isAt(space: session.spaceID, since) else { return nil }
-        return Delta(version: since.version, horizon: 0, rows: [:], lineage: SpaceLineage(history: since.history, forkFrom: "", forkVersion: 0))
+        return Self.unchanged(since)
+    }
+
+    /// The delta of no change at `since`.
+    static func unchanged(_ since: DatePosition) -> Delta {
+        Delta(version: since.version, horizon: 0, rows: [:], lineage: SpaceLineage(history: since.history, forkFrom: "", forkVersion: 0))
     }
 
     /// Runs a delta `read`, and records the counter it found when it read the primary while the hub's notices flowed
@@ -16,13 +21,15 @@ extension SyncEngine {
         return delta
     }
 
-    /// The answer of a delta from `since` to the counter the hub heard the space at, kept when an earlier delta of the
-    /// same list read that same range (`keepDelta`): the bytes of that read, with no read of its own. Exact for the
-    /// reason the map is (an entry is a value the counter had, and the answer of a range is a function of the range),
-    /// as of the moment the space was at the entry. Not for lists private to each account (`FullListCache.keeps`).
-    func keptDelta(_ session: Session, _ collection: CollectionSpec, _ since: DatePosition, ifNoneMatch: String?) async throws -> SyncAnswer? {
-        let name = collection.storageName(for: session.accountID)
-        guard snapshot == nil, fullLists.keeps(name), let heard, let at = heard.position(space: session.spaceID),
+    /// The answer of a delta from `since` to `at` (the counter the hub heard the space at: the current entry when nil),
+    /// kept when an earlier delta of the same list or bundle (`name`, as `keepRange` kept it) read that same range: the
+    /// bytes of that read, with no read of its own. Exact for the reason the map is (an entry is a value the counter
+    /// had, and the answer of a range is a function of the range), as of the moment the space was at the entry. Not for
+    /// lists private to each account (`FullListCache.keeps`).
+    func keptRange(
+        _ session: Session, name: String, _ since: DatePosition, at heardAt: DatePosition? = nil, ifNoneMatch: String?
+    ) async throws -> SyncAnswer? {
+        guard snapshot == nil, fullLists.keeps(name), let heard, let at = heardAt ?? heard.position(space: session.spaceID),
             at.history == since.history, at.version > since.version
         else { return nil }
         let date = try await token(at.version, SpaceLineage(history: at.history, forkFrom: "", forkVersion: 0), session)
@@ -31,10 +38,9 @@ extension SyncEngine {
         return SyncAnswer(date: date, .whole(bytes))
     }
 
-    /// Keeps a delta's answer read from the primary outside a group, under its range, for `keptDelta`.
-    func keepDelta(_ answer: SyncAnswer, _ session: Session, _ collection: CollectionSpec, _ since: DatePosition) {
-        let name = collection.storageName(for: session.accountID)
-        guard snapshot == nil, heard != nil, fullLists.keeps(name), case .whole(let bytes) = answer.content else { return }
+    /// Keeps a delta's answer read from the primary outside a group, under its range, for `keptRange`.
+    func keepRange(_ answer: SyncAnswer, name: String, _ since: DatePosition) {
+        guard snapshot == nil, readsFromPrimary, heard != nil, fullLists.keeps(name), case .whole(let bytes) = answer.content else { return }
         fullLists.keep(bytes, date: Self.rangeKey(since, to: answer.date), collection: name)
     }
 
@@ -42,5 +48,57 @@ extension SyncEngine {
     /// then the date it ends at.
     static func rangeKey(_ since: DatePosition, to date: String) -> String {
         "\(since.version)~\(since.history)>\(date)"
+    }
+
+    /// The cache name of a bundle's answers: they carry the account's own singletons.
+    static func bundleCacheName(_ endpoint: String, _ session: Session) -> String {
+        "\(endpoint)@\(session.accountID)"
+    }
+
+    /// Where a group's sub-request finds its answer among `ReadSource.heard`'s.
+    public static func heardKey(endpoint: String, date: String?) -> String {
+        "\(endpoint) \(date ?? "")"
+    }
+
+    /// The answer given by the hub for this call of a group's run, if the run was answered so (`ReadSource.heard`).
+    func heardAnswer(endpoint: String, date: String?, ifNoneMatch: String?) -> SyncAnswer? {
+        guard let answer = heardAnswers?[Self.heardKey(endpoint: endpoint, date: date)] else { return nil }
+        if Self.matches(ifNoneMatch, date: answer.date) { return SyncAnswer(date: answer.date, .notModified) }
+        return answer
+    }
+
+    /// A group's run of reads answered from what the hub heard, every answer at one counter value (so the run is as
+    /// consistent as a snapshot's): when every call is a sync read of the caller's home space whose date is at that
+    /// value, or whose range to it is kept. Nil (the run then pins a snapshot) as soon as one is not.
+    func heardRun(_ run: ArraySlice<GroupCall>, _ session: Session) async throws -> [String: SyncAnswer]? {
+        guard let heard, let at = heard.position(space: session.spaceID) else { return nil }
+        let calls = readAhead(run)
+        guard calls.count == run.count else { return nil }
+        var answers: [String: SyncAnswer] = [:]
+        for (endpoint, date) in calls {
+            let answer: SyncAnswer?
+            if let list = collections.lists.first(where: { $0.syncEndpoint == endpoint }) {
+                // A date the call itself refuses (400) is answered by the call, from a snapshot as always.
+                guard let since = (try? await position(date, session, for: [list.name])) ?? nil, since.version > 0 else { return nil }
+                if since == at {
+                    answer = try await deltaAnswer(session, list, Self.unchanged(since), ifNoneMatch: nil)
+                } else {
+                    answer = try await keptRange(session, name: list.storageName(for: session.accountID), since, at: at, ifNoneMatch: nil)
+                }
+            } else if let layout = BundleLayout(endpoint, collections, accountID: session.accountID) {
+                guard let since = (try? await position(date, session, for: layout.names)) ?? nil else { return nil }
+                if since == at {
+                    answer = try await bundleAnswer(session, layout, Self.unchanged(since), since: since, ifNoneMatch: nil)
+                } else {
+                    answer = try await keptRange(session, name: Self.bundleCacheName(endpoint, session), since, at: at, ifNoneMatch: nil)
+                }
+            } else {
+                return nil
+            }
+            guard let answer else { return nil }
+            answers[Self.heardKey(endpoint: endpoint, date: date)] = answer
+        }
+        heard.counted(answers.count)
+        return answers
     }
 }

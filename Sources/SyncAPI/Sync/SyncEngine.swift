@@ -6,6 +6,9 @@ public enum ReadSource: Sendable {
     case snapshot(any SnapshotReads)
     /// The primary, never a standby: a read after a write of the same group must see it (§6, §13).
     case primary
+    /// A group's run of sync reads answered at once from what the change hub heard, all at one counter value (as a
+    /// snapshot would answer them): each answer by `SyncEngine.heardKey` of its endpoint and date.
+    case heard([String: SyncAnswer])
 }
 
 /// Computes every answer of the item and sync endpoints from the store: the one place that knows the
@@ -19,6 +22,8 @@ public struct SyncEngine: Sendable {
     private(set) var snapshot: (any SnapshotReads)?
     /// Where this engine's reads of sync answers go.
     var reads: any ItemReads { snapshot ?? routedReads }
+    /// The answers of a group's run of reads given by the hub (`ReadSource.heard`), by `heardKey`.
+    private(set) var heardAnswers: [String: SyncAnswer]?
     /// Whether `routedReads` is the primary (no hot standby may answer them): only its counters may be recorded in
     /// `heard` (a standby's may be behind commits whose notices came before the listener listened).
     private(set) var readsFromPrimary: Bool
@@ -86,6 +91,7 @@ public struct SyncEngine: Sendable {
         case .primary:
             engine.routedReads = store
             engine.readsFromPrimary = true
+        case .heard(let answers): engine.heardAnswers = answers
         }
         return engine
     }
