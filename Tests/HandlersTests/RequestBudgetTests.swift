@@ -11,6 +11,15 @@ import Testing
 /// the answer.
 @Suite("A request's budget", .sharingTheMachine)
 struct RequestBudgetTests {
+    /// The status of the first answer that is not 503 (at most 20 tries).
+    static func answered(_ api: APIClient, _ method: HTTPRequest.Method, _ path: String, body: String? = nil) async throws -> HTTPResponse.Status {
+        for _ in 0..<20 {
+            let status = try await api.call(method, path, body: body).status
+            if status != .serviceUnavailable { return status }
+        }
+        return .serviceUnavailable
+    }
+
     @Test("a write held by the database past its request's limit is answered 503 and never lands once the database lets it go")
     func heldWrite() async throws {
         var configuration = try await TestApp.configuration(.postgres)
@@ -33,9 +42,10 @@ struct RequestBudgetTests {
             #expect(answer.status == .serviceUnavailable, "\(answer.status) \(answer.body)")
             // The row is free. A write bound to a deadline of its own would still be waiting for it, and take it first:
             // this next write of the space queues behind it, so once this one is answered that one would have landed.
-            #expect(try await api.call(.put, "/api/v1/contacts/after", body: #"{"firstName":"After"}"#).status.code < 300)
-            #expect(try await api.call(.get, "/api/v1/contacts/late").status == .notFound)
-            #expect(try await api.call(.get, "/api/v1/contacts/after").status == .ok)
+            // On a loaded machine a call may itself pass the 2 s limit (503): sent again, as a client would.
+            #expect(try await Self.answered(api, .put, "/api/v1/contacts/after", body: #"{"firstName":"After"}"#).code < 300)
+            #expect(try await Self.answered(api, .get, "/api/v1/contacts/late") == .notFound)
+            #expect(try await Self.answered(api, .get, "/api/v1/contacts/after") == .ok)
         }
     }
 }

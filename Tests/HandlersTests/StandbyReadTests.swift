@@ -261,9 +261,11 @@ struct StandbyReadTests {
                 let date = replica.date
                 let served = try await readRoutes(api)["standby", default: 0]
                 let end = ContinuousClock.now + .seconds(60)
+                // A paginated sync at the client's date: it reads (a full list's delta at the date the instance heard
+                // its space at is answered with no read), from the standby once it has replayed the date.
                 while try await readRoutes(api)["standby", default: 0] <= served {
                     guard ContinuousClock.now < end else { throw TestFailure("the standby never answered the client's date") }
-                    _ = try await api.call(.get, "/api/v1/ctcsync?date=\(date)")
+                    _ = try await api.call(.get, "/api/v1/msgsyncthread?date=\(date)&nb=20&maxmessages=10")
                 }
                 let group = try await api.call(
                     .post, "/api/v1/group",
