@@ -106,4 +106,24 @@ struct HeardGroupHTTPTests {
             #expect(Set(kept.values.compactMap { $0["date"]?.stringValue }).count == 1, "one date for the run: \(kept)")
         }
     }
+
+    @Test("groups alone: the first run pins a snapshot and keeps its ranges, the next is answered from them", arguments: Backend.allCases)
+    func groupsAlone(backend: Backend) async throws {
+        try await TestApp.run(backend) { client in
+            let api = try await APIClient.signedUp(client)
+            #expect(try await api.call(.put, "/api/v1/contacts/c1", body: #"{"firstName":"A"}"#).status == .ok)
+            let date = try #require(try await api.call(.get, "/api/v1/ctcsync").json?["date"]?.stringValue)
+            #expect(try await api.call(.put, "/api/v1/contacts/c2", body: #"{"firstName":"B"}"#).status == .ok)
+            #expect(try await api.call(.put, "/api/v1/events/e1", body: #"{"title":"E","start":"2026-11-29T10:00:00Z"}"#).status.code < 300)
+            let first = try await Self.group(api, at: date)
+            let hits = try await HeardDeltaHTTPTests.fromHub(client)
+            let second = try await Self.group(api, at: date)
+            #expect(try await HeardDeltaHTTPTests.fromHub(client) == hits + 3, "the second run was not answered from the first's ranges")
+            #expect(second == first)
+            guard case .array(let contacts)? = second["ctcsync"]?["updated"], case .array(let events)? = second["evtsync"]?["updated"] else {
+                throw TestFailure("\(second)")
+            }
+            #expect(contacts.map { $0["id"] } == [.string("c2")] && events.map { $0["id"] } == [.string("e1")])
+        }
+    }
 }

@@ -78,7 +78,10 @@ extension SyncEngine {
                         // Every read of the run at one counter value the hub heard: no snapshot, no read.
                         for index in run { try await writer.answer(index, reads: .heard(answers), startBy: startBy) }
                     } else if run.count > 1 {
+                        // Taken before the snapshot begins: the snapshot's counter may then be recorded as heard.
+                        let ticket = engine.heard?.ticket()
                         try await engine.store.withReadSnapshot { pinned in
+                            try await engine.recordCounter(of: pinned, session, ticket: ticket)
                             let reads = ReadSource.snapshot(try await engine.prefetching(calls[run], on: pinned, session))
                             for index in run { try await writer.answer(index, reads: reads, startBy: startBy) }
                         }

@@ -38,10 +38,19 @@ extension SyncEngine {
         return SyncAnswer(date: date, .whole(bytes))
     }
 
-    /// Keeps a delta's answer read from the primary outside a group, under its range, for `keptRange`.
+    /// Keeps a delta's answer read from the primary (on its own, or in a group's snapshot, which is the primary's), under
+    /// its range, for `keptRange`.
     func keepRange(_ answer: SyncAnswer, name: String, _ since: DatePosition) {
-        guard snapshot == nil, readsFromPrimary, heard != nil, fullLists.keeps(name), case .whole(let bytes) = answer.content else { return }
+        guard snapshot != nil || readsFromPrimary, heard != nil, fullLists.keeps(name), case .whole(let bytes) = answer.content else { return }
         fullLists.keep(bytes, date: Self.rangeKey(since, to: answer.date), collection: name)
+    }
+
+    /// Records the counter of a group's snapshot (the primary's, begun after `ticket`) as heard, when the hub holds none
+    /// for the space: one statement, so that the group's next runs may be answered from the ranges this one keeps.
+    func recordCounter(of pinned: any SnapshotReads, _ session: Session, ticket: UInt64?) async throws {
+        guard let heard, let ticket, heard.position(space: session.spaceID) == nil else { return }
+        let counter = try await pinned.counter(spaceID: session.spaceID)
+        heard.read(space: session.spaceID, version: counter.version, history: counter.lineage.history, ticket: ticket)
     }
 
     /// A range's key among the cache's dates: the position it starts from (whatever the generation its date named),
