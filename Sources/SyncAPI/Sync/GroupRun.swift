@@ -74,15 +74,17 @@ extension SyncEngine {
                 // primary's snapshot already; a single read: the primary, never a standby).
                 var wrote = false
                 for run in Self.groupRuns(calls) {
-                    if run.count > 1, !wrote, let answers = try await engine.heardRun(calls[run], session) {
+                    let eligible = run.count > 1 && engine.heardEligible(calls[run])
+                    if eligible, !wrote, let answers = try await engine.heardRun(calls[run], session) {
                         // Every read of the run at one counter value the hub heard: no snapshot, no read.
                         for index in run { try await writer.answer(index, reads: .heard(answers), startBy: startBy) }
                     } else if run.count > 1 {
                         // Taken before the snapshot begins: the snapshot's counter may then be recorded as heard.
-                        let ticket = engine.heard?.ticket()
+                        let ticket = eligible ? engine.heard?.ticket() : nil
                         try await engine.store.withReadSnapshot { pinned in
                             try await engine.recordCounter(of: pinned, session, ticket: ticket)
-                            let reads = ReadSource.snapshot(try await engine.prefetching(calls[run], on: pinned, session))
+                            let reads = ReadSource.snapshot(
+                                try await engine.prefetching(calls[run], on: pinned, session), keepsRanges: eligible)
                             for index in run { try await writer.answer(index, reads: reads, startBy: startBy) }
                         }
                     } else {

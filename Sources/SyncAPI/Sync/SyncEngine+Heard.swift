@@ -41,7 +41,8 @@ extension SyncEngine {
     /// Keeps a delta's answer read from the primary (on its own, or in a group's snapshot, which is the primary's), under
     /// its range, for `keptRange`.
     func keepRange(_ answer: SyncAnswer, name: String, _ since: DatePosition) {
-        guard snapshot != nil || readsFromPrimary, heard != nil, fullLists.keeps(name), case .whole(let bytes) = answer.content else { return }
+        guard snapshot == nil ? readsFromPrimary : snapshotKeepsRanges, heard != nil, fullLists.keeps(name), case .whole(let bytes) = answer.content
+        else { return }
         fullLists.keep(bytes, date: Self.rangeKey(since, to: answer.date), collection: name)
     }
 
@@ -76,13 +77,18 @@ extension SyncEngine {
         return answer
     }
 
+    /// Whether every call of a group's run is a sync read the hub could answer (a full list or a bundle of the home
+    /// space): only such a run asks the hub, and keeps its snapshot's answers for the next.
+    func heardEligible(_ run: ArraySlice<GroupCall>) -> Bool {
+        heard != nil && readAhead(run).count == run.count
+    }
+
     /// A group's run of reads answered from what the hub heard, every answer at one counter value (so the run is as
     /// consistent as a snapshot's): when every call is a sync read of the caller's home space whose date is at that
     /// value, or whose range to it is kept. Nil (the run then pins a snapshot) as soon as one is not.
     func heardRun(_ run: ArraySlice<GroupCall>, _ session: Session) async throws -> [String: SyncAnswer]? {
         guard let heard, let at = heard.position(space: session.spaceID) else { return nil }
         let calls = readAhead(run)
-        guard calls.count == run.count else { return nil }
         var answers: [String: SyncAnswer] = [:]
         for (endpoint, date) in calls {
             let answer: SyncAnswer?

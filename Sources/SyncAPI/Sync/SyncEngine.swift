@@ -2,8 +2,9 @@ import Synchronization
 
 /// Where the reads of a request go when it is part of a group (protocol §6).
 public enum ReadSource: Sendable {
-    /// The pinned snapshot of the group's run of reads.
-    case snapshot(any SnapshotReads)
+    /// The pinned snapshot of the group's run of reads; `keepsRanges`: whether its delta answers are kept for the hub
+    /// (only a run whose every call a later run could answer from them: `SyncEngine.heardRun`).
+    case snapshot(any SnapshotReads, keepsRanges: Bool = false)
     /// The primary, never a standby: a read after a write of the same group must see it (§6, §13).
     case primary
     /// A group's run of sync reads answered at once from what the change hub heard, all at one counter value (as a
@@ -22,6 +23,8 @@ public struct SyncEngine: Sendable {
     private(set) var snapshot: (any SnapshotReads)?
     /// Where this engine's reads of sync answers go.
     var reads: any ItemReads { snapshot ?? routedReads }
+    /// Whether the pinned snapshot's delta answers are kept (`ReadSource.snapshot`).
+    private(set) var snapshotKeepsRanges = false
     /// The answers of a group's run of reads given by the hub (`ReadSource.heard`), by `heardKey`.
     private(set) var heardAnswers: [String: SyncAnswer]?
     /// Whether `routedReads` is the primary (no hot standby may answer them): only its counters may be recorded in
@@ -87,7 +90,9 @@ public struct SyncEngine: Sendable {
         var engine = self
         switch source {
         case nil: break
-        case .snapshot(let snapshot): engine.snapshot = snapshot
+        case .snapshot(let snapshot, let keepsRanges):
+            engine.snapshot = snapshot
+            engine.snapshotKeepsRanges = keepsRanges
         case .primary:
             engine.routedReads = store
             engine.readsFromPrimary = true
