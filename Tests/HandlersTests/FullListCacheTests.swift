@@ -87,20 +87,25 @@ struct FullListCacheTests {
 
     @Test("the cache keeps no more than its capacity and drops the least recently used first")
     func bounded() {
-        let cache = FullListCache(capacity: 64 * 100)
-        #expect(cache.entryLimit == 100)
-        for n in 0..<64 { cache.keep([UInt8](repeating: 1, count: 100), date: "d\(n)", collection: "contacts") }
-        #expect(cache.usage.answers == 64 && cache.usage.bytes == 6400)
+        // Each entry holds 111 bytes: its body (100) and its key ("d00": 3, "contacts": 8).
+        let cache = FullListCache(capacity: 64 * 111)
+        #expect(cache.entryLimit == 111)
+        for n in 0..<64 { cache.keep([UInt8](repeating: 1, count: 100), date: "d\(n < 10 ? "0" : "")\(n)", collection: "contacts") }
+        #expect(cache.usage.answers == 64 && cache.usage.bytes == 64 * 111)
         // Read, d0 is the most recently used; the next answer takes the cache past its capacity, and the least
         // recently used go until a tenth is free: d1 to d8.
-        _ = cache.answer(date: "d0", collection: "contacts")
+        _ = cache.answer(date: "d00", collection: "contacts")
         cache.keep([UInt8](repeating: 1, count: 100), date: "d64", collection: "contacts")
-        #expect(cache.usage.bytes <= 6400 - 640 && cache.usage.answers == 57)
-        #expect(cache.answer(date: "d0", collection: "contacts") != nil && cache.answer(date: "d64", collection: "contacts") != nil)
-        #expect((1...8).allSatisfy { cache.answer(date: "d\($0)", collection: "contacts") == nil })
-        #expect(cache.answer(date: "d9", collection: "contacts") != nil)
+        #expect(cache.usage.bytes <= 64 * 111 - 710 && cache.usage.answers == 57)
+        #expect(cache.answer(date: "d00", collection: "contacts") != nil && cache.answer(date: "d64", collection: "contacts") != nil)
+        #expect((1...8).allSatisfy { cache.answer(date: "d0\($0)", collection: "contacts") == nil })
+        #expect(cache.answer(date: "d09", collection: "contacts") != nil)
+        // Keys count: many small answers under long keys (ranges of deltas) stay within the capacity.
+        let keyed = FullListCache(capacity: 64 * 111)
+        for n in 0..<1000 { keyed.keep([1], date: String(repeating: "k", count: 200) + "\(n)", collection: "contacts") }
+        #expect(keyed.usage.bytes <= 64 * 111 && keyed.usage.answers < 40)
         // Too large, or a list private to each account: never kept.
-        cache.keep([UInt8](repeating: 1, count: 101), date: "big", collection: "contacts")
+        cache.keep([UInt8](repeating: 1, count: 112), date: "big", collection: "contacts")
         cache.keep([1], date: "d71", collection: "notes~account")
         #expect(cache.answer(date: "big", collection: "contacts") == nil && cache.answer(date: "d71", collection: "notes~account") == nil)
         #expect(FullListCache(capacity: 0).keeps("contacts") == false)

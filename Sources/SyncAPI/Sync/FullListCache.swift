@@ -28,6 +28,8 @@ public final class FullListCache: Sendable {
     private struct Entry {
         let body: [UInt8]
         var used: UInt64
+        /// What it holds: its body and its key (a kept delta's key, two dates, may weigh more than its body).
+        let size: Int
     }
 
     private struct State {
@@ -67,10 +69,11 @@ public final class FullListCache: Sendable {
         guard keeps(collection), body.count <= entryLimit else { return }
         state.withLock { state in
             let key = Key(date: date, collection: collection)
-            if let old = state.entries[key] { state.bytes -= old.body.count }
+            if let old = state.entries[key] { state.bytes -= old.size }
             state.tick &+= 1
-            state.entries[key] = Entry(body: body, used: state.tick)
-            state.bytes += body.count
+            let size = body.count + date.utf8.count + collection.utf8.count
+            state.entries[key] = Entry(body: body, used: state.tick, size: size)
+            state.bytes += size
             guard state.bytes > capacity else { return }
             // Past the capacity, the least recently used go until a tenth of it is free: one sort per tenth of the
             // capacity refilled, not a scan of every entry per answer kept (many small lists make many entries).
@@ -78,7 +81,7 @@ public final class FullListCache: Sendable {
             for (key, entry) in state.entries.sorted(by: { $0.value.used < $1.value.used }) {
                 guard state.bytes > target else { break }
                 state.entries[key] = nil
-                state.bytes -= entry.body.count
+                state.bytes -= entry.size
             }
         }
     }
