@@ -247,13 +247,9 @@ struct ServeOutageTests {
             let url = try await postgres.newDatabaseURL()
             try await postgres.stop()
             // Started again whatever happens below: `withOwnPostgres` stops it at the end.
-            let port = Int.random(in: 20_000..<60_000)
             let log = TestScratch.path("slow-start-", suffix: ".log")
-            let pid = try ServerProcess.spawn(
-                ["env", "MALLOC_ARENA_MAX=2", try ServerProcess.binary(), "serve", "--port", "\(port)", "--bcrypt-cost", "4", "--database", url],
-                output: log)
-            let server = ServerProcess(pid: pid, port: port, log: log)
-            defer { server.killAndReap() }
+            let pid = try ServerProcess.spawn(try ServerProcess.serveCommand() + ["--database", url], output: log)
+            defer { ServerProcess(pid: pid, port: 0, log: log).killAndReap() }
             // The event: serve says it waits.
             let deadline = ContinuousClock.now + .seconds(60)
             while !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("waiting for the database") {
@@ -263,6 +259,9 @@ struct ServeOutageTests {
                 try await Task.sleep(for: .milliseconds(50))
             }
             try await postgres.restart()
+            // It binds its port once the database answers; the log then says which.
+            let server = try await ServerProcess.listening(pid: pid, log: log, within: .seconds(60))
+            let port = server.port
             try await server.waitUntilHealthy(scheme: "http", curlOptions: [])
             let token = try await Curl.signup("http://localhost:\(port)")
             #expect(await Self.call("http://localhost:\(port)", token: token, ["http://localhost:\(port)/api/v1/ctcsync"]).0 == 200)

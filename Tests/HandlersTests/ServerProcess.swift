@@ -11,30 +11,49 @@ struct ServerProcess {
 
     static func binary() throws -> String { try BuiltBinary.path() }
 
-    /// Starts `syncapi serve` with `arguments` on a free port and waits until `/health` answers. `prefix`: a command
+    /// Starts `syncapi serve` with `arguments` on a port the kernel picks (`--port 0`: no other test or outgoing
+    /// connection can hold it between a choice and the bind) and waits until `/health` answers. `prefix`: a command
     /// that runs it (`prlimit …`, which execs it: the pid is the server's).
     static func start(
         _ arguments: [String], prefix: [String] = [], scheme: String = "http", curlOptions: [String] = []
     ) async throws -> ServerProcess {
-        var lastError: (any Error)?
-        for _ in 0..<5 {
-            let port = Int.random(in: 20_000..<60_000)
-            let log = TestScratch.path("server-", suffix: ".log")
-            // As docs/operations.md recommends: two malloc arenas, so peak memory does not depend on how many threads
-            // happened to allocate (the memory tests measure the server, not glibc's arena spread).
-            let pid = try spawn(
-                prefix + ["env", "MALLOC_ARENA_MAX=2", try binary(), "serve", "--port", "\(port)", "--bcrypt-cost", "4"] + arguments,
-                output: log)
-            let server = ServerProcess(pid: pid, port: port, log: log)
-            do {
-                try await server.waitUntilHealthy(scheme: scheme, curlOptions: curlOptions)
-                return server
-            } catch {
-                lastError = error
-                server.killAndReap()
-            }
+        let log = TestScratch.path("server-", suffix: ".log")
+        // As docs/operations.md recommends: two malloc arenas, so peak memory does not depend on how many threads
+        // happened to allocate (the memory tests measure the server, not glibc's arena spread).
+        let pid = try spawn(prefix + serveCommand() + arguments, output: log)
+        do {
+            let server = try await listening(pid: pid, log: log, within: .seconds(30))
+            try await server.waitUntilHealthy(scheme: scheme, curlOptions: curlOptions)
+            return server
+        } catch {
+            ServerProcess(pid: pid, port: 0, log: log).killAndReap()
+            throw error
         }
-        throw lastError ?? TestFailure("the server did not start")
+    }
+
+    /// `syncapi serve` on the port the kernel picks, as the tests start it.
+    static func serveCommand() throws -> [String] {
+        ["env", "MALLOC_ARENA_MAX=2", try binary(), "serve", "--port", "0", "--bcrypt-cost", "4"]
+    }
+
+    /// Waits for the server's log to say where it listens (the event), and answers the server on that port. Throws
+    /// when the process ends first or `limit` passes.
+    static func listening(pid: pid_t, log: String, within limit: Duration) async throws -> ServerProcess {
+        let marker = "listening on 127.0.0.1:"
+        let deadline = ContinuousClock.now + limit
+        while true {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            if let range = text.range(of: marker),
+                let port = Int(text[range.upperBound...].prefix(while: \.isNumber))
+            {
+                return ServerProcess(pid: pid, port: port, log: log)
+            }
+            var status: Int32 = 0
+            guard waitpid(pid, &status, WNOHANG) == 0, ContinuousClock.now < deadline else {
+                throw TestFailure("the server never said where it listens: \(text)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
     }
 
     func waitUntilHealthy(scheme: String, curlOptions: [String]) async throws {

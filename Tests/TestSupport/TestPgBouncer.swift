@@ -21,7 +21,7 @@ public struct TestPgBouncer: Sendable {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         if asRoot { try await TestPostgres.run(["chown", "postgres:postgres", folder]) }
         for _ in 0..<10 {
-            let port = Int.random(in: 20_000..<60_000)
+            let port = TestPorts.candidate()
             let ini = """
                 [databases]
                 * = host=127.0.0.1 port=\(postgresPort)

@@ -110,7 +110,7 @@ public actor TestPostgres {
         try await Self.run(prefix + ["initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"])
         var lastError: (any Error)?
         for _ in 0..<10 {
-            let candidate = Int.random(in: 20_000..<60_000)
+            let candidate = TestPorts.candidate()
             let options =
                 "-c listen_addresses=127.0.0.1 -p \(candidate) -k \(folder) -c fsync=off -c synchronous_commit=off"
                 + " -c full_page_writes=off -c max_connections=600 -c shared_buffers=128MB"

@@ -71,7 +71,7 @@ public actor TestStandby {
     private static func startServer(prefix: [String], data: String, log: String, options: (Int) -> String) async throws -> Int {
         var lastError: (any Error)?
         for _ in 0..<10 {
-            let port = Int.random(in: 20_000..<60_000)
+            let port = TestPorts.candidate()
             do {
                 try await TestPostgres.run(prefix + ["pg_ctl", "-D", data, "-l", log, "-o", options(port), "-w", "-t", "120", "start"])
                 return port
