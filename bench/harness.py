@@ -41,6 +41,10 @@ ap.add_argument("--interleave", type=int, default=0, metavar="R",
                      "order alternating by round (A B, B A, …); the rows carry each build's median run and the log each "
                      "round's ratio and their geometric mean. A shared machine drifts for minutes (seen: /health at 0.65 "
                      "of its rate for a whole pass); a pass per build puts the drift into the before/after, rounds cancel it")
+ap.add_argument("--callgrind", type=int, default=0, metavar="N",
+                help="instead of wrk: run each build under valgrind's callgrind and count the server's instructions per "
+                     "request of each case over N requests sent one after another (bench/callgrind_case.py): a "
+                     "before/after with --compare that the machine's load does not move. Writes OUT/callgrind.md")
 ap.add_argument("--kinto", choices=["auto", "no"], default="auto",
                 help="auto: with PostgreSQL, also run Kinto's cases (bench/kinto_case.py) when Kinto is installed")
 ap.add_argument("--standbys", type=int, default=0, metavar="N",
@@ -182,14 +186,14 @@ class Standby(Postgres):
 
 
 class Server:
-    def __init__(self, database, work, binary=None, label="", extra=(), command=None):
+    def __init__(self, database, work, binary=None, label="", extra=(), command=None, prefix=()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(os.path.join(work, f"server{'-' + label if label else ''}.log"), "a")  # a restart appends
         cap = str(max(30000, args.streams * 2))
         self.proc = subprocess.Popen(
             command(self.port) if command else
-            [binary or BIN, "serve", "--port", str(self.port), "--database", database, "--bcrypt-cost", "4", "--max-connections", cap,
+            list(prefix) + [binary or BIN, "serve", "--port", str(self.port), "--database", database, "--bcrypt-cost", "4", "--max-connections", cap,
              "--max-streams-per-instance", cap, "--max-streams-per-account", "1000", "--max-connections-per-address", cap,
              "--signup-rate", "1000000", "--login-rate", "1000000",
              # One account drives every connection of a case: its snapshot budget raised (production: 4 per account).
@@ -198,7 +202,7 @@ class Server:
             # Extra flags for an experiment (a later flag wins), e.g. BENCH_SERVE_ARGS="--database-connections 6".
             + list(extra) + shlex.split(os.environ.get("BENCH_SERVE_ARGS", "")),
             stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "LOG_LEVEL": os.environ.get("LOG_LEVEL", "warning")})
-        for _ in range(300):
+        for _ in range(3000 if prefix else 300):  # under valgrind, a start takes tens of seconds
             if self.proc.poll() is not None:
                 sys.exit(f"bench: the server exited at start (log: {self.log.name})")
             try:
@@ -617,6 +621,31 @@ def interleaved(server, pg, group, database, work, files, seed, now_ms, results,
     return Server(database, work)
 
 
+def callgrind_group(server, pg, group, database, work, files, seed, results, compared):
+    """--callgrind: each build in turn under callgrind, every case of the group counted on it (instructions per request;
+    the order of the builds does not matter to a count). Returns a running server of the main build."""
+    sys.path.insert(0, HERE)
+    import callgrind_case
+    if not group:
+        return server
+    server.stop()
+    if any(name == "delta-changes+bulk" for name, *_ in group) and not bulk_step(pg, work, seed):
+        group = [c for c in group if c[0] != "delta-changes+bulk"]
+    for label, binary in [("", BIN)] + COMPARE:
+        prefix, stripped, pattern = callgrind_case.tools(work, binary, label)
+        one = Server(database, work, stripped, label, prefix=prefix)
+        try:
+            for name, case, path, fam, conns in group:
+                per_request, errors = callgrind_case.count(one, pattern, case, path, files[fam], GROUP_4_DELTAS, args.callgrind)
+                row = {"case": name, "connections": 1, "requests": args.callgrind, "ir_per_req": per_request, "status_errors": errors}
+                (results if not label else compared.setdefault(label, [])).append(row)
+                log(f"{name}{' @' + label if label else ''}: {per_request:,.0f} instructions per request, {errors} non-2xx")
+        finally:
+            one.stop()
+    log("\n" + callgrind_case.report(results, compared, os.path.join(args.out, "callgrind.md")))
+    return Server(database, work)
+
+
 def bulk_step(pg, work, seed):
     """Before the case delta-changes+bulk: adds --bulk-items rows of other families; False when the case is skipped."""
     if not args.bulk_items or args.smoke:
@@ -675,6 +704,9 @@ def bench_backend(backend, work):
         all_cases = cases()
         split = next((i for i, c in enumerate(all_cases) if c[0] == "delta-changes+bulk"), len(all_cases))
         for group in (all_cases[:split], all_cases[split:]):
+            if args.callgrind:
+                server = callgrind_group(server, pg, group, database, work, files, seed, results, compared)
+                continue
             if args.interleave and COMPARE:
                 server = interleaved(server, pg, group, database, work, files, seed, now_ms, results, compared)
                 continue

@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import NIOCore
 import SyncAPI
 import TestSupport
 import Testing
@@ -89,7 +90,7 @@ struct FullListCacheTests {
     func bounded() {
         // Each entry holds 111 bytes: its body (100) and its key ("d00": 3, "contacts": 8).
         let cache = FullListCache(capacity: 64 * 111)
-        #expect(cache.entryLimit == 111)
+        #expect(cache.entryLimit == 888 && cache.recordingLimit == 1776)
         for n in 0..<64 { cache.keep([UInt8](repeating: 1, count: 100), date: "d\(n < 10 ? "0" : "")\(n)", collection: "contacts") }
         #expect(cache.usage.answers == 64 && cache.usage.bytes == 64 * 111)
         // Read, d0 is the most recently used; the next answer takes the cache past its capacity, and the least
@@ -105,10 +106,45 @@ struct FullListCacheTests {
         for n in 0..<1000 { keyed.keep([1], date: String(repeating: "k", count: 200) + "\(n)", collection: "contacts") }
         #expect(keyed.usage.bytes <= 64 * 111 && keyed.usage.answers < 40)
         // Too large, or a list private to each account: never kept.
-        cache.keep([UInt8](repeating: 1, count: 112), date: "big", collection: "contacts")
+        cache.keep([UInt8](repeating: 1, count: 889), date: "big", collection: "contacts")
         cache.keep([1], date: "d71", collection: "notes~account")
         #expect(cache.answer(date: "big", collection: "contacts") == nil && cache.answer(date: "d71", collection: "notes~account") == nil)
         #expect(FullListCache(capacity: 0).keeps("contacts") == false)
-        #expect(FullListCache().entryLimit == 512 << 10)
+        #expect(FullListCache().entryLimit == 4 << 20 && FullListCache().recordingLimit == 8 << 20)
+    }
+
+    @Test("copies of answers being streamed hold at most the recording budget together, and give it back however they end")
+    func recordingBudget() {
+        let cache = FullListCache(capacity: 8 << 10)  // entries up to 1 KiB, copies in flight up to 2 KiB together
+        let chunk = ByteBuffer(repeating: 7, count: 400)
+        let first = FullListRecorder(cache: cache, collection: "contacts")
+        let second = FullListRecorder(cache: cache, collection: "contacts")
+        first.start(date: "a")
+        second.start(date: "b")
+        for _ in 0..<2 {
+            first.add(chunk)
+            second.add(chunk)
+        }
+        #expect(cache.recordingBytes == 1600)
+        // A third copy finds the budget short (1,600 + 800 > 2,048): it stops and gives back what it held.
+        var third: FullListRecorder? = FullListRecorder(cache: cache, collection: "contacts")
+        third!.start(date: "c")
+        third!.add(chunk)
+        third!.add(chunk)
+        #expect(cache.recordingBytes == 1600 + 400 - 400)
+        // Past the entry limit (1,200 > 1,024) a copy stops too; the one that ends whole is kept.
+        first.add(chunk)
+        #expect(cache.recordingBytes == 800)
+        second.end()
+        #expect(cache.recordingBytes == 0 && cache.usage.answers == 1)
+        #expect(cache.answer(date: "b", collection: "contacts")?.count == 800)
+        first.end()
+        #expect(cache.answer(date: "a", collection: "contacts") == nil)
+        // A copy dropped midway (its client gone) gives its bytes back.
+        third!.start(date: "d")
+        third!.add(chunk)
+        #expect(cache.recordingBytes == 400)
+        third = nil
+        #expect(cache.recordingBytes == 0)
     }
 }

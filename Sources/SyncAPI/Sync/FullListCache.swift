@@ -8,17 +8,21 @@ import Synchronization
 /// Exact because a date names the space's counter on one history in one model generation (`SyncToken`), and every
 /// write to a shared list moves that counter: the rows of a list at a date never change. Lists private to each
 /// account are not kept (an account's rows go when it leaves a space without a write of its own: decisions.md,
-/// "Full lists kept by date"). Bounded: at most `capacity` bytes in all, an answer over `entryLimit` is never kept
-/// (and its copy stops there: concurrent large answers hold at most that much each), and past the capacity the least
-/// recently used answers go until a tenth of it is free.
+/// "Full lists kept by date"). Bounded: at most `capacity` bytes kept, an answer over `entryLimit` is never kept, the
+/// copies of answers being streamed hold at most `recordingLimit` bytes together (a copy that would pass either
+/// stops), and past the capacity the least recently used answers go until a tenth of it is free.
 public final class FullListCache: Sendable {
     /// 32 MiB unless configured (`--full-list-cache-mib`).
     public static let defaultCapacity = 32 << 20
 
     /// The most bytes kept in all; 0 keeps nothing.
     public let capacity: Int
-    /// The largest answer kept: a 64th of the capacity, at most 512 KiB (a list of 1,000 contacts is about 270 KiB).
+    /// The largest answer kept: an eighth of the capacity (4 MiB by default: a list of 10,000 contacts is about
+    /// 2.7 MB, of 1,000 about 270 KB).
     public let entryLimit: Int
+    /// The most bytes the copies of answers being streamed hold together: a quarter of the capacity. However many
+    /// large lists stream at once, their copies add at most that much to the cache's memory.
+    public let recordingLimit: Int
 
     struct Key: Hashable {
         let date: String
@@ -40,10 +44,12 @@ public final class FullListCache: Sendable {
 
     private let state = Mutex(State())
     private let hitCount = Atomic<Int>(0)
+    private let recording = Atomic<Int>(0)
 
     public init(capacity: Int = FullListCache.defaultCapacity) {
         self.capacity = max(0, capacity)
-        entryLimit = min(capacity / 64, 512 << 10)
+        entryLimit = self.capacity / 8
+        recordingLimit = self.capacity / 4
     }
 
     /// Whether answers of `collection` (a storage name) may be kept: not a list private to each account.
@@ -93,28 +99,61 @@ public final class FullListCache: Sendable {
     public var usage: (answers: Int, bytes: Int) {
         state.withLock { ($0.entries.count, $0.bytes) }
     }
+
+    /// The bytes the copies of answers being streamed hold now.
+    public var recordingBytes: Int { recording.load(ordering: .relaxed) }
+
+    /// Takes `count` bytes of the recording budget; false (nothing taken) when they do not fit.
+    func reserve(_ count: Int) -> Bool {
+        var held = recording.load(ordering: .relaxed)
+        while true {
+            guard held + count <= recordingLimit else { return false }
+            let (exchanged, now) = recording.compareExchange(expected: held, desired: held + count, ordering: .relaxed)
+            if exchanged { return true }
+            held = now
+        }
+    }
+
+    /// Gives back bytes of the recording budget.
+    func release(_ count: Int) {
+        if count > 0 { recording.subtract(count, ordering: .relaxed) }
+    }
 }
 
-/// The chunks of one streamed full-list answer, copied while they stay within the cache's entry limit, kept whole
-/// once the answer ended.
-final class FullListRecorder: Sendable {
-    private let state = Mutex<(date: String?, body: [UInt8]?)>((nil, nil))
+/// The chunks of one streamed full-list answer, copied while they stay within the cache's entry limit and its
+/// recording budget, kept whole once the answer ended. What it holds goes back to the budget when it ends, stops, or
+/// is dropped with its answer (a client gone midway).
+public final class FullListRecorder: Sendable {
+    private struct State {
+        var date: String?
+        var body: [UInt8]?
+    }
+
+    private let state = Mutex(State())
     let cache: FullListCache
     let collection: String
 
-    init(cache: FullListCache, collection: String) {
+    public init(cache: FullListCache, collection: String) {
         self.cache = cache
         self.collection = collection
     }
 
-    func start(date: String) {
-        state.withLock { $0 = (date, []) }
+    deinit {
+        state.withLock { cache.release($0.body?.count ?? 0) }
     }
 
-    func add(_ chunk: ByteBuffer) {
+    public func start(date: String) {
         state.withLock { state in
-            guard state.body != nil else { return }
-            guard state.body!.count + chunk.readableBytes <= cache.entryLimit else {
+            cache.release(state.body?.count ?? 0)
+            state = State(date: date, body: [])
+        }
+    }
+
+    public func add(_ chunk: ByteBuffer) {
+        state.withLock { state in
+            guard let held = state.body?.count else { return }
+            guard held + chunk.readableBytes <= cache.entryLimit, cache.reserve(chunk.readableBytes) else {
+                cache.release(held)
                 state.body = nil
                 return
             }
@@ -123,11 +162,12 @@ final class FullListRecorder: Sendable {
     }
 
     /// The answer ended whole: keep it.
-    func end() {
-        let (date, body) = state.withLock { state in
-            defer { state = (nil, nil) }
+    public func end() {
+        let ended = state.withLock { state in
+            defer { state = State() }
             return state
         }
-        if let date, let body { cache.keep(body, date: date, collection: collection) }
+        cache.release(ended.body?.count ?? 0)
+        if let date = ended.date, let body = ended.body { cache.keep(body, date: date, collection: collection) }
     }
 }
