@@ -45,8 +45,10 @@ def families_of(path):
     return out
 
 
-def requests_of(case, path, families, body, n, seed):
-    """The case's requests as (method, path, body), the way bench/wrk/case.lua forms them, families drawn from `seed`."""
+def requests_of(case, path, families, body, n, seed, salt=""):
+    """The case's requests as (method, path, body), the way bench/wrk/case.lua forms them, families drawn from `seed`.
+    Writes go to contacts named with `salt` (the build's label): each build creates and changes contacts of its own,
+    never rewriting another's with the same body (an unchanged write stores nothing)."""
     rng = random.Random(seed)
     fill = lambda s, f: s.replace("{d0}", f["d0"]).replace("{d1}", f["d1"]).replace("{fam}", f["fam"])
     out = []
@@ -55,7 +57,7 @@ def requests_of(case, path, families, body, n, seed):
         if case == "put-contact":
             contact = {"firstName": f"Writer {k}", "lastName": "Bench", "emails": [f"w{rng.randrange(1_000_000)}@example.org"],
                        "phones": ["+33 6 12345678"]}
-            out.append((f["token"], "PUT", f"/api/v1/contacts/w{rng.randrange(1, 201)}", json.dumps(contact)))
+            out.append((f["token"], "PUT", f"/api/v1/contacts/w{salt}{rng.randrange(1, 201)}", json.dumps(contact)))
         elif case == "post":
             out.append((f["token"], "POST", fill(path, f), fill(body, f)))
         elif case == "group-appstart":
@@ -86,11 +88,11 @@ def control(pid, *flags):
     subprocess.run(["callgrind_control", *flags, str(pid)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def count(server, pattern, case, path, families_file, body, n):
+def count(server, pattern, case, path, families_file, body, n, salt=""):
     """Instructions per request of one case on a server running under callgrind."""
     families = families_of(families_file)
-    send(server.port, requests_of(case, path, families, body, WARMUP, seed=7))
-    requests = requests_of(case, path, families, body, n, seed=11)
+    send(server.port, requests_of(case, path, families, body, WARMUP, seed=7, salt=salt))
+    requests = requests_of(case, path, families, body, n, seed=11, salt=salt)
     control(server.proc.pid, "-z")
     errors = send(server.port, requests)
     before = set(glob.glob(pattern.replace("%p", str(server.proc.pid)) + ".*"))

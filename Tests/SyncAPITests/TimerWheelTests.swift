@@ -6,7 +6,8 @@ import Testing
 @testable import SyncAPI
 
 /// The shared timer of the time limits: never early, late by about a slot at most, a cancelled limit never fires
-/// and lets what it holds go at once, and the wheel stops turning when nothing is pending.
+/// and lets what it holds go at once, and the wheel's timer fires for the earliest pending limit only (an idle server
+/// with a limit an hour away is not woken every slot).
 @Suite("Timer wheel", .sharingTheMachine)
 struct TimerWheelTests {
     @Test("limits fire in order, never before their delay, and cancelled ones never")
@@ -54,6 +55,22 @@ struct TimerWheelTests {
         var iterator = stream.makeAsyncIterator()
         let woke: Void? = await iterator.next()
         #expect(woke != nil)
+    }
+
+    @Test("the loop's timer fires for the earliest pending limit, not every slot: a limit far away costs no turn meanwhile")
+    func turnsOnlyWhenDue() async throws {
+        let wheel = TimerWheel(resolution: .milliseconds(10))
+        let far = wheel.schedule(in: .seconds(3600)) {}
+        // Two limits in a row, the second set once the first fired: 150 ms of slots pass, about 15 of them.
+        for delay in [50, 100] {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                _ = wheel.schedule(in: .milliseconds(delay)) { done.resume() }
+            }
+        }
+        // One turn for each limit (a timer set for a slot the earlier limit overtook may fire for nothing: one more).
+        let turns = wheel.turns.load(ordering: .relaxed)
+        #expect(turns >= 2 && turns <= 3, "the loop's timer fired \(turns) times")
+        #expect(wheel.cancel(far))
     }
 
     @Test("thousands of limits from many tasks: each fires once or is cancelled, none lost")

@@ -3,12 +3,14 @@ import NIOPosix
 import Synchronization
 
 /// One timer for the time limits of every request: a limit is a slot in a wheel of `resolution`-wide slots, and a
-/// single event-loop timer walks the wheel while any limit is pending.
+/// single event-loop timer is set for the earliest pending slot (never every slot: an idle server with a limit an hour
+/// away is not woken 100 times a second meanwhile).
 ///
 /// Why not an event-loop timer per limit: scheduling one from outside the loop (a request runs on the concurrency pool)
 /// wakes the loop's thread, and cancelling it scans the loop's timer heap under its lock; the two are a visible part of
 /// a delta request's cost on PostgreSQL. Here arming and cancelling a limit is one
-/// dictionary insert or removal under a lock, and the loop is woken only when the wheel starts turning.
+/// dictionary insert or removal under a lock, and the loop is woken only for a limit earlier than every pending one
+/// (under load, a new request's limit is later than an older one's: no wake).
 /// A limit fires up to one `resolution` late, never early.
 ///
 /// It is also the application's one clock for time limits and durations (`now`): every timer of the server goes
@@ -28,8 +30,9 @@ public final class TimerWheel: Sendable {
         var nextID: UInt64 = 0
         /// Every slot up to this one has fired.
         var done: Int64
-        /// Whether the loop's timer is set (it is while anything is pending).
-        var turning = false
+        /// The slot the loop's timer is set for (nil: none). While anything is pending it is at or before the earliest
+        /// pending slot; a timer set for a slot since cancelled fires for nothing and sets the next.
+        var armed: Int64?
     }
 
     /// What moves time: an event loop's timer over the system's uptime, or a test.
@@ -46,6 +49,8 @@ public final class TimerWheel: Sendable {
     private let state: Mutex<State>
     private let resolution: Int64
     private let ticker: Ticker
+    /// How many times the loop's timer fired (for tests: an idle wheel does not turn).
+    let turns = Atomic<Int>(0)
 
     public init(resolution: Duration, loop: any EventLoop = MultiThreadedEventLoopGroup.singleton.any()) {
         self.resolution = max(1, resolution.wholeNanoseconds)
@@ -85,15 +90,16 @@ public final class TimerWheel: Sendable {
     package func schedule(in delay: Duration, _ action: @escaping @Sendable () -> Void) -> Handle {
         let (due, overflow) = nanoseconds().addingReportingOverflow(max(0, delay.wholeNanoseconds))
         let slot = overflow ? .max : due / resolution + (due % resolution == 0 ? 0 : 1)
-        let (handle, start) = state.withLock { state -> (Handle, Bool) in
+        let (handle, arm) = state.withLock { state -> (Handle, Int64?) in
             state.nextID &+= 1
             let handle = Handle(slot: max(slot, state.done + 1), id: state.nextID)
             state.slots[handle.slot, default: [:]][handle.id] = action
             state.pending += 1
-            defer { state.turning = true }
-            return (handle, !state.turning)
+            guard state.armed.map({ handle.slot < $0 }) ?? true else { return (handle, nil) }
+            state.armed = handle.slot
+            return (handle, handle.slot)
         }
-        if start { setTimer() }
+        if let arm { setTimer(at: arm) }
         return handle
     }
 
@@ -128,10 +134,11 @@ public final class TimerWheel: Sendable {
         try await sleep(for: deadline - now)
     }
 
-    /// Fires every slot that is due, then sets the loop's timer again while anything is pending.
-    private func turn() {
+    /// Fires every slot that is due; the loop's timer set for `armed` (nil: a manual wheel's advance) then sets the
+    /// next one, for the earliest slot still pending.
+    private func turn(armed: Int64? = nil) {
         let now = nanoseconds() / resolution
-        let (due, more) = state.withLock { state -> ([@Sendable () -> Void], Bool) in
+        let (due, next) = state.withLock { state -> ([@Sendable () -> Void], Int64?) in
             var due: [@Sendable () -> Void] = []
             if now > state.done {
                 if now - state.done <= Int64(state.slots.count) {
@@ -145,18 +152,24 @@ public final class TimerWheel: Sendable {
                 state.done = now
                 state.pending -= due.count
             }
-            state.turning = state.pending > 0
-            return (due, state.turning)
+            // Only the timer the state names sets the next: one set for a slot an earlier limit overtook stops here.
+            guard let armed, state.armed == armed else { return (due, nil) }
+            state.armed = state.pending > 0 ? max(state.slots.keys.min() ?? now + 1, now + 1) : nil
+            return (due, state.armed)
         }
         for action in due { action() }
-        if more { setTimer() }
+        if let next { setTimer(at: next) }
     }
 
-    private func setTimer() {
+    /// Sets the loop's timer for the start of `slot`'s end (a limit fires up to a slot late, never early).
+    private func setTimer(at slot: Int64) {
         // A manual wheel turns when its test advances it.
         guard case .loop(let loop) = ticker else { return }
-        let next = (nanoseconds() / resolution + 1) * resolution
-        loop.scheduleTask(deadline: .uptimeNanoseconds(UInt64(next))) { self.turn() }
+        let (deadline, overflow) = slot.multipliedReportingOverflow(by: resolution)
+        loop.scheduleTask(deadline: .uptimeNanoseconds(UInt64(overflow ? .max : deadline))) {
+            self.turns.add(1, ordering: .relaxed)
+            self.turn(armed: slot)
+        }
     }
 
     private func nanoseconds() -> Int64 {
