@@ -6,8 +6,8 @@ of the same pair ranged 0.70-1.35); an instruction count does not depend on what
 bench/callgrind/sigsuspend.c preloaded: see there), on the same data. Per case: a few requests to warm its caches
 and connections, the counters zeroed, then N requests one after another on one keep-alive connection, the same
 sequence for every build (families drawn from a fixed seed), and a dump: the dump's total over N is the case's
-instructions per request in the server process (PostgreSQL runs its queries in its own processes, not counted). The
-idle server's own work during the case (timers, the listener) is in the count too, the same for both builds.
+instructions per request in the server process (PostgreSQL runs its queries in its own processes, not counted), less
+the idle server's own work over the same wall time (its rate measured for 2 s right before the case).
 """
 import glob, http.client, json, os, random, re, shutil, subprocess, time
 
@@ -88,26 +88,38 @@ def control(pid, *flags):
     subprocess.run(["callgrind_control", *flags, str(pid)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def count(server, pattern, case, path, families_file, body, n, salt=""):
-    """Instructions per request of one case on a server running under callgrind."""
+def dumped(server, pattern):
+    """Dumps the counters and returns the instructions the dump holds (since the last zero)."""
+    files = lambda: set(glob.glob(pattern.replace("%p", str(server.proc.pid)) + ".*"))
+    before = files()
+    control(server.proc.pid, "-d")
+    for _ in range(600):
+        for dump in files() - before:
+            match = re.search(r"^(?:totals|summary): (\d+)", open(dump).read(), re.M)
+            if match:
+                return int(match.group(1))
+        time.sleep(0.1)
+    raise RuntimeError("callgrind wrote no dump")
+
+
+def count(server, pattern, case, path, families_file, body, n, salt="", idle_seconds=2.0):
+    """Instructions per request of one case on a server running under callgrind: what the N requests cost, less what
+    the server does meanwhile on its own (its rate idle, measured right before, times the requests' wall time; under
+    valgrind a request takes milliseconds, and a timer that ticks per second would otherwise count per request in
+    proportion to how slow the machine is). Returns (per request, idle instructions per second, non-2xx answers)."""
     families = families_of(families_file)
     send(server.port, requests_of(case, path, families, body, WARMUP, seed=7, salt=salt))
+    control(server.proc.pid, "-z")
+    started = time.monotonic()
+    time.sleep(idle_seconds)
+    idle_rate = dumped(server, pattern) / (time.monotonic() - started)
     requests = requests_of(case, path, families, body, n, seed=11, salt=salt)
     control(server.proc.pid, "-z")
+    started = time.monotonic()
     errors = send(server.port, requests)
-    before = set(glob.glob(pattern.replace("%p", str(server.proc.pid)) + ".*"))
-    control(server.proc.pid, "-d")
-    dump = None
-    for _ in range(600):
-        fresh = set(glob.glob(pattern.replace("%p", str(server.proc.pid)) + ".*")) - before
-        if fresh:
-            dump = fresh.pop()
-            text = open(dump).read()
-            match = re.search(r"^(?:totals|summary): (\d+)", text, re.M)
-            if match:
-                return int(match.group(1)) / n, errors
-        time.sleep(0.1)
-    raise RuntimeError(f"callgrind wrote no dump for {case} ({dump})")
+    elapsed = time.monotonic() - started
+    total = dumped(server, pattern)
+    return max(0.0, total - idle_rate * elapsed) / n, idle_rate, errors
 
 
 def report(results, compared, path):

@@ -639,11 +639,13 @@ def callgrind_group(server, pg, group, database, work, files, seed, results, com
             one = Server(database, work, stripped, label, prefix=prefix)
             try:
                 for name, case, path, fam, conns in phase:
-                    per_request, errors = callgrind_case.count(
+                    per_request, idle, errors = callgrind_case.count(
                         one, pattern, case, path, files[fam], GROUP_4_DELTAS, args.callgrind, salt=label)
-                    row = {"case": name, "connections": 1, "requests": args.callgrind, "ir_per_req": per_request, "status_errors": errors}
+                    row = {"case": name, "connections": 1, "requests": args.callgrind, "ir_per_req": per_request,
+                           "idle_ir_per_s": idle, "status_errors": errors}
                     (results if not label else compared.setdefault(label, [])).append(row)
-                    log(f"{name}{' @' + label if label else ''}: {per_request:,.0f} instructions per request, {errors} non-2xx")
+                    log(f"{name}{' @' + label if label else ''}: {per_request:,.0f} instructions per request "
+                        f"(idle: {idle:,.0f} per second, subtracted), {errors} non-2xx")
             finally:
                 one.stop()
     log("\n" + callgrind_case.report(results, compared, os.path.join(args.out, "callgrind.md")))
