@@ -11,6 +11,12 @@ public struct CollectionRegistry: Sendable {
     public let accountSingleton: CollectionSpec?
     /// Endpoints that answer singletons (and lists) together as §5 does, each with its collections in file order.
     public let bundles: [(endpoint: String, collections: [CollectionSpec])]
+    /// Full lists with an endpoint of their own (protocol §3).
+    public let lists: [CollectionSpec]
+    /// Paginated lists (protocol §4).
+    public let paginated: [CollectionSpec]
+    /// The sync endpoints of the full lists and the bundles (`isSyncEndpoint`): asked for each call of every group.
+    private let syncEndpoints: Set<String>
 
     public init(_ model: DataModel) {
         self.model = model
@@ -25,20 +31,19 @@ public struct CollectionRegistry: Sendable {
             bundles.append((endpoint, members))
         }
         self.bundles = bundles
+        lists = specs.filter { $0.kind == .fullList }
+        paginated = specs.filter { $0.kind == .paginated }
+        syncEndpoints = Set(lists.compactMap(\.syncEndpoint) + bundles.map(\.endpoint))
     }
 
     /// The collection named `name`, if declared.
     public func named(_ name: String) -> CollectionSpec? { writable.first { $0.name == name } }
 
-    /// Full lists with an endpoint of their own (protocol §3).
-    public var lists: [CollectionSpec] { writable.filter { $0.kind == .fullList } }
     /// Whether `endpoint` is the sync endpoint of a full list or of a bundle: the calls whose first delta a group
     /// reads ahead.
     public func isSyncEndpoint(_ endpoint: String) -> Bool {
-        lists.contains { $0.syncEndpoint == endpoint } || bundles.contains { $0.endpoint == endpoint }
+        syncEndpoints.contains(endpoint)
     }
-    /// Paginated lists (protocol §4).
-    public var paginated: [CollectionSpec] { writable.filter { $0.kind == .paginated } }
 
     /// The storage collections of an account's own items: its public profile and its singleton, if the model has one.
     public var accountItemCollections: [String] { [Collections.accountsKey] + (accountSingleton.map { [$0.name] } ?? []) }

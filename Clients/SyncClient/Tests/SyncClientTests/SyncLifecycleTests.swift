@@ -50,7 +50,9 @@ struct SyncLifecycleTests {
     func phases() async throws {
         let server = FakeSyncServer()
         let client = try await Self.signedIn(server)
-        let lifecycle = SyncLifecycle(client: client)
+        // The push's end is the event this test waits for, not the default 4 s limit: on a loaded machine a push to
+        // the fake took longer (CI, one core busy; the limit itself is the stalled-push test's below).
+        let lifecycle = SyncLifecycle(client: client, flushLimit: .seconds(90))
         #expect(await lifecycle.phase == .background && !client.status.live)
         await lifecycle.set(phase: .active)
         await AutoPushStatusTests.until(client) { $0.liveConnected }
