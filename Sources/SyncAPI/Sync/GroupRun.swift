@@ -37,12 +37,16 @@ extension SyncEngine {
 
     /// The sync calls of a run whose first delta is read ahead: a read of one path segment under `/api/v1/` (the
     /// caller's home space; a call under `/spaces/{id}` reads as always) that names a sync endpoint of the model.
+    /// Computed once per run (each call of every group asks): over the path's bytes.
     public func readAhead(_ calls: some Sequence<GroupCall>) -> [(endpoint: String, date: String?)] {
-        calls.compactMap { call in
-            guard call.isRead, let path = call.path, path.hasPrefix("/api/v1/") else { return nil }
-            let endpoint = path.dropFirst("/api/v1/".count)
-            guard !endpoint.isEmpty, !endpoint.contains("/"), collections.isSyncEndpoint(String(endpoint)) else { return nil }
-            return (String(endpoint), call.date)
+        let prefix = "/api/v1/".utf8
+        return calls.compactMap { call in
+            guard call.isRead, let path = call.path?.utf8, path.starts(with: prefix) else { return nil }
+            let endpoint = path.dropFirst(prefix.count)
+            guard !endpoint.isEmpty, !endpoint.contains(UInt8(ascii: "/")), let name = String(endpoint),
+                collections.isSyncEndpoint(name)
+            else { return nil }
+            return (name, call.date)
         }
     }
 
@@ -74,8 +78,9 @@ extension SyncEngine {
                 // primary's snapshot already; a single read: the primary, never a standby).
                 var wrote = false
                 for run in Self.groupRuns(calls) {
-                    let eligible = run.count > 1 && engine.heardEligible(calls[run])
-                    if eligible, !wrote, let answers = try await engine.heardRun(calls[run], session) {
+                    let ahead = run.count > 1 ? engine.readAhead(calls[run]) : []
+                    let eligible = run.count > 1 && engine.heardEligible(run.count, ahead: ahead)
+                    if eligible, !wrote, let answers = try await engine.heardRun(ahead, session) {
                         // Every read of the run at one counter value the hub heard: no snapshot, no read.
                         for index in run { try await writer.answer(index, reads: .heard(answers), startBy: startBy) }
                     } else if run.count > 1 {
@@ -84,7 +89,7 @@ extension SyncEngine {
                         try await engine.store.withReadSnapshot { pinned in
                             try await engine.recordCounter(of: pinned, session, ticket: ticket)
                             let reads = ReadSource.snapshot(
-                                try await engine.prefetching(calls[run], on: pinned, session), keepsRanges: eligible)
+                                try await engine.prefetching(ahead, on: pinned, session), keepsRanges: eligible)
                             for index in run { try await writer.answer(index, reads: reads, startBy: startBy) }
                         }
                     } else {
@@ -109,10 +114,11 @@ extension SyncEngine {
     /// The run's snapshot with the deltas its sync calls will read first already read, together (PostgreSQL: one
     /// statement instead of one round trip per call). Only an optimization: a call that asks for anything else reads
     /// it as always, from the same snapshot.
-    func prefetching(_ run: ArraySlice<GroupCall>, on pinned: any SnapshotReads, _ session: Session) async throws -> any SnapshotReads {
-        guard pinned.prefetchesDeltas else { return pinned }
-        let calls = readAhead(run)
-        guard calls.count >= 2 else { return pinned }
+    /// `calls`: the run's `readAhead`.
+    func prefetching(
+        _ calls: [(endpoint: String, date: String?)], on pinned: any SnapshotReads, _ session: Session
+    ) async throws -> any SnapshotReads {
+        guard pinned.prefetchesDeltas, calls.count >= 2 else { return pinned }
         let requests = await reading(.snapshot(pinned)).deltaRequests(session, calls: calls)
         return try await pinned.prefetchingDeltas(requests)
     }

@@ -77,18 +77,19 @@ extension SyncEngine {
         return answer
     }
 
-    /// Whether every call of a group's run is a sync read the hub could answer (a full list or a bundle of the home
-    /// space): only such a run asks the hub, and keeps its snapshot's answers for the next.
-    func heardEligible(_ run: ArraySlice<GroupCall>) -> Bool {
-        heard != nil && readAhead(run).count == run.count
+    /// Whether every call of a group's run (`count` calls, `ahead` its `readAhead`) is a sync read the hub could
+    /// answer (a full list or a bundle of the home space): only such a run asks the hub, and keeps its snapshot's
+    /// answers for the next.
+    func heardEligible(_ count: Int, ahead: [(endpoint: String, date: String?)]) -> Bool {
+        heard != nil && ahead.count == count
     }
 
     /// A group's run of reads answered from what the hub heard, every answer at one counter value (so the run is as
     /// consistent as a snapshot's): when every call is a sync read of the caller's home space whose date is at that
     /// value, or whose range to it is kept. Nil (the run then pins a snapshot) as soon as one is not.
-    func heardRun(_ run: ArraySlice<GroupCall>, _ session: Session) async throws -> [String: SyncAnswer]? {
+    /// `calls`: the run's `readAhead`, every call of it.
+    func heardRun(_ calls: [(endpoint: String, date: String?)], _ session: Session) async throws -> [String: SyncAnswer]? {
         guard let heard, let at = heard.position(space: session.spaceID) else { return nil }
-        let calls = readAhead(run)
         var answers: [String: SyncAnswer] = [:]
         for (endpoint, date) in calls {
             let answer: SyncAnswer?
