@@ -106,7 +106,8 @@ def count(server, pattern, case, path, families_file, body, n, salt="", idle_sec
     """Instructions per request of one case on a server running under callgrind: what the N requests cost, less what
     the server does meanwhile on its own (its rate idle, measured right before, times the requests' wall time; under
     valgrind a request takes milliseconds, and a timer that ticks per second would otherwise count per request in
-    proportion to how slow the machine is). Returns (per request, idle instructions per second, non-2xx answers)."""
+    proportion to how slow the machine is). Returns (per request, per request with the idle work left in, idle
+    instructions per second, non-2xx answers)."""
     families = families_of(families_file)
     send(server.port, requests_of(case, path, families, body, WARMUP, seed=7, salt=salt))
     control(server.proc.pid, "-z")
@@ -119,15 +120,15 @@ def count(server, pattern, case, path, families_file, body, n, salt="", idle_sec
     errors = send(server.port, requests)
     elapsed = time.monotonic() - started
     total = dumped(server, pattern)
-    return max(0.0, total - idle_rate * elapsed) / n, idle_rate, errors
+    return max(0.0, total - idle_rate * elapsed) / n, total / n, idle_rate, errors
 
 
 def report(results, compared, path):
     """A markdown table: each case's instructions per request for each build, and each compared build's count over
-    the main build's (above 1: the main build does less)."""
+    the main build's (above 1: the main build does less); then the same with each build's idle work left in (raw)."""
     labels = list(compared)
-    lines = ["| case | main: instructions/request | " + " | ".join(f"{l} | {l} ÷ main" for l in labels) + " |",
-             "|---|---:|" + "---:|---:|" * len(labels)]
+    lines = ["| case | main: instructions/request | " + " | ".join(f"{l} | {l} ÷ main" for l in labels) + " | raw: "
+             + " | ".join(f"{l} ÷ main" for l in labels) + " |", "|---|---:|" + "---:|---:|" * len(labels) + "---:|" * len(labels)]
     for row in results:
         if "ir_per_req" not in row:
             continue
@@ -135,7 +136,11 @@ def report(results, compared, path):
         for label in labels:
             other = next((r for r in compared[label] if r["case"] == row["case"] and "ir_per_req" in r), None)
             cells += [f"{other['ir_per_req']:,.0f}", f"{other['ir_per_req'] / row['ir_per_req']:.3f}"] if other else ["", ""]
-        lines.append("| " + " | ".join(cells) + " |")
+        raws = []
+        for label in labels:
+            other = next((r for r in compared[label] if r["case"] == row["case"] and "ir_raw_per_req" in r), None)
+            raws.append(f"{other['ir_raw_per_req'] / row['ir_raw_per_req']:.3f}" if other and row.get("ir_raw_per_req") else "")
+        lines.append("| " + " | ".join(cells + raws) + " |")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     return "\n".join(lines)

@@ -639,10 +639,10 @@ def callgrind_group(server, pg, group, database, work, files, seed, results, com
             one = Server(database, work, stripped, label, prefix=prefix)
             try:
                 for name, case, path, fam, conns in phase:
-                    per_request, idle, errors = callgrind_case.count(
+                    per_request, raw, idle, errors = callgrind_case.count(
                         one, pattern, case, path, files[fam], GROUP_4_DELTAS, args.callgrind, salt=label)
                     row = {"case": name, "connections": 1, "requests": args.callgrind, "ir_per_req": per_request,
-                           "idle_ir_per_s": idle, "status_errors": errors}
+                           "ir_raw_per_req": raw, "idle_ir_per_s": idle, "status_errors": errors}
                     (results if not label else compared.setdefault(label, [])).append(row)
                     log(f"{name}{' @' + label if label else ''}: {per_request:,.0f} instructions per request "
                         f"(idle: {idle:,.0f} per second, subtracted), {errors} non-2xx")
