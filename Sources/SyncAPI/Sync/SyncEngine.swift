@@ -30,27 +30,54 @@ public struct SyncEngine: Sendable {
     /// Whether `routedReads` is the primary (no hot standby may answer them): only its counters may be recorded in
     /// `heard` (a standby's may be behind commits whose notices came before the listener listened).
     private(set) var readsFromPrimary: Bool
+    /// What every copy of the engine shares: one reference, so the copy a request binds to its budget (and each call
+    /// of a group its reads) costs one retain for these, not eleven.
+    private let parts: Parts
+
+    private final class Parts: Sendable {
+        let heard: HeardCounters?
+        let identity = DatabaseIDCache()
+        let now: @Sendable () -> Int64
+        let streamDeadline: Duration
+        let producers: AnswerProducers
+        let quotas: FamilyQuotas
+        let snapshots: SnapshotBudget
+        let collections: CollectionRegistry
+        let pageBytes: Int
+        let timers: TimerWheel
+        let fullLists: FullListCache
+
+        init(
+            heard: HeardCounters?, now: @escaping @Sendable () -> Int64, streamDeadline: Duration, producers: AnswerProducers,
+            quotas: FamilyQuotas, snapshots: SnapshotBudget, collections: CollectionRegistry, pageBytes: Int, timers: TimerWheel,
+            fullLists: FullListCache
+        ) {
+            (self.heard, self.now, self.streamDeadline, self.producers, self.quotas) = (heard, now, streamDeadline, producers, quotas)
+            (self.snapshots, self.collections, self.pageBytes, self.timers, self.fullLists) = (snapshots, collections, pageBytes, timers, fullLists)
+        }
+    }
+
     /// Each space's counter as the change hub heard it: a delta at it is answered with no read (nil: every delta reads).
-    public let heard: HeardCounters?
-    let identity: DatabaseIDCache
-    let now: @Sendable () -> Int64
+    public var heard: HeardCounters? { parts.heard }
+    var identity: DatabaseIDCache { parts.identity }
+    var now: @Sendable () -> Int64 { parts.now }
     /// How long a streamed answer may wait for its database: for its snapshot (a 503 past it), then for each chunk
     /// (the answer ends, broken, past it).
-    let streamDeadline: Duration
+    var streamDeadline: Duration { parts.streamDeadline }
     /// Where the producers of streamed answers run (the application's service).
-    public let producers: AnswerProducers
+    public var producers: AnswerProducers { parts.producers }
     /// What a family may keep; a write past it answers 403 `quota_exceeded`.
-    public let quotas: FamilyQuotas
+    public var quotas: FamilyQuotas { parts.quotas }
     /// Answers that hold a snapshot while their client downloads them (429 past it).
-    public let snapshots: SnapshotBudget
+    public var snapshots: SnapshotBudget { parts.snapshots }
     /// The collections of the model this engine serves.
-    public let collections: CollectionRegistry
+    public var collections: CollectionRegistry { parts.collections }
     /// The bytes of item bodies a page answer's list holds, and as many its children (`PageBytes`).
-    let pageBytes: Int
+    var pageBytes: Int { parts.pageBytes }
     /// The application's clock: the time limits of streamed answers.
-    public let timers: TimerWheel
+    public var timers: TimerWheel { parts.timers }
     /// Full-list answers kept by date (`FullListCache`).
-    public let fullLists: FullListCache
+    public var fullLists: FullListCache { parts.fullLists }
 
     /// `reads`: where the reads of sync answers go when they may leave the store (`OpenedStore.reads`); the store
     /// itself when nil. `readsFromPrimary`: whether `reads` only ever reads the primary (default: when it is nil).
@@ -60,20 +87,12 @@ public struct SyncEngine: Sendable {
         collections: CollectionRegistry, pageBytes: Int = PageQuery.defaultByteBudget, timers: TimerWheel = .shared,
         fullLists: FullListCache = FullListCache(), heard: HeardCounters? = nil, readsFromPrimary: Bool? = nil
     ) {
-        self.heard = heard
         self.readsFromPrimary = readsFromPrimary ?? (reads == nil)
-        self.timers = timers
-        self.fullLists = fullLists
         self.store = store
         self.routedReads = reads ?? store
-        self.pageBytes = pageBytes
-        self.collections = collections
-        self.quotas = quotas
-        self.snapshots = snapshots
-        self.identity = DatabaseIDCache()
-        self.now = now
-        self.streamDeadline = streamStartDeadline
-        self.producers = producers
+        self.parts = Parts(
+            heard: heard, now: now, streamDeadline: streamStartDeadline, producers: producers, quotas: quotas, snapshots: snapshots,
+            collections: collections, pageBytes: pageBytes, timers: timers, fullLists: fullLists)
     }
 
     /// The same engine, its store calls under `budget` (a request's deadline): its writes ask that budget before they
