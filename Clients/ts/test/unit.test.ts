@@ -23,6 +23,7 @@ import {
 import { changedFields } from "../src/merge.js";
 import { Log } from "../src/logger.js";
 import { FileTokenStore, NodeSqliteDriver } from "../src/node.js";
+import { next } from "./support/server.js";
 import { firstBatchCount } from "../src/client.js";
 
 test("canonical text: compact, keys sorted at every depth, as the Swift SDK stores items", () => {
@@ -256,4 +257,19 @@ test("opening a replica: the schema made once, a newer SDK's migration named in 
     } finally {
         rmSync(folder, { recursive: true, force: true });
     }
+});
+
+test("the tests' next(): a value the source gives before it returns its stop (onStatus does) settles the wait", async () => {
+    const immediate = (listener: (value: number) => void): (() => void) => {
+        listener(42);
+        return () => undefined;
+    };
+    assert.equal(await next(immediate, "an immediate value", () => true, 2000), 42);
+    let stopped = 0;
+    const later = (listener: (value: number) => void): (() => void) => {
+        setTimeout(() => listener(7), 10);
+        return () => void stopped++;
+    };
+    assert.equal(await next(later, "a later value"), 7);
+    assert.equal(stopped, 1);
 });

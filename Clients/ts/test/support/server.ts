@@ -179,15 +179,23 @@ export function next<T>(
     within = 60_000
 ): Promise<T> {
     return new Promise((done, fail) => {
+        // `on` may call the listener before it returns (`onStatus` calls it at once with the current status): the
+        // value may be accepted before `stop` exists. Calling `stop` then threw inside the listener, which the client
+        // swallows, with the timer already cleared: the promise never settled (a lifecycle test hung once in CI).
+        let settled = false;
+        let stop: (() => void) | undefined;
         const timer = setTimeout(() => {
-            stop();
+            settled = true;
+            stop?.();
             fail(new Error(`timed out waiting for ${what}`));
         }, within);
-        const stop = on((value) => {
-            if (!accept(value)) return;
+        stop = on((value) => {
+            if (settled || !accept(value)) return;
+            settled = true;
             clearTimeout(timer);
-            stop();
+            stop?.();
             done(value);
         });
+        if (settled) stop();
     });
 }
