@@ -856,6 +856,9 @@ export class SyncClient {
     }
 
     private sleepOrWake(ms: number): Promise<void> {
+        // Closed: no sleep. A push whose request was in flight when close() woke the sleepers, and then failed, would
+        // otherwise sleep its whole backoff (minutes) while close() waits for it.
+        if (this.closed) return Promise.resolve();
         return new Promise((resolve) => {
             const done = (): void => {
                 clearTimeout(timer);

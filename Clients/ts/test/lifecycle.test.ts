@@ -2,6 +2,7 @@
 // (an AppStateLike the app passes: React Native's AppState, a page's visibility), and when live mode's stream
 // reconnects; live mode closes in the background and reopens in the foreground.
 import assert from "node:assert/strict";
+import { AddressInfo, createServer, Socket } from "node:net";
 import { after, before, test } from "node:test";
 import { AppStateLike, documentVisibility, reactNativeAppState, SyncClientError, SyncReport, SyncStatus } from "../src/index.js";
 import { openClient, username } from "./support/clients.js";
@@ -129,5 +130,43 @@ test("live mode closes in the background and reopens in the foreground; its reco
         assert.equal((await raw(server, other, "GET", "/contacts/c2")).body.firstName, "While down");
     } finally {
         await ann.close();
+    }
+});
+
+test("close() while a push's request is in flight, which then fails: it returns at once, not after the retry's backoff", async () => {
+    // A server that reads every request and answers none, until the test cuts its connections.
+    const held: Socket[] = [];
+    const arrived: Array<() => void> = [];
+    const stall = createServer((socket) => {
+        held.push(socket);
+        socket.once("data", () => {
+            for (const wake of arrived.splice(0)) wake();
+        });
+    });
+    await new Promise<void>((done) => stall.listen(0, "127.0.0.1", () => done()));
+    const name = username("ann");
+    const first = await openClient(server, {}, name);
+    await first.client.signUp({ family: "Smith", username: name, password: "password1" });
+    await first.close();
+    // The same replica and token, now against the stalling server, retries 600 s apart.
+    const ann = await openClient(server, { ...slowRetries, serverUrl: `http://127.0.0.1:${(stall.address() as AddressInfo).port}` }, name);
+    try {
+        const request = new Promise<void>((done) => arrived.push(done));
+        await ann.client.save("contacts", { id: "c3", firstName: "Held" });
+        await request;
+        const closed = ann.client.close();
+        for (const socket of held) socket.destroy();
+        // The failure bound only: close() ends at the push's failure, the event.
+        let bound: ReturnType<typeof setTimeout> | undefined;
+        const outcome = await Promise.race([
+            closed.then(() => "closed"),
+            new Promise((done) => (bound = setTimeout(() => done("still waiting"), 30_000))),
+        ]);
+        clearTimeout(bound);
+        assert.equal(outcome, "closed");
+    } finally {
+        for (const socket of held) socket.destroy();
+        stall.close();
+        await ann.storage.close();
     }
 });

@@ -58,7 +58,11 @@ declare module "node:net" {
         address(): AddressInfo | string | null;
         close(callback?: () => void): void;
     }
-    export function createServer(): Server;
+    export interface Socket {
+        once(event: "data", listener: (chunk: unknown) => void): Socket;
+        destroy(): void;
+    }
+    export function createServer(connectionListener?: (socket: Socket) => void): Server;
 }
 
 declare module "node:child_process" {
