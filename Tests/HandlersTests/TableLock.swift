@@ -34,6 +34,16 @@ struct TableLock {
         }
     }
 
+    /// The database's sessions now (state, what each waits for, its transaction's age, its statement), and the locks
+    /// not granted: for a failure's message.
+    func sessions() async throws -> String {
+        guard case .postgres(let host, let port, _, _, let name, _) = database else { throw TestFailure("not PostgreSQL") }
+        let query =
+            "SELECT pid, state, wait_event_type, wait_event, now() - xact_start AS xact_age, left(query, 80) FROM pg_stat_activity"
+            + " WHERE datname = '\(name)' AND pid <> pg_backend_pid(); SELECT pid, locktype, relation::regclass, mode FROM pg_locks WHERE NOT granted"
+        return try await TestPostgres.run(["psql", "-h", host, "-p", "\(port)", "-U", "postgres", "-d", name, "-Atc", query])
+    }
+
     /// Waits (up to 60 s) until a statement of the database waits for a lock: the server reached the table.
     func waitForWaiter() async throws {
         guard case .postgres(let host, let port, _, _, let name, _) = database else { throw TestFailure("not PostgreSQL") }
