@@ -29,7 +29,8 @@ def tools(work, binary, label):
     if not os.path.exists(shim):
         subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", shim, os.path.join(HERE, "callgrind", "sigsuspend.c")], check=True)
     stripped = os.path.join(work, f"syncapi-stripped{'-' + label if label else ''}")
-    subprocess.run(["objcopy", "--strip-debug", binary, stripped], check=True)
+    if not os.path.exists(stripped):  # once per build: the reads' phase and the writes' run the same copy
+        subprocess.run(["objcopy", "--strip-debug", binary, stripped], check=True)
     out = os.path.join(work, f"callgrind{'-' + label if label else ''}.%p")
     return ["env", f"LD_PRELOAD={shim}", "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"], stripped, out
 

@@ -260,7 +260,7 @@ struct ServeOutageTests {
             }
             try await postgres.restart()
             // It binds its port once the database answers; the log then says which.
-            let server = try await ServerProcess.listening(pid: pid, log: log, within: .seconds(60))
+            let server = try await ServerProcess.listening(pid: pid, log: log, within: .seconds(120))
             let port = server.port
             try await server.waitUntilHealthy(scheme: "http", curlOptions: [])
             let token = try await Curl.signup("http://localhost:\(port)")

@@ -22,7 +22,7 @@ struct ServerProcess {
         // happened to allocate (the memory tests measure the server, not glibc's arena spread).
         let pid = try spawn(prefix + serveCommand() + arguments, output: log)
         do {
-            let server = try await listening(pid: pid, log: log, within: .seconds(30))
+            let server = try await listening(pid: pid, log: log, within: .seconds(120))
             try await server.waitUntilHealthy(scheme: scheme, curlOptions: curlOptions)
             return server
         } catch {
