@@ -163,6 +163,11 @@ public actor TestPostgres {
     }
 
     /// Starts a command without waiting for it; its standard output and error go to the file `output`.
+    ///
+    /// The child gets no other descriptor of the test process. SwiftNIO opens its sockets without `CLOEXEC`, so a
+    /// child would otherwise hold every connection the tests had open when it started, for as long as it lives (a
+    /// postmaster that `pg_ctl` starts lives for the whole test): a connection the server closes would stay open at
+    /// PostgreSQL's end, and an abandoned write's backend would keep its transaction, and its space's lock, open.
     public static func spawn(_ arguments: [String], output: String) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -170,6 +175,9 @@ public actor TestPostgres {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        guard let closeFrom = Self.addCloseFrom, closeFrom(&actions, 3) == 0 else {
+            throw TestPostgresError(message: "cannot keep the test's descriptors from \(arguments[0]) (glibc 2.34 or later needed)")
+        }
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
@@ -177,6 +185,15 @@ public actor TestPostgres {
         guard spawned == 0 else { throw TestPostgresError(message: "cannot run \(arguments[0]): error \(spawned)") }
         return pid
     }
+}
+
+extension TestPostgres {
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later): the child closes every descriptor from the
+    /// one given. Looked up at run time, since Swift's Glibc module does not declare it.
+    fileprivate static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
 }
 
 /// Why the test PostgreSQL could not be used.
