@@ -104,7 +104,7 @@ public struct PostgresChangeListener: Service {
         let expected = try await expectedDatabaseID()
         var found: String?
         do {
-            for try await value in try await conn.query("SELECT value FROM syncapi_meta WHERE key = 'database_id'", logger: logger)
+            for try await value in try await conn.statement("SELECT value FROM syncapi_meta WHERE key = 'database_id'", logger: logger)
                 .decode(String.self)
             {
                 found = value
@@ -156,7 +156,7 @@ public struct PostgresChangeListener: Service {
             // never answered (PostgresNIO drops it), and an unbounded ping would stop the listener, and the
             // application's shutdown, for good. Past the limit the listener fails and is replaced.
             try await Deadline.run(within: deafAfter, timers: timers) { [pings, logger] _ in
-                _ = try await pings.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+                try await pings.statement("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
             }
             var action = liveness.sent(n, at: timers.now)
             pinging: while true {
@@ -173,7 +173,7 @@ public struct PostgresChangeListener: Service {
                     // machine): it keeps listening. One that does not is deaf: the cache goes off at once.
                     let answered: Bool
                     do {
-                        _ = try await Deadline.run(within: deafAfter, timers: timers) { _ in try await conn.query("SELECT 1", logger: logger) }
+                        _ = try await Deadline.run(within: deafAfter, timers: timers) { _ in try await conn.statement("SELECT 1", logger: logger) }
                         answered = true
                     } catch {
                         answered = false
@@ -212,14 +212,15 @@ public struct PostgresChangeListener: Service {
         guard !keys.isEmpty else { return }
         do {
             let (counters, histories) = try await Deadline.run(within: deafAfter, timers: timers) { [pings, logger] _ in
-                var counters: [String: Int64] = [:]
-                var histories: [String: String] = [:]
-                let rows = try await pings.query("SELECT id, version, history FROM families WHERE id = ANY(\(keys))", logger: logger)
-                for try await (id, version, history) in rows.decode((String, Int64, String).self) {
-                    counters[id] = version
-                    if !history.isEmpty { histories[id] = history }
+                try await pings.statement("SELECT id, version, history FROM families WHERE id = ANY(\(keys))", logger: logger) { rows in
+                    var counters: [String: Int64] = [:]
+                    var histories: [String: String] = [:]
+                    for try await (id, version, history) in rows.decode((String, Int64, String).self) {
+                        counters[id] = version
+                        if !history.isEmpty { histories[id] = history }
+                    }
+                    return (counters, histories)
                 }
-                return (counters, histories)
             }
             let woken = hub.catchUp(counters, histories: histories, wakeUnread: wakeUnread)
             if woken > 0 { logger.debug("change listener caught up", metadata: ["woken": "\(woken)", "followed": "\(keys.count)"]) }

@@ -20,7 +20,7 @@ enum PostgresFailure: Equatable {
         switch error {
         case is SyncError:
             self = .domain
-        case is CancellationError:
+        case is CancellationError, is ConnectionClosed:
             self = .unavailable
         case let error as PSQLError:
             guard let state = error.serverInfo?[.sqlState] else {

@@ -37,7 +37,7 @@ package struct PostgresItemStatements: ItemStatements {
             }
             return nil
         }
-        let rows = try await conn.query(
+        let rows = try await conn.statement(
             "SELECT version, horizon, \(unescaped: SpaceLineage.column("families")) FROM families WHERE id = \(spaceID)", logger: logger)
         for try await (version, horizon, lineage) in rows.decode((Int64, Int64, String?).self) {
             return FamilyCounter(version: version, horizon: horizon, lineage: SpaceLineage.read(lineage))
@@ -63,7 +63,7 @@ package struct PostgresItemStatements: ItemStatements {
     static let notice = "families.id || ':' || families.version || CASE WHEN families.history = '' THEN '' ELSE ':' || families.history END"
 
     package func bump(spaceID: String) async throws -> Int64 {
-        let rows = try await conn.query(
+        let rows = try await conn.statement(
             """
             WITH h AS (SELECT syncapi_history() AS id), bumped AS (
               UPDATE families SET \(unescaped: Self.bumpSet) FROM h WHERE families.id = \(spaceID)
@@ -76,7 +76,7 @@ package struct PostgresItemStatements: ItemStatements {
     }
 
     package func touchMedia(spaceID: String, hashes: [String], nowMs: Int64) async throws {
-        try await conn.query(
+        try await conn.statement(
             """
             UPDATE media SET referenced_ms = GREATEST(referenced_ms, \(nowMs))
             WHERE family_id = \(spaceID) AND sha256 = ANY(\(hashes)::text[])
@@ -87,7 +87,7 @@ package struct PostgresItemStatements: ItemStatements {
     package func store(_ row: RowWrite, spaceID: String, version: Int64?, nowMs: Int64) async throws -> StoredItem {
         let key = row.key
         let deleted = row.body == nil
-        let rows = try await conn.query(
+        let rows = try await conn.statement(
             """
             WITH h AS (SELECT syncapi_history() AS id), bumped AS (
               UPDATE families SET \(unescaped: Self.bumpSet) FROM h WHERE families.id = \(spaceID) AND \(version == nil)
@@ -113,7 +113,7 @@ package struct PostgresItemStatements: ItemStatements {
         if let children = row.deleteChildren {
             // The media the children name lasts a retention from now, as a deleted post's does.
             var hashes = Set<String>()
-            for try await body in try await conn.query(
+            for try await body in try await conn.statement(
                 """
                 SELECT body FROM items WHERE family_id = \(spaceID) AND collection = \(children) AND parent_id = \(key.id)
                 AND NOT deleted AND strpos(body, \(MediaURL.prefix)) > 0
@@ -122,7 +122,7 @@ package struct PostgresItemStatements: ItemStatements {
                 hashes.formUnion(MediaURL.hashes(in: [body]))
             }
             if !hashes.isEmpty { try await touchMedia(spaceID: spaceID, hashes: hashes.sorted(), nowMs: nowMs) }
-            try await conn.query(
+            try await conn.statement(
                 """
                 UPDATE items SET deleted = true, body = NULL, version = \(stored.version), modified_ms = \(nowMs)
                 WHERE family_id = \(spaceID) AND collection = \(children) AND parent_id = \(key.id) AND NOT deleted
@@ -161,7 +161,7 @@ package struct PostgresItemStatements: ItemStatements {
 
     /// `id` is `COLLATE "C"`: its order is the byte order. Only `modified` leaves the database, not the body.
     package func verifyRows(spaceID: String, collection: String, _ each: @Sendable (VerifyRow) -> Void) async throws {
-        let rows = try await conn.query(
+        let rows = try await conn.statement(
             """
             SELECT id, body::json->>'modified', sort_ms, tag FROM items
             WHERE family_id = \(spaceID) AND collection = \(collection) AND parent_id = '' AND NOT deleted ORDER BY id
@@ -208,7 +208,7 @@ package struct PostgresItemStatements: ItemStatements {
         sql.appendInterpolation(limit)
         var out: [StoredItem] = []
         var bytes = budget.map(PageBytes.init)
-        for try await row in try await conn.query(PostgresQuery(stringInterpolation: sql), logger: logger) {
+        for try await row in try await conn.statement(PostgresQuery(stringInterpolation: sql), logger: logger) {
             out.append(try Self.pageItem(row, &bytes))
         }
         return out
@@ -224,7 +224,7 @@ package struct PostgresItemStatements: ItemStatements {
 
     package func goneIDs(_ query: PageQuery, spaceID: String, since: Int64) async throws -> [String] {
         var ids: [String] = []
-        for try await id in try await conn.query(
+        for try await id in try await conn.statement(
             """
             SELECT id FROM items WHERE family_id = \(spaceID) AND collection = \(query.collection)
             AND parent_id = \(query.parentID) AND version > \(since)
@@ -241,7 +241,7 @@ package struct PostgresItemStatements: ItemStatements {
     ) async throws -> [String: [StoredItem]] {
         var out: [String: [StoredItem]] = Dictionary(uniqueKeysWithValues: parentIDs.map { ($0, []) })
         var bytes: PageBytes? = PageBytes(budget: budget)
-        let rows = try await conn.query(
+        let rows = try await conn.statement(
             """
             SELECT p.pid, c.id, c.version, c.deleted, c.body, c.sort_ms, c.sort_version, c.tag, octet_length(c.body)
             FROM unnest(\(parentIDs)::text[]) WITH ORDINALITY AS p(pid, ord)

@@ -27,7 +27,7 @@ package struct PostgresSQLConnection: SQLConnection {
         }
         do {
             var out: [SQLRow] = []
-            for try await row in try await conn.query(PostgresQuery(unsafeSQL: text, binds: bindings), logger: logger) {
+            for try await row in try await conn.statement(PostgresQuery(unsafeSQL: text, binds: bindings), logger: logger) {
                 out.append(SQLRow(try row.map(Self.value)))
             }
             return out
@@ -50,7 +50,7 @@ package struct PostgresSQLConnection: SQLConnection {
     }
 
     package func revokeAtCommit(_ keys: [String]) async throws {
-        try await conn.query(
+        try await conn.statement(
             """
             SELECT pg_notify(\(PostgresChangeListener.channel), \(PostgresChangeListener.revocationPrefix) || k)
             FROM unnest(\(keys)::text[]) AS k

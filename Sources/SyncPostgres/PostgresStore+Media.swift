@@ -17,10 +17,12 @@ extension PostgresStore: MediaStore {
 
     public func media(spaceID: String, sha256: String) async throws -> MediaInfo? {
         try await guarded { _ in
-            for try await (type, size) in try await client.query(
+            try await client.statement(
                 "SELECT content_type, size FROM media WHERE family_id = \(spaceID) AND sha256 = \(sha256)", logger: logger
-            ).decode((String, Int64).self) { return MediaInfo(sha256: sha256, contentType: type, size: size) }
-            return nil
+            ) { rows in
+                for try await (type, size) in rows.decode((String, Int64).self) { return MediaInfo(sha256: sha256, contentType: type, size: size) }
+                return nil
+            }
         }
     }
 
@@ -37,15 +39,17 @@ extension PostgresStore: MediaStore {
             let n = next
             let upTo = min(last, n + 3)
             let rows: [(Int32, ByteBuffer)] = try await guarded { _ in
-                var out: [(Int32, ByteBuffer)] = []
-                for try await row in try await client.query(
+                try await client.statement(
                     """
                     SELECT c.n, c.data FROM media m JOIN media_chunks c ON c.upload_id = m.upload_id
                     WHERE m.family_id = \(spaceID) AND m.sha256 = \(sha256) AND c.n BETWEEN \(Int32(n)) AND \(Int32(upTo))
                     ORDER BY c.n
                     """, logger: logger
-                ).decode((Int32, ByteBuffer).self) { out.append(row) }
-                return out
+                ) { rows in
+                    var out: [(Int32, ByteBuffer)] = []
+                    for try await row in rows.decode((Int32, ByteBuffer).self) { out.append(row) }
+                    return out
+                }
             }
             guard rows.count == Int(upTo - n + 1) else { throw SyncError.notFound("No such media.") }
             for (index, data) in rows {
@@ -62,10 +66,10 @@ extension PostgresStore: MediaStore {
 
     public func mediaBytes(spaceID: String) async throws -> Int64 {
         try await guarded { _ in
-            for try await bytes in try await client.query(
-                "SELECT COALESCE(sum(size), 0)::BIGINT FROM media WHERE family_id = \(spaceID)", logger: logger
-            ).decode(Int64.self) { return bytes }
-            return 0
+            try await client.statement("SELECT COALESCE(sum(size), 0)::BIGINT FROM media WHERE family_id = \(spaceID)", logger: logger) { rows in
+                for try await bytes in rows.decode(Int64.self) { return bytes }
+                return 0
+            }
         }
     }
 
@@ -76,22 +80,28 @@ extension PostgresStore: MediaStore {
     /// already gone: never a file deleted under an item that names it.
     public func purgeMedia(cutoffMs: Int64, nowMs: Int64) async throws -> Int {
         try await guarded(within: .seconds(3600)) { budget in
-            var families: [String] = []
-            for try await id in try await client.query(
+            let families = try await client.statement(
                 "SELECT DISTINCT family_id FROM media WHERE referenced_ms < \(cutoffMs) ORDER BY family_id", logger: logger
-            ).decode(String.self) { families.append(id) }
+            ) { rows in
+                var families: [String] = []
+                for try await id in rows.decode(String.self) { families.append(id) }
+                return families
+            }
             var purged = 0
             for family in families {
-                var named = Set<String>()
-                for try await body in try await client.query(
+                let named = try await client.statement(
                     "SELECT body FROM items WHERE family_id = \(family) AND NOT deleted AND strpos(body, \(MediaURL.prefix)) > 0",
                     logger: logger
-                ).decode(String.self) { named.formUnion(MediaURL.hashes(in: [body])) }
+                ) { rows in
+                    var named = Set<String>()
+                    for try await body in rows.decode(String.self) { named.formUnion(MediaURL.hashes(in: [body])) }
+                    return named
+                }
                 let keep = Array(named)
                 purged += try await transaction(under: budget) { conn in
-                    try await conn.query("SELECT 1 FROM families WHERE id = \(family) FOR UPDATE", logger: logger)
+                    try await conn.statement("SELECT 1 FROM families WHERE id = \(family) FOR UPDATE", logger: logger)
                     var count = 0
-                    for try await n in try await conn.query(
+                    for try await n in try await conn.statement(
                         """
                         WITH gone AS (
                           DELETE FROM media WHERE family_id = \(family) AND referenced_ms < \(cutoffMs)
@@ -105,7 +115,7 @@ extension PostgresStore: MediaStore {
             }
             // Uploads a crash or a refusal cut short: chunks no media row names, of an upload that wrote nothing for
             // an hour (a slow upload still writing keeps all its chunks; `commit` checks they are all there).
-            try await client.query(
+            try await client.statement(
                 """
                 DELETE FROM media_chunks c WHERE c.upload_id IN (
                   SELECT upload_id FROM media_chunks GROUP BY upload_id HAVING max(created_ms) < \(nowMs - 3_600_000))
@@ -151,7 +161,7 @@ final class PostgresMediaUpload: MediaUpload, Sendable {
         let uploadID = self.uploadID
         let now = WallClock.nowMs()
         try await store.guarded { _ in
-            try await self.store.client.query(
+            try await self.store.client.statement(
                 "INSERT INTO media_chunks (upload_id, n, data, created_ms) VALUES (\(uploadID), \(n), \(chunk), \(now))",
                 logger: self.store.logger)
         }
@@ -172,15 +182,15 @@ final class PostgresMediaUpload: MediaUpload, Sendable {
                 // Every chunk must be there: never a stored file with a hole (the purge sweeps the chunks of an upload
                 // idle for an hour; an upload that slow starts over).
                 var chunks: Int64 = -1
-                for try await n in try await conn.query(
+                for try await n in try await conn.statement(
                     "SELECT count(*) FROM media_chunks WHERE upload_id = \(uploadID)", logger: store.logger
                 ).decode(Int64.self) { chunks = n }
                 guard chunks == expected else { throw SyncError.unavailable }  // the caller aborts: its chunks go
                 // Under the family's lock, so that two uploads at once cannot both fit in the last of the quota.
-                try await conn.query("SELECT 1 FROM families WHERE id = \(spaceID) FOR UPDATE", logger: store.logger)
+                try await conn.statement("SELECT 1 FROM families WHERE id = \(spaceID) FOR UPDATE", logger: store.logger)
                 var used: Int64 = 0
                 var existed = false
-                for try await (bytes, has) in try await conn.query(
+                for try await (bytes, has) in try await conn.statement(
                     """
                     SELECT COALESCE(sum(size), 0)::BIGINT, COALESCE(bool_or(sha256 = \(info.sha256)), false)
                     FROM media WHERE family_id = \(spaceID)
@@ -188,7 +198,7 @@ final class PostgresMediaUpload: MediaUpload, Sendable {
                 ).decode((Int64, Bool).self) { (used, existed) = (bytes, has) }
                 if !existed { try MediaService.checkQuota(used: used, adding: info.size, quota: familyQuota) }
                 var stored: String?
-                for try await id in try await conn.query(
+                for try await id in try await conn.statement(
                     """
                     INSERT INTO media (family_id, sha256, content_type, size, created_ms, referenced_ms, upload_id)
                     VALUES (\(spaceID), \(info.sha256), \(info.contentType), \(info.size), \(nowMs), \(nowMs), \(uploadID))
@@ -198,7 +208,7 @@ final class PostgresMediaUpload: MediaUpload, Sendable {
                 ).decode(String.self) { stored = id }
                 guard stored == uploadID else {
                     // Stored once: the family had these bytes already.
-                    try await conn.query("DELETE FROM media_chunks WHERE upload_id = \(uploadID)", logger: store.logger)
+                    try await conn.statement("DELETE FROM media_chunks WHERE upload_id = \(uploadID)", logger: store.logger)
                     return false
                 }
                 return true
@@ -210,7 +220,7 @@ final class PostgresMediaUpload: MediaUpload, Sendable {
         let uploadID = self.uploadID
         let store = self.store
         _ = try? await store.guarded { _ in
-            try await store.client.query("DELETE FROM media_chunks WHERE upload_id = \(uploadID)", logger: store.logger)
+            try await store.client.statement("DELETE FROM media_chunks WHERE upload_id = \(uploadID)", logger: store.logger)
         }
     }
 }

@@ -35,7 +35,7 @@ extension PostgresStore {
                 if let error = begin.error { throw error }
             } catch {
                 do {
-                    try await conn.query("ROLLBACK", logger: logger)
+                    try await conn.statement("ROLLBACK", logger: logger)
                 } catch {
                     _ = conn.close() as EventLoopFuture<Void>
                 }

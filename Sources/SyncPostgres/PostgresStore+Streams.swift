@@ -60,7 +60,7 @@ extension PostgresStore {
 
     /// The family's counter and line, read on `conn`.
     func counter(on conn: PostgresConnection, spaceID: String) async throws -> SpaceCounter {
-        for try await (version, lineage) in try await conn.query(
+        for try await (version, lineage) in try await conn.statement(
             "SELECT version, \(unescaped: SpaceLineage.column("families")) FROM families WHERE id = \(spaceID)", logger: logger
         ).decode((Int64, String?).self) {
             return SpaceCounter(version: version, lineage: SpaceLineage.read(lineage))

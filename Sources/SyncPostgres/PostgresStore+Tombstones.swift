@@ -21,7 +21,7 @@ extension PostgresStore {
 
     private func purgeBatches(cutoffMs: Int64, on conn: PostgresConnection) async throws -> Int {
         var families: [String] = []
-        for try await id in try await conn.query(
+        for try await id in try await conn.statement(
             "SELECT DISTINCT family_id FROM items WHERE deleted AND modified_ms < \(cutoffMs) ORDER BY family_id", logger: logger
         ).decode(String.self) { families.append(id) }
         var total = 0
@@ -32,14 +32,14 @@ extension PostgresStore {
                     // could be taken and released on different server sessions behind a pooler and leak. Another
                     // instance holding it is purging: its purge covers this one.
                     var mine = false
-                    for try await ok in try await conn.query("SELECT pg_try_advisory_xact_lock(\(Self.purgeLockKey))", logger: logger)
+                    for try await ok in try await conn.statement("SELECT pg_try_advisory_xact_lock(\(Self.purgeLockKey))", logger: logger)
                         .decode(Bool.self)
                     { mine = ok }
                     guard mine else { return nil }
                     // The family row first, as writers do: the purge waits for them, never the other way round.
-                    try await conn.query("SELECT 1 FROM families WHERE id = \(family) FOR UPDATE", logger: logger)
+                    try await conn.statement("SELECT 1 FROM families WHERE id = \(family) FOR UPDATE", logger: logger)
                     var count = 0
-                    for try await n in try await conn.query(
+                    for try await n in try await conn.statement(
                         """
                         WITH purged AS (
                           DELETE FROM items WHERE (family_id, collection, parent_id, id) IN (

@@ -91,29 +91,29 @@ public struct PostgresStore: SyncStore {
     public func migrate(upTo count: Int?) async throws {
         // At start the database may be coming up too (a deploy, a busy host): it has 30 s to answer. Once reached, a
         // migration may wait for other instances' migrations and take its time.
-        try await guarded(within: max(deadline, .seconds(30))) { _ in try await client.query("SELECT 1", logger: logger) }
+        try await guarded(within: max(deadline, .seconds(30))) { _ in try await client.statement("SELECT 1", logger: logger) }
         try await guarded(within: .seconds(300)) { budget in
             try await transaction(under: budget) { conn in
                 // One migrator at a time when several instances start together.
-                try await conn.query("SELECT pg_advisory_xact_lock(7311562)", logger: logger)
-                try await conn.query(
+                try await conn.statement("SELECT pg_advisory_xact_lock(7311562)", logger: logger)
+                try await conn.statement(
                     "CREATE TABLE IF NOT EXISTS syncapi_migrations (name TEXT PRIMARY KEY, applied_ms BIGINT NOT NULL)",
                     logger: logger)
                 var applied = Set<String>()
-                for try await name in try await conn.query("SELECT name FROM syncapi_migrations", logger: logger).decode(String.self) {
+                for try await name in try await conn.statement("SELECT name FROM syncapi_migrations", logger: logger).decode(String.self) {
                     applied.insert(name)
                 }
                 for migration in PostgresMigrations.all.prefix(count ?? .max) where !applied.contains(migration.name) {
                     // The extended protocol takes one statement at a time.
                     for statement in SQLScript.statements(of: migration.sql) {
-                        try await conn.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                        try await conn.statement(PostgresQuery(unsafeSQL: statement), logger: logger)
                     }
                     let now = WallClock.nowMs()
-                    try await conn.query(
+                    try await conn.statement(
                         "INSERT INTO syncapi_migrations (name, applied_ms) VALUES (\(migration.name), \(now))", logger: logger)
                 }
                 let id = DatabaseIdentity.random()
-                try await conn.query(
+                try await conn.statement(
                     "INSERT INTO syncapi_meta (key, value) VALUES ('database_id', \(id)) ON CONFLICT (key) DO NOTHING",
                     logger: logger)
             }
@@ -123,43 +123,30 @@ public struct PostgresStore: SyncStore {
     /// Ready means writable: a server that failed over to a read-only standby answers 503 like one that is gone.
     public func ping() async throws {
         let standby = try await guarded { _ in
-            for try await inRecovery in try await client.query("SELECT pg_is_in_recovery()", logger: logger).decode(Bool.self) {
-                return inRecovery
+            try await client.statement("SELECT pg_is_in_recovery()", logger: logger) { rows in
+                for try await inRecovery in rows.decode(Bool.self) { return inRecovery }
+                return false
             }
-            return false
         }
         if standby { throw SyncError.unavailable }
     }
 
     // MARK: Plumbing
 
-    /// Runs `body` in one write transaction on one pooled connection (`PostgresClient.withTransaction`: `COMMIT` when
+    /// Runs `body` in one write transaction on one pooled connection (`PostgresConnection.transaction`: `COMMIT` when
     /// it returns, `ROLLBACK` when it throws), which begins only within the deadline of `budget` (a 503 is never
     /// followed by a late commit). Read-only snapshots are `snapshot(on:)`.
     func transaction<T: Sendable>(under budget: Deadline.Budget, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         try await client.withConnection { conn in
             let write = try budget.beginWrite(onAbandon: { _ = conn.close() as EventLoopFuture<Void> })
             defer { budget.endWrite(write) }
-            do {
-                return try await conn.withTransaction(logger: logger) { conn in try await body(conn) }
-            } catch let error as PostgresTransactionError {
-                throw Self.cause(of: error)
-            }
+            return try await conn.transaction(logger: logger) { conn in try await body(conn) }
         }
     }
 
     /// Runs `body` in one transaction on `conn` (already leased).
     func inTransaction<T: Sendable>(on conn: PostgresConnection, _ body: (PostgresConnection) async throws -> T) async throws -> T {
-        do {
-            return try await conn.withTransaction(logger: logger) { conn in try await body(conn) }
-        } catch let error as PostgresTransactionError {
-            throw Self.cause(of: error)
-        }
-    }
-
-    /// The error that made PostgresNIO's transaction fail.
-    static func cause(of error: PostgresTransactionError) -> any Error {
-        error.closureError ?? error.beginError ?? error.commitError ?? error
+        try await conn.transaction(logger: logger) { conn in try await body(conn) }
     }
 
     /// Every store call goes through here: the call is answered within the deadline whatever the database does

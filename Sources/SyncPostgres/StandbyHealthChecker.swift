@@ -48,10 +48,10 @@ public struct StandbyHealthChecker: Service {
     func check(_ standby: Standby) async -> (healthy: Bool, why: String) {
         do {
             let lag = try await StandbyTimeout.run(within: max(interval, .seconds(1)), timers: timers) {
-                for try await lag in try await standby.store.client.query(Self.lagQuery, logger: logger).decode(Double?.self) {
-                    return lag
+                try await standby.store.client.statement(Self.lagQuery, logger: logger) { rows in
+                    for try await lag in rows.decode(Double?.self) { return lag }
+                    return nil
                 }
-                return nil
             }
             guard let lag else { return (false, "not a standby in recovery, no schema yet, not streaming from its primary, or its lag is unknown") }
             if lag > Double(maxLag.components.seconds) + Double(maxLag.components.attoseconds) / 1e18 {
