@@ -84,7 +84,9 @@ public struct OpenedStore: Sendable {
                 throw DatabaseURLError("cannot open the SQLite database \(path): \(error.localizedDescription)")
             }
         case .postgres:
-            let client = try postgresClient(url, pool: pool, logger: logger)
+            // Not behind a pooler: PgBouncer refuses a startup parameter it does not know (operations.md says how to
+            // set the same timeout on the database's role there).
+            let client = try postgresClient(url, pool: pool, idleInTransaction: pooler ? nil : PoolSize.idleInTransactionTimeout, logger: logger)
             let hub = ChangeHub(revocationsLive: false, timers: timers)
             var listenClient: PostgresClient?
             if let listen {
@@ -148,7 +150,13 @@ public struct OpenedStore: Sendable {
     /// The one constructor of every pool an instance opens (statements, snapshot answers, `LISTEN`, standbys), so that
     /// what runs in tests is what `serve` runs. No minimum of open connections: PostgresNIO 1.33.2 traps on a lease
     /// when a database event leaves fewer than a minimum above zero (`PoolSize`).
-    package static func postgresClient(_ url: DatabaseURL, pool: PoolSize = PoolSize(), logger: Logger) throws -> PostgresClient {
+    ///
+    /// `idleInTransaction`: PostgreSQL ends a session of this pool that stays inside a transaction, waiting for this
+    /// instance, longer than that (`idle_in_transaction_session_timeout`; nil: the server's setting). Only the
+    /// statements' pool sets it (`PoolSize.idleInTransactionTimeout`): its transactions never wait for a client.
+    package static func postgresClient(
+        _ url: DatabaseURL, pool: PoolSize = PoolSize(), idleInTransaction: Duration? = nil, logger: Logger
+    ) throws -> PostgresClient {
         guard case .postgres(let host, let port, let username, let password, let database, let requireTLS) = url else {
             throw DatabaseURLError("not a postgres:// URL")
         }
@@ -160,6 +168,10 @@ public struct OpenedStore: Sendable {
         configuration.options.keepAliveBehavior = .init(frequency: PoolSize.keepAliveFrequency)
         configuration.options.minimumConnections = 0
         configuration.options.connectionIdleTimeout = PoolSize.idleTimeout
+        if let idleInTransaction {
+            let milliseconds = max(1, idleInTransaction.wholeNanoseconds / 1_000_000)
+            configuration.options.additionalStartupParameters = [("idle_in_transaction_session_timeout", "\(milliseconds)")]
+        }
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 }

@@ -80,6 +80,14 @@ public struct PoolSize: Sendable {
     /// minute is what the test pools ran with through every earlier green run.
     public static let idleTimeout: Duration = .seconds(60)
 
+    /// How long a session of the statements' pool may stay inside a transaction while PostgreSQL waits for the
+    /// instance's next statement before PostgreSQL ends it (`idle_in_transaction_session_timeout`). A write's
+    /// transaction runs its statements one after the other and never waits for a client, and the instance closes the
+    /// connection of a write it abandons at its time limit. A session waiting past this is one whose instance stopped
+    /// (frozen, paused, cut off) or whose close never reached the database: its transaction would hold its space's
+    /// lock, and every write of that space on every instance would wait, for as long as the connection lives.
+    public static let idleInTransactionTimeout: Duration = .seconds(30)
+
     /// The default size of the statements' pool: twice the cores plus two (as many statements running at once as the
     /// database can run well, the rest waiting their turn in the pool rather than in the database's scheduler),
     /// counting this host's cores for the database's. More connections only lengthen the tail of page syncs at the same
