@@ -32,17 +32,21 @@ extension PostgresConnection {
         do {
             value = try await body(self)
         } catch {
-            if !isClosed {
-                do {
-                    try await statement("ROLLBACK", logger: logger)
-                } catch {
-                    _ = close() as EventLoopFuture<Void>
-                }
-            }
+            if !isClosed { await rollbackOrClose(logger: logger) }
             throw error
         }
         try await statement("COMMIT", logger: logger)
         return value
+    }
+
+    /// Ends the transaction the connection is in with `ROLLBACK`, or closes the connection when that fails, so that
+    /// the pool never hands out a connection left inside a transaction.
+    func rollbackOrClose(logger: Logger) async {
+        do {
+            try await statement("ROLLBACK", logger: logger)
+        } catch {
+            _ = close() as EventLoopFuture<Void>
+        }
     }
 }
 

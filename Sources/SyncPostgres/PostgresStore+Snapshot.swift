@@ -34,11 +34,7 @@ extension PostgresStore {
                 value = try await body(conn)
                 if let error = begin.error { throw error }
             } catch {
-                do {
-                    try await conn.statement("ROLLBACK", logger: logger)
-                } catch {
-                    _ = conn.close() as EventLoopFuture<Void>
-                }
+                await conn.rollbackOrClose(logger: logger)
                 throw error
             }
             let committed: EventLoopFuture<PostgresQueryResult> = conn.query("COMMIT", logger: logger)

@@ -251,9 +251,11 @@ extension PostgresConnection {
     func run<Statement: PostgresPreparedStatement>(
         _ statement: Statement, prepared: Bool, logger: Logger
     ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Statement.Row> {
-        // Refused at once on a closed connection (`ClosedConnections.swift`).
-        guard !isClosed else { throw ConnectionClosed() }
-        if prepared { return try await execute(statement, logger: logger) }
+        if prepared {
+            // Refused at once on a closed connection, as `statement` does (`ClosedConnections.swift`).
+            guard !isClosed else { throw ConnectionClosed() }
+            return try await execute(statement, logger: logger)
+        }
         let rows = try await self.statement(PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings()), logger: logger)
         return rows.map { try statement.decodeRow($0) }
     }

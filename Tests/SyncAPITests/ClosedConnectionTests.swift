@@ -30,13 +30,18 @@ struct ClosedConnectionTests {
                 }
                 #expect(pid > 0)
                 try await conn.closeFuture.get()
-                // Each of these waited for good before: the statement was written into a closed channel.
-                await #expect(throws: ConnectionClosed.self) { try await conn.statement("SELECT 1", logger: logger) }
-                await #expect(throws: ConnectionClosed.self) { try await conn.transaction(logger: logger) { _ in } }
-                await #expect(throws: ConnectionClosed.self) {
-                    try await conn.run(
-                        PreparedStatements.Item(spaceID: "s", key: ItemKey(collection: "contacts", parentID: "", id: "c")), prepared: true,
-                        logger: logger)
+                // Each of these waited for good before: the statement was written into a closed channel. A minute's
+                // bound (answered `SyncError.unavailable`) turns such a wait into a failure rather than a hung run.
+                func bounded(_ work: @escaping @Sendable () async throws -> Void) async throws {
+                    try await Deadline.run(within: .seconds(60), timers: testTimers) { _ in try await work() }
+                }
+                let item = PreparedStatements.Item(spaceID: "s", key: ItemKey(collection: "contacts", parentID: "", id: "c"))
+                await #expect(throws: ConnectionClosed.self) { try await bounded { try await conn.statement("SELECT 1", logger: logger) } }
+                await #expect(throws: ConnectionClosed.self) { try await bounded { try await conn.transaction(logger: logger) { _ in } } }
+                for prepared in [true, false] {
+                    await #expect(throws: ConnectionClosed.self) {
+                        try await bounded { _ = try await conn.run(item, prepared: prepared, logger: logger) }
+                    }
                 }
             }
         }
